@@ -1,0 +1,143 @@
+package envelope
+
+import (
+	"encoding/json"
+	"slices"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/chiffon-dev/chiffon/errcodes"
+)
+
+// Decoder decodes envelopes strictly. The zero value speaks SupportedVersions and
+// accepts envelopes up to MaxEnvelopeSize.
+type Decoder struct {
+	// Versions are the protocol versions the receiver speaks; nil means
+	// SupportedVersions. An envelope in another well-formed version gets 5006.
+	Versions []string
+	// MaxSize is the largest envelope accepted, in bytes; 0 means MaxEnvelopeSize.
+	MaxSize int
+}
+
+var defaultDecoder Decoder
+
+// Decode decodes one envelope with the default Decoder.
+func Decode(data []byte) (*Envelope, error) { return defaultDecoder.Decode(data) }
+
+// envelopeKeys are the top-level members an envelope may have.
+var envelopeKeys = []string{
+	"protocol_version", "message_id", "from_agent", "to_agent", "timestamp",
+	"trace_id", "request_id", "type", "payload", "x_custom_fields",
+}
+
+// Decode parses data as one envelope and checks every protocol rule. Any failure is an
+// *errcodes.Error: 5006 for a protocol version the receiver does not speak, 5003
+// otherwise, with the dotted path of the offending field in its context.
+func (d *Decoder) Decode(data []byte) (*Envelope, error) {
+	e, err := d.decode(data)
+	if err != nil {
+		return nil, err
+	}
+	return e, nil
+}
+
+func (d *Decoder) decode(data []byte) (*Envelope, *errcodes.Error) {
+	if !utf8.Valid(data) {
+		return nil, errcodes.NewInvalidMessage("", "message is not valid UTF-8")
+	}
+	if !json.Valid(data) {
+		return nil, errcodes.NewInvalidMessage("", "message is not valid JSON")
+	}
+	o := openObject(data, "")
+	if o.err != nil {
+		o.err = errcodes.NewInvalidMessage("", "message is not a JSON object, got %s", kind(data))
+		return nil, o.err
+	}
+
+	// The version comes first: a message from a newer protocol may have fields this
+	// one does not know, and its sender needs to hear 5006, not 5003.
+	e := &Envelope{ProtocolVersion: o.str("protocol_version", true)}
+	if o.err != nil {
+		return nil, o.err
+	}
+	if !validVersionSyntax(e.ProtocolVersion) {
+		o.fail("protocol_version", "must be MAJOR.MINOR such as \"1.0\", got %q", e.ProtocolVersion)
+		return nil, o.err
+	}
+	versions := d.Versions
+	if versions == nil {
+		versions = SupportedVersions
+	}
+	if !slices.Contains(versions, e.ProtocolVersion) {
+		return nil, errcodes.NewUnsupportedVersion(e.ProtocolVersion, versions)
+	}
+
+	e.MessageID = o.uuid("message_id")
+	e.FromAgent = o.agentType("from_agent")
+	e.ToAgent = o.agentType("to_agent")
+	e.Timestamp = o.timestamp("timestamp")
+	e.TraceID = o.uuid("trace_id")
+	e.RequestID = o.uuid("request_id")
+	e.Type = Type(o.str("type", true))
+	schema, known := payloadSchemas[e.Type]
+	if o.err == nil && !known {
+		o.fail("type", "unknown message type %q", e.Type)
+	}
+	payload := o.sub("payload", true)
+	e.XCustomFields = o.anyMap("x_custom_fields", false)
+	if err := o.close(envelopeKeys...); err != nil {
+		return nil, err
+	}
+	p, err := schema(payload)
+	if err != nil {
+		return nil, err
+	}
+	e.Payload = p
+
+	max := d.MaxSize
+	if max == 0 {
+		max = MaxEnvelopeSize
+	}
+	if len(data) > max {
+		return nil, errcodes.NewInvalidMessage("payload", "envelope is %d bytes, over the %d-byte limit", len(data), max)
+	}
+	return e, nil
+}
+
+func (o *object) uuid(key string) string {
+	s := o.str(key, true)
+	if o.err == nil && !isUUID(s) {
+		o.fail(key, "must be a UUID in 8-4-4-4-12 hex form, got %q", s)
+	}
+	return lowerASCII(s)
+}
+
+func (o *object) agentType(key string) AgentType {
+	t := AgentType(o.str(key, true))
+	if o.err == nil && !t.Valid() {
+		o.fail(key, "must be one of orchestrator, infra, desktop, code, research, got %q", t)
+	}
+	return t
+}
+
+func (o *object) timestamp(key string) (t time.Time) {
+	s := o.str(key, true)
+	if o.err != nil {
+		return t
+	}
+	t, err := ParseTimestamp(s)
+	if err != nil {
+		o.fail(key, "%v", err)
+	}
+	return t
+}
+
+// oneOf reads a string member that must be one of values.
+func (o *object) oneOf(key string, required bool, values ...string) string {
+	s := o.str(key, required)
+	if o.err == nil && o.has(key) && !slices.Contains(values, s) {
+		o.fail(key, "must be one of %s, got %q", strings.Join(values, ", "), s)
+	}
+	return s
+}

@@ -1,0 +1,257 @@
+package envelope
+
+import (
+	"bytes"
+	"encoding/json"
+	"slices"
+	"strconv"
+
+	"github.com/chiffon-dev/chiffon/errcodes"
+)
+
+// object reads the members of one JSON object strictly. The first rule broken is kept
+// in err and later reads become no-ops, so a schema reads as a straight list of fields.
+type object struct {
+	path string
+	m    map[string]json.RawMessage
+	err  *errcodes.Error
+}
+
+// openObject parses raw as a JSON object at path. A value that is not an object
+// (null included) is reported on path.
+func openObject(raw json.RawMessage, path string) *object {
+	o := &object{path: path}
+	if kind(raw) != "object" {
+		o.err = errcodes.NewInvalidMessage(path, "must be an object, got %s", kind(raw))
+		return o
+	}
+	if err := json.Unmarshal(raw, &o.m); err != nil {
+		o.err = errcodes.NewInvalidMessage(path, "malformed object: %v", err)
+	}
+	return o
+}
+
+// sub opens a nested object member.
+func (o *object) sub(key string, required bool) *object {
+	raw, ok := o.member(key, required)
+	if !ok {
+		return nil
+	}
+	s := openObject(raw, o.at(key))
+	if s.err != nil {
+		o.err = s.err
+		return nil
+	}
+	return s
+}
+
+// close reports the first key not in known, in sorted order, and ends the read.
+func (o *object) close(known ...string) *errcodes.Error {
+	if o.err != nil {
+		return o.err
+	}
+	var unknown []string
+	for k := range o.m {
+		if !slices.Contains(known, k) {
+			unknown = append(unknown, k)
+		}
+	}
+	if len(unknown) > 0 {
+		slices.Sort(unknown)
+		o.err = errcodes.NewInvalidMessage(o.at(unknown[0]), "unknown field %q", unknown[0])
+	}
+	return o.err
+}
+
+func (o *object) at(key string) string {
+	if o.path == "" {
+		return key
+	}
+	return o.path + "." + key
+}
+
+func (o *object) fail(key, format string, args ...any) {
+	if o.err == nil {
+		o.err = errcodes.NewInvalidMessage(o.at(key), format, args...)
+	}
+}
+
+// member returns the raw value of key. A missing required key fails; a null value
+// always fails, since no field of the protocol is nullable.
+func (o *object) member(key string, required bool) (json.RawMessage, bool) {
+	if o.err != nil {
+		return nil, false
+	}
+	raw, ok := o.m[key]
+	if !ok {
+		if required {
+			o.fail(key, "required field is missing")
+		}
+		return nil, false
+	}
+	if kind(raw) == "null" {
+		o.fail(key, "must not be null")
+		return nil, false
+	}
+	return raw, true
+}
+
+// str reads a string member; "" when absent.
+func (o *object) str(key string, required bool) string {
+	raw, ok := o.member(key, required)
+	if !ok {
+		return ""
+	}
+	if kind(raw) != "string" {
+		o.fail(key, "must be a string, got %s", kind(raw))
+		return ""
+	}
+	var s string
+	if err := json.Unmarshal(raw, &s); err != nil {
+		o.fail(key, "malformed string: %v", err)
+	}
+	return s
+}
+
+// integer reads an integer member; 0 when absent. Only integer literals are accepted:
+// 1.0 and 1e3 are numbers but not integers.
+func (o *object) integer(key string, required bool) int64 {
+	raw, ok := o.member(key, required)
+	if !ok {
+		return 0
+	}
+	if kind(raw) != "number" {
+		o.fail(key, "must be an integer, got %s", kind(raw))
+		return 0
+	}
+	if bytes.ContainsAny(raw, ".eE") {
+		o.fail(key, "must be an integer, got %s", raw)
+		return 0
+	}
+	n, err := strconv.ParseInt(string(raw), 10, 64)
+	if err != nil {
+		o.fail(key, "integer out of range: %s", raw)
+		return 0
+	}
+	return n
+}
+
+// intRange reads an integer member that must lie in [lo, hi].
+func (o *object) intRange(key string, required bool, lo, hi int64) int64 {
+	n := o.integer(key, required)
+	if o.err == nil && o.has(key) && (n < lo || n > hi) {
+		o.fail(key, "must be between %d and %d, got %d", lo, hi, n)
+	}
+	return n
+}
+
+func (o *object) boolean(key string, required bool) bool {
+	raw, ok := o.member(key, required)
+	if !ok {
+		return false
+	}
+	switch string(raw) {
+	case "true":
+		return true
+	case "false":
+		return false
+	}
+	o.fail(key, "must be a boolean, got %s", kind(raw))
+	return false
+}
+
+// strings reads an array of strings, checking each with check (which may be nil).
+func (o *object) strings(key string, required bool, check func(string) string) []string {
+	raw, ok := o.member(key, required)
+	if !ok {
+		return nil
+	}
+	if kind(raw) != "array" {
+		o.fail(key, "must be an array of strings, got %s", kind(raw))
+		return nil
+	}
+	var items []json.RawMessage
+	if err := json.Unmarshal(raw, &items); err != nil {
+		o.fail(key, "malformed array: %v", err)
+		return nil
+	}
+	out := make([]string, 0, len(items))
+	for i, it := range items {
+		elem := key + "[" + strconv.Itoa(i) + "]"
+		if kind(it) != "string" {
+			o.fail(elem, "must be a string, got %s", kind(it))
+			return nil
+		}
+		var s string
+		if err := json.Unmarshal(it, &s); err != nil {
+			o.fail(elem, "malformed string: %v", err)
+			return nil
+		}
+		if check != nil {
+			if msg := check(s); msg != "" {
+				o.fail(elem, "%s", msg)
+				return nil
+			}
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+// anyMap reads an object member of free-form content, numbers kept as json.Number.
+func (o *object) anyMap(key string, required bool) map[string]any {
+	raw, ok := o.member(key, required)
+	if !ok {
+		return nil
+	}
+	m, err := decodeFreeObject(raw)
+	if err != "" {
+		o.fail(key, "%s", err)
+	}
+	return m
+}
+
+func (o *object) has(key string) bool {
+	_, ok := o.m[key]
+	return ok
+}
+
+// decodeFreeObject decodes a JSON object of any content, keeping numbers exact.
+func decodeFreeObject(raw json.RawMessage) (map[string]any, string) {
+	if kind(raw) != "object" {
+		return nil, "must be an object, got " + kind(raw)
+	}
+	d := json.NewDecoder(bytes.NewReader(raw))
+	d.UseNumber()
+	var m map[string]any
+	if err := d.Decode(&m); err != nil {
+		return nil, "malformed object: " + err.Error()
+	}
+	if len(m) == 0 {
+		return nil, "" // an empty object and an absent one mean the same
+	}
+	return m, ""
+}
+
+// kind names the JSON type of a raw value by its first byte.
+func kind(raw []byte) string {
+	raw = bytes.TrimLeft(raw, " \t\r\n")
+	if len(raw) == 0 {
+		return "nothing"
+	}
+	switch raw[0] {
+	case '{':
+		return "object"
+	case '[':
+		return "array"
+	case '"':
+		return "string"
+	case 't', 'f':
+		return "boolean"
+	case 'n':
+		return "null"
+	case '-', '0', '1', '2', '3', '4', '5', '6', '7', '8', '9':
+		return "number"
+	}
+	return "invalid JSON"
+}

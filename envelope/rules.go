@@ -1,0 +1,175 @@
+package envelope
+
+import (
+	"fmt"
+	"time"
+)
+
+// isUUID reports whether s is a UUID in the canonical 8-4-4-4-12 hex form, either case.
+func isUUID(s string) bool {
+	if len(s) != 36 {
+		return false
+	}
+	for i := 0; i < 36; i++ {
+		c := s[i]
+		if i == 8 || i == 13 || i == 18 || i == 23 {
+			if c != '-' {
+				return false
+			}
+			continue
+		}
+		if !isHex(c) {
+			return false
+		}
+	}
+	return true
+}
+
+func isHex(c byte) bool {
+	return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'
+}
+
+func isDigit(c byte) bool { return '0' <= c && c <= '9' }
+
+// lowerASCII lower-cases a UUID so that ids compare equal whatever case a sender used.
+func lowerASCII(s string) string {
+	for i := 0; i < len(s); i++ {
+		if 'A' <= s[i] && s[i] <= 'Z' {
+			b := []byte(s)
+			for j := i; j < len(b); j++ {
+				if 'A' <= b[j] && b[j] <= 'Z' {
+					b[j] += 'a' - 'A'
+				}
+			}
+			return string(b)
+		}
+	}
+	return s
+}
+
+// validVersionSyntax reports whether v is MAJOR.MINOR with no sign, space or extra part.
+func validVersionSyntax(v string) bool {
+	dot := -1
+	for i := 0; i < len(v); i++ {
+		switch {
+		case v[i] == '.' && dot < 0:
+			dot = i
+		case !isDigit(v[i]):
+			return false
+		}
+	}
+	return dot > 0 && dot < len(v)-1
+}
+
+// MaxWorkTypeLen bounds the length of a work_type.
+const MaxWorkTypeLen = 64
+
+// CheckWorkType returns "" when s is a valid work_type ([a-z][a-z0-9_]*, at most 64),
+// or what is wrong with it.
+func CheckWorkType(s string) string {
+	switch {
+	case s == "":
+		return "must not be empty"
+	case len(s) > MaxWorkTypeLen:
+		return fmt.Sprintf("must be at most %d characters", MaxWorkTypeLen)
+	case s[0] < 'a' || s[0] > 'z':
+		return "must start with a lower-case letter"
+	}
+	for i := 1; i < len(s); i++ {
+		c := s[i]
+		if !('a' <= c && c <= 'z' || isDigit(c) || c == '_') {
+			return fmt.Sprintf("must match [a-z][a-z0-9_]*, got %q", s)
+		}
+	}
+	return ""
+}
+
+// MaxAgentIDLen bounds the length of an agent instance id.
+const MaxAgentIDLen = 64
+
+// CheckAgentID returns "" when s is a valid agent instance id, or what is wrong with it.
+// Agent ids appear in subject names, so only letters, digits, '-' and '_' are allowed.
+func CheckAgentID(s string) string {
+	if s == "" {
+		return "must not be empty"
+	}
+	if len(s) > MaxAgentIDLen {
+		return fmt.Sprintf("must be at most %d characters", MaxAgentIDLen)
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || isDigit(c) || c == '-' || c == '_') {
+			return fmt.Sprintf("may hold only letters, digits, '-' and '_', got %q", s)
+		}
+	}
+	return ""
+}
+
+// ParseTimestamp parses an RFC 3339 date-time exactly as the RFC's grammar allows:
+// upper-case T and Z, two-digit fields, an optional fraction after '.', and an offset of
+// Z or ±hh:mm within range. The result is in UTC.
+func ParseTimestamp(s string) (time.Time, error) {
+	if err := checkRFC3339(s); err != "" {
+		return time.Time{}, fmt.Errorf("%s", err)
+	}
+	t, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("not a valid date-time: %q", s)
+	}
+	return t.UTC(), nil
+}
+
+func checkRFC3339(s string) string {
+	const bad = "must be an RFC 3339 date-time with a zone, such as 2026-01-19T04:21:04Z"
+	// YYYY-MM-DDTHH:MM:SS is 19 bytes; the shortest zone is Z.
+	if len(s) < 20 {
+		return bad
+	}
+	for i, c := range []byte(s[:19]) {
+		switch i {
+		case 4, 7:
+			if c != '-' {
+				return bad
+			}
+		case 10:
+			if c != 'T' {
+				return bad
+			}
+		case 13, 16:
+			if c != ':' {
+				return bad
+			}
+		default:
+			if !isDigit(c) {
+				return bad
+			}
+		}
+	}
+	if two(s[11:13]) > 23 || two(s[14:16]) > 59 || two(s[17:19]) > 59 {
+		return "time of day out of range in " + fmt.Sprintf("%q", s)
+	}
+	rest := s[19:]
+	if rest[0] == '.' {
+		n := 1
+		for n < len(rest) && isDigit(rest[n]) {
+			n++
+		}
+		if n == 1 {
+			return bad
+		}
+		rest = rest[n:]
+	}
+	switch {
+	case rest == "Z":
+		return ""
+	case len(rest) == 6 && (rest[0] == '+' || rest[0] == '-') && rest[3] == ':' &&
+		isDigit(rest[1]) && isDigit(rest[2]) && isDigit(rest[4]) && isDigit(rest[5]):
+		if two(rest[1:3]) > 23 || two(rest[4:6]) > 59 {
+			return "zone offset out of range in " + fmt.Sprintf("%q", s)
+		}
+		return ""
+	}
+	return bad
+}
+
+func two(s string) int { return int(s[0]-'0')*10 + int(s[1]-'0') }
