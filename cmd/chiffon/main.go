@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"syscall"
@@ -51,14 +52,17 @@ func newRootCmd() *cobra.Command {
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	os.Exit(run(ctx, os.Args[1:]))
+	os.Exit(run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 }
 
 // run executes the CLI and turns its error into an exit code: 2 for usage errors, the
 // carried code for an exitError, 1 otherwise.
-func run(ctx context.Context, args []string) int {
+func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	root := newRootCmd()
 	root.SetArgs(args)
+	root.SetIn(stdin)
+	root.SetOut(stdout)
+	root.SetErr(stderr)
 	err := root.ExecuteContext(ctx)
 	if err == nil {
 		return 0
@@ -66,11 +70,11 @@ func run(ctx context.Context, args []string) int {
 	var ee *exitError
 	if errors.As(err, &ee) {
 		if ee.err != nil {
-			fmt.Fprintln(os.Stderr, "chiffon:", ee.err)
+			fmt.Fprintln(stderr, "chiffon:", ee.err)
 		}
 		return ee.code
 	}
-	fmt.Fprintln(os.Stderr, "chiffon:", err)
+	fmt.Fprintln(stderr, "chiffon:", err)
 	if isUsageError(err) {
 		return 2
 	}
