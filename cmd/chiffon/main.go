@@ -45,6 +45,7 @@ func newRootCmd() *cobra.Command {
 		newBrokerCmd(),
 		newAgentCmd(),
 		newOrchestratorCmd(),
+		newTokenCmd(),
 	)
 	return root
 }
