@@ -1,0 +1,93 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"runtime"
+	"strconv"
+	"time"
+)
+
+// Built-in work types, offered by every agent.
+const (
+	WorkEcho       = "echo"
+	WorkSleep      = "sleep"
+	WorkSystemInfo = "system_info"
+)
+
+var builtinNames = map[string]bool{WorkEcho: true, WorkSleep: true, WorkSystemInfo: true}
+
+func (a *Agent) addBuiltins() {
+	a.handlers[WorkEcho] = workTypeOf(echoHandler)
+	a.handlers[WorkSleep] = workTypeOf(sleepHandler)
+	a.handlers[WorkSystemInfo] = workTypeOf(func(ctx context.Context, _ *Request, _ Progress) (Result, error) {
+		return systemInfo(a.cfg.DataDir)
+	})
+}
+
+// echoHandler returns the message parameter as the output.
+func echoHandler(_ context.Context, req *Request, _ Progress) (Result, error) {
+	msg, ok := req.Parameters["message"].(string)
+	if !ok {
+		return Result{ExitCode: 2}, fmt.Errorf("parameter message must be a string")
+	}
+	return Result{Output: msg}, nil
+}
+
+// sleepHandler waits for the seconds parameter, reporting progress each second, and
+// stops early when its context ends.
+func sleepHandler(ctx context.Context, req *Request, p Progress) (Result, error) {
+	secs, err := number(req.Parameters["seconds"])
+	if err != nil || secs < 0 {
+		return Result{ExitCode: 2}, fmt.Errorf("parameter seconds must be a non-negative number")
+	}
+	total := time.Duration(secs * float64(time.Second))
+	p.Step("sleeping")
+	start := time.Now()
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	done := time.NewTimer(total)
+	defer done.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return Result{}, context.Cause(ctx)
+		case <-tick.C:
+			p.SetPercent(int(100 * time.Since(start) / max(total, 1)))
+		case <-done.C:
+			p.SetPercent(100)
+			return Result{Output: fmt.Sprintf("slept %s\n", total)}, nil
+		}
+	}
+}
+
+// number reads a JSON number parameter.
+func number(v any) (float64, error) {
+	switch n := v.(type) {
+	case json.Number:
+		return n.Float64()
+	case float64:
+		return n, nil
+	case int:
+		return float64(n), nil
+	case string:
+		return strconv.ParseFloat(n, 64)
+	}
+	return 0, fmt.Errorf("not a number")
+}
+
+// systemInfo reports CPU, memory, disk and GPU memory, as text and structured output.
+func systemInfo(dataDir string) (Result, error) {
+	r := machineResources(dataDir)
+	info := map[string]any{
+		"os": runtime.GOOS, "arch": runtime.GOARCH,
+		"cpu_cores": r.CPUCores, "memory_total_mb": r.MemoryMB, "memory_available_mb": availableMemoryMB(),
+		"disk_free_mb": r.DiskFreeMB, "gpu_vram_mb": r.GPUVRAMMB, "gpus": gpuMemory(),
+	}
+	b, err := json.Marshal(info)
+	if err != nil {
+		return Result{}, err
+	}
+	return Result{Output: string(b) + "\n", Structured: info}, nil
+}

@@ -1,0 +1,229 @@
+package agent
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"regexp"
+	"time"
+
+	"github.com/chiffon-dev/chiffon/envelope"
+	"gopkg.in/yaml.v3"
+)
+
+// Defaults applied by Config.withDefaults.
+const (
+	DefaultMaxConcurrency    = 4
+	DefaultHeartbeatInterval = 5 * time.Second
+	DefaultKeepaliveInterval = 10 * time.Second
+	DefaultDrainTimeout      = 60 * time.Second
+	DefaultDedupeTTL         = 24 * time.Hour
+	DefaultMaxOutputBytes    = 64 << 20
+)
+
+// Duration is a time.Duration written in YAML as "5s" or "1h30m".
+type Duration time.Duration
+
+// UnmarshalYAML reads a Go duration string.
+func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
+	var s string
+	if err := n.Decode(&s); err != nil {
+		return err
+	}
+	v, err := time.ParseDuration(s)
+	if err != nil {
+		return fmt.Errorf("line %d: %q is not a duration such as 5s or 10m", n.Line, s)
+	}
+	*d = Duration(v)
+	return nil
+}
+
+// MarshalYAML writes the duration as a string.
+func (d Duration) MarshalYAML() (any, error) { return time.Duration(d).String(), nil }
+
+// Config is an agent's configuration, read from YAML by LoadConfig. Zero values mean
+// the defaults above.
+type Config struct {
+	// ID is the agent instance id, used in subject names: letters, digits, '-', '_'.
+	ID string `yaml:"id"`
+	// Type is the agent type: infra, desktop, code or research.
+	Type string `yaml:"type"`
+	// Name is a human-readable name; "" means the host name.
+	Name string `yaml:"name"`
+	// NATSURLs are the NATS servers to connect to.
+	NATSURLs []string `yaml:"nats_urls"`
+	// SubjectPrefix is the first token of every subject; "" means "chiffon".
+	SubjectPrefix string `yaml:"subject_prefix"`
+	// TokenFile holds this agent's own token; OrchestratorTokenFile the orchestrator's.
+	TokenFile             string `yaml:"token_file"`
+	OrchestratorTokenFile string `yaml:"orchestrator_token_file"`
+	// DataDir holds the dedupe cache (<data_dir>/dedupe).
+	DataDir string `yaml:"data_dir"`
+	// MaxConcurrency is how many tasks run at once.
+	MaxConcurrency int `yaml:"max_concurrency"`
+	// HeartbeatInterval is how often a heartbeat is published.
+	HeartbeatInterval Duration `yaml:"heartbeat_interval"`
+	// KeepaliveInterval is the longest silence of a running task's stream (at most 10s).
+	KeepaliveInterval Duration `yaml:"keepalive_interval"`
+	// DrainTimeout bounds how long running work may take to finish on shutdown.
+	DrainTimeout Duration `yaml:"drain_timeout"`
+	// DedupeTTL is how long a request's outcome is remembered.
+	DedupeTTL Duration `yaml:"dedupe_ttl"`
+	// MaxOutputBytes caps the output kept (and cached) per task; more is dropped.
+	MaxOutputBytes int64 `yaml:"max_output_bytes"`
+	// Capabilities are free-form tags sent in the registration.
+	Capabilities []string `yaml:"capabilities"`
+	// WorkTypes are the subprocess work types, by name.
+	WorkTypes map[string]WorkTypeConfig `yaml:"work_types"`
+
+	// Token and OrchestratorToken override the token files; never logged.
+	Token             string `yaml:"-"`
+	OrchestratorToken string `yaml:"-"`
+	// Logger receives the agent's logs; nil means slog.Default().
+	Logger *slog.Logger `yaml:"-"`
+}
+
+// WorkTypeConfig defines a work type run as a subprocess.
+type WorkTypeConfig struct {
+	// Description is shown to operators.
+	Description string `yaml:"description"`
+	// Command is the argv; each element is a text/template over the parameters,
+	// such as "{{.playbook}}". It never goes through a shell.
+	Command []string `yaml:"command"`
+	// AppendArgsFrom names a parameter holding a list of strings appended to argv.
+	AppendArgsFrom string `yaml:"append_args_from"`
+	// Shell, when set instead of Command, is a script run by /bin/sh -c. Parameters
+	// are not templated into it: read them from stdin or CHIFFON_PARAM_<NAME>.
+	Shell string `yaml:"shell"`
+	// Dir is the working directory (templated like Command); "" means the agent's.
+	Dir string `yaml:"dir"`
+	// Env lists the agent's environment variables passed through; nothing else is.
+	Env []string `yaml:"env"`
+	// SetEnv are fixed variables set for the process.
+	SetEnv map[string]string `yaml:"set_env"`
+	// Timeout bounds one run; a request's max_duration_seconds may shorten it.
+	Timeout Duration `yaml:"timeout"`
+	// Schema is a JSON Schema the parameters must satisfy.
+	Schema map[string]any `yaml:"schema"`
+}
+
+// LoadConfig reads and validates a YAML config file. Unknown keys are errors.
+func LoadConfig(path string) (Config, error) {
+	var c Config
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return c, fmt.Errorf("config: %w", err)
+	}
+	dec := yaml.NewDecoder(bytes.NewReader(b))
+	dec.KnownFields(true)
+	if err := dec.Decode(&c); err != nil && !errors.Is(err, io.EOF) {
+		return c, fmt.Errorf("config %s: %w", path, err)
+	}
+	if err := c.Validate(); err != nil {
+		return c, fmt.Errorf("config %s: %w", path, err)
+	}
+	return c, nil
+}
+
+var idPattern = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
+var workTypePattern = regexp.MustCompile(`^[a-z][a-z0-9_]{0,63}$`)
+
+// Validate checks the config; each error names the offending key.
+func (c *Config) Validate() error {
+	var errs []error
+	bad := func(key, format string, args ...any) {
+		errs = append(errs, fmt.Errorf("%s: %s", key, fmt.Sprintf(format, args...)))
+	}
+	if !idPattern.MatchString(c.ID) {
+		bad("id", "must be 1-64 letters, digits, '-' or '_', got %q", c.ID)
+	}
+	if t := envelope.AgentType(c.Type); !t.Valid() || t == envelope.Orchestrator {
+		bad("type", "must be infra, desktop, code or research, got %q", c.Type)
+	}
+	if len(c.NATSURLs) == 0 {
+		bad("nats_urls", "at least one URL is required")
+	}
+	if c.Token == "" && c.TokenFile == "" {
+		bad("token_file", "is required")
+	}
+	if c.OrchestratorToken == "" && c.OrchestratorTokenFile == "" {
+		bad("orchestrator_token_file", "is required")
+	}
+	if c.DataDir == "" {
+		bad("data_dir", "is required")
+	}
+	if c.MaxConcurrency < 0 {
+		bad("max_concurrency", "must not be negative")
+	}
+	if c.KeepaliveInterval < 0 || time.Duration(c.KeepaliveInterval) > 10*time.Second {
+		bad("keepalive_interval", "must be at most 10s")
+	}
+	for key, d := range map[string]Duration{"heartbeat_interval": c.HeartbeatInterval, "drain_timeout": c.DrainTimeout, "dedupe_ttl": c.DedupeTTL} {
+		if d < 0 {
+			bad(key, "must not be negative")
+		}
+	}
+	if c.MaxOutputBytes < 0 {
+		bad("max_output_bytes", "must not be negative")
+	}
+	for name, wt := range c.WorkTypes {
+		key := "work_types." + name
+		if !workTypePattern.MatchString(name) {
+			bad(key, "a work type name is lower-case [a-z][a-z0-9_]*")
+		}
+		if builtinNames[name] {
+			bad(key, "%s is a built-in work type", name)
+		}
+		if err := wt.validate(); err != nil {
+			bad(key, "%v", err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func (w *WorkTypeConfig) validate() error {
+	switch {
+	case len(w.Command) == 0 && w.Shell == "":
+		return errors.New("command or shell is required")
+	case len(w.Command) > 0 && w.Shell != "":
+		return errors.New("command and shell are exclusive")
+	case w.Timeout < 0:
+		return errors.New("timeout must not be negative")
+	}
+	if _, err := newSubprocess("check", *w); err != nil {
+		return err
+	}
+	return nil
+}
+
+// withDefaults returns c with zero values replaced by defaults.
+func (c Config) withDefaults() Config {
+	if c.Name == "" {
+		c.Name, _ = os.Hostname()
+	}
+	if c.MaxConcurrency == 0 {
+		c.MaxConcurrency = DefaultMaxConcurrency
+	}
+	if c.HeartbeatInterval == 0 {
+		c.HeartbeatInterval = Duration(DefaultHeartbeatInterval)
+	}
+	if c.KeepaliveInterval == 0 {
+		c.KeepaliveInterval = Duration(DefaultKeepaliveInterval)
+	}
+	if c.DrainTimeout == 0 {
+		c.DrainTimeout = Duration(DefaultDrainTimeout)
+	}
+	if c.DedupeTTL == 0 {
+		c.DedupeTTL = Duration(DefaultDedupeTTL)
+	}
+	if c.MaxOutputBytes == 0 {
+		c.MaxOutputBytes = DefaultMaxOutputBytes
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	return c
+}

@@ -1,0 +1,74 @@
+package agent
+
+import (
+	"errors"
+	"time"
+
+	"github.com/chiffon-dev/chiffon/broker"
+	"github.com/chiffon-dev/chiffon/envelope"
+	"github.com/chiffon-dev/chiffon/errcodes"
+	"github.com/nats-io/nats.go"
+)
+
+// onControl answers cancel, ping and drain with a control_ack, or an error.
+func (a *Agent) onControl(msg *nats.Msg) {
+	if msg.Reply == "" {
+		a.log.Warn("control message without a reply subject: dropped")
+		return
+	}
+	if err := broker.CheckAuth(msg, a.cfg.OrchestratorToken); err != nil {
+		status := errcodes.TokenInvalid
+		if errors.Is(err, broker.ErrNoToken) {
+			status = errcodes.TokenMissing
+		}
+		a.replyError(msg, nil, errcodes.NewAuthenticationFailed(a.cfg.ID, status))
+		return
+	}
+	env, err := envelope.Decode(msg.Data)
+	if err != nil {
+		var pe *errcodes.Error
+		if !errors.As(err, &pe) {
+			pe = errcodes.NewInvalidMessage("", "%v", err)
+		}
+		a.replyError(msg, nil, pe)
+		return
+	}
+	var ack *envelope.ControlAck
+	switch p := env.Payload.(type) {
+	case *envelope.Cancel:
+		ack = a.cancelTask(p)
+	case *envelope.Ping:
+		ack = &envelope.ControlAck{OK: true}
+	case *envelope.Drain:
+		timeout := time.Duration(a.cfg.DrainTimeout)
+		if p.TimeoutSeconds > 0 {
+			timeout = time.Duration(p.TimeoutSeconds) * time.Second
+		}
+		a.drain(timeout)
+		a.log.Info("draining on request", "timeout", timeout)
+		ack = &envelope.ControlAck{OK: true}
+	default:
+		a.replyError(msg, env, errcodes.NewInvalidMessage("type", "the control subject takes cancel, ping or drain, got %q", env.Type))
+		return
+	}
+	ack.Command = env.Type
+	status, ids := a.status()
+	ack.AgentStatus, ack.ActiveTasks = status, len(ids)
+	out := env.Reply(ack)
+	out.FromAgent, out.ToAgent = a.agType, envelope.Orchestrator
+	a.pub.publish(msg.Reply, out)
+}
+
+// cancelTask cancels the running task with the given task_id.
+func (a *Agent) cancelTask(c *envelope.Cancel) *envelope.ControlAck {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for _, t := range a.running {
+		if t.req.TaskID == c.TaskID {
+			t.log.Info("cancel requested", "reason", c.Reason)
+			t.cancel(errCancelled)
+			return &envelope.ControlAck{OK: true}
+		}
+	}
+	return &envelope.ControlAck{OK: false, Message: "task " + c.TaskID + " is not running here"}
+}

@@ -1,0 +1,187 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"path/filepath"
+	"time"
+
+	"github.com/chiffon-dev/chiffon/envelope"
+	"github.com/dgraph-io/badger/v4"
+)
+
+// Entry states in the dedupe cache.
+const (
+	stateRunning  = "running"
+	stateFinished = "finished"
+)
+
+// cacheEntry is what the dedupe cache holds for one request_id.
+type cacheEntry struct {
+	State     string    `json:"state"`
+	TaskID    string    `json:"task_id"`
+	WorkType  string    `json:"work_type"`
+	StartedAt time.Time `json:"started_at"`
+	// Result and ResultFields are the work_result's payload and x_custom_fields.
+	Result       *envelope.WorkResult `json:"result,omitempty"`
+	ResultFields map[string]any       `json:"result_fields,omitempty"`
+	// OutputLen and OutputPieces describe the cached output.
+	OutputLen    int64 `json:"output_len"`
+	OutputPieces int   `json:"output_pieces"`
+}
+
+// DedupeCache remembers, by request_id, whether a request is running or finished, and
+// a finished request's output and result. It lives in Badger, tuned to stay small.
+type DedupeCache struct {
+	db  *badger.DB
+	ttl time.Duration
+}
+
+// OpenDedupeCache opens (or creates) the cache in dir/dedupe. Entries expire after ttl.
+func OpenDedupeCache(dir string, ttl time.Duration, log *slog.Logger) (*DedupeCache, error) {
+	if log == nil {
+		log = slog.Default()
+	}
+	// Badger's defaults take ~450 MiB of RSS (64 MiB memtables, a 256 MiB block
+	// cache, 1 GiB value log files). An agent's cache is small: shrink everything.
+	opts := badger.DefaultOptions(filepath.Join(dir, "dedupe")).
+		WithLogger(badgerLogger{log}).
+		WithMemTableSize(4 << 20).
+		WithNumMemtables(2).
+		WithNumLevelZeroTables(2).
+		WithNumLevelZeroTablesStall(4).
+		WithBaseTableSize(1 << 20).
+		WithBaseLevelSize(4 << 20).
+		WithValueThreshold(1 << 10). // output pieces go to the value log, not memtables
+		WithValueLogFileSize(16 << 20).
+		WithBlockCacheSize(1 << 20).
+		WithIndexCacheSize(1 << 20).
+		WithNumCompactors(2).
+		WithNumGoroutines(2).
+		WithMetricsEnabled(false).
+		WithDetectConflicts(false)
+	db, err := badger.Open(opts)
+	if err != nil {
+		return nil, fmt.Errorf("dedupe cache: %w", err)
+	}
+	return &DedupeCache{db: db, ttl: ttl}, nil
+}
+
+// Close closes the cache.
+func (c *DedupeCache) Close() error { return c.db.Close() }
+
+func entryKey(requestID string) []byte { return []byte("r/" + requestID) }
+
+func pieceKey(requestID string, i int) []byte {
+	return fmt.Appendf(nil, "o/%s/%08d", requestID, i)
+}
+
+// get returns the entry for requestID, or nil when there is none.
+func (c *DedupeCache) get(requestID string) (*cacheEntry, error) {
+	var e *cacheEntry
+	err := c.db.View(func(txn *badger.Txn) error {
+		it, err := txn.Get(entryKey(requestID))
+		if err != nil {
+			return err
+		}
+		return it.Value(func(v []byte) error {
+			e = new(cacheEntry)
+			return json.Unmarshal(v, e)
+		})
+	})
+	if errors.Is(err, badger.ErrKeyNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("dedupe cache: read %s: %w", requestID, err)
+	}
+	return e, nil
+}
+
+func (c *DedupeCache) put(requestID string, e *cacheEntry) error {
+	b, err := json.Marshal(e)
+	if err != nil {
+		return err
+	}
+	err = c.db.Update(func(txn *badger.Txn) error {
+		return txn.SetEntry(badger.NewEntry(entryKey(requestID), b).WithTTL(c.ttl))
+	})
+	if err != nil {
+		return fmt.Errorf("dedupe cache: write %s: %w", requestID, err)
+	}
+	return nil
+}
+
+// finish stores the output, in rune-aligned pieces of at most 256 KiB (one
+// transaction each, since Badger bounds a transaction's size), and then the finished
+// entry, so a finished entry always has its whole output.
+func (c *DedupeCache) finish(requestID string, e *cacheEntry, output string) error {
+	pieces := envelope.SplitOutput(output, envelope.MaxChunkSize)
+	for i, p := range pieces {
+		err := c.db.Update(func(txn *badger.Txn) error {
+			return txn.SetEntry(badger.NewEntry(pieceKey(requestID, i), []byte(p.Data)).WithTTL(c.ttl))
+		})
+		if err != nil {
+			return fmt.Errorf("dedupe cache: write output of %s: %w", requestID, err)
+		}
+	}
+	e.State = stateFinished
+	e.OutputLen = int64(len(output))
+	e.OutputPieces = len(pieces)
+	return c.put(requestID, e)
+}
+
+// eachPiece calls fn with each cached output piece of a finished entry, in order.
+func (c *DedupeCache) eachPiece(requestID string, e *cacheEntry, fn func(offset int64, data string) error) error {
+	var off int64
+	for i := 0; i < e.OutputPieces; i++ {
+		var data string
+		err := c.db.View(func(txn *badger.Txn) error {
+			it, err := txn.Get(pieceKey(requestID, i))
+			if err != nil {
+				return err
+			}
+			v, err := it.ValueCopy(nil)
+			data = string(v)
+			return err
+		})
+		if err != nil {
+			return fmt.Errorf("dedupe cache: read output of %s: %w", requestID, err)
+		}
+		if err := fn(off, data); err != nil {
+			return err
+		}
+		off += int64(len(data))
+	}
+	return nil
+}
+
+// runGC reclaims value log space every interval until ctx is done.
+func (c *DedupeCache) runGC(ctx context.Context, interval time.Duration) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			for c.db.RunValueLogGC(0.5) == nil {
+			}
+		}
+	}
+}
+
+// badgerLogger routes Badger's logs to slog: errors and warnings only.
+type badgerLogger struct{ log *slog.Logger }
+
+func (l badgerLogger) Errorf(f string, a ...any) {
+	l.log.Error("badger: " + fmt.Sprintf(f, a...))
+}
+func (l badgerLogger) Warningf(f string, a ...any) {
+	l.log.Warn("badger: " + fmt.Sprintf(f, a...))
+}
+func (badgerLogger) Infof(string, ...any)  {}
+func (badgerLogger) Debugf(string, ...any) {}

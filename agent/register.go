@@ -1,0 +1,137 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/chiffon-dev/chiffon/broker"
+	"github.com/chiffon-dev/chiffon/envelope"
+	"github.com/nats-io/nats.go"
+)
+
+// Registration retry backoff.
+const (
+	registerTimeout  = 5 * time.Second
+	registerMinRetry = 250 * time.Millisecond
+	registerMaxRetry = 30 * time.Second
+)
+
+// kickRegister asks the register loop to register again (start, reconnect, discover).
+func (a *Agent) kickRegister() {
+	select {
+	case a.regKick <- struct{}{}:
+	default:
+	}
+}
+
+// registerLoop registers on every kick, retrying with backoff until acknowledged.
+func (a *Agent) registerLoop(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-a.regKick:
+		}
+		wait := registerMinRetry
+		for !a.registerOnce() {
+			t := time.NewTimer(wait)
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				return
+			case <-t.C:
+			}
+			wait = min(wait*2, registerMaxRetry)
+		}
+	}
+}
+
+func (a *Agent) registerMessage() *envelope.Envelope {
+	return envelope.New(a.agType, envelope.Orchestrator, "", "", &envelope.Register{
+		AgentID:             a.cfg.ID,
+		Name:                a.cfg.Name,
+		SupportedVersions:   envelope.SupportedVersions,
+		WorkTypes:           a.WorkTypes(),
+		Capabilities:        a.cfg.Capabilities,
+		MaxConcurrency:      a.cfg.MaxConcurrency,
+		HeartbeatIntervalMS: time.Duration(a.cfg.HeartbeatInterval).Milliseconds(),
+		Resources:           machineResources(a.cfg.DataDir),
+	})
+}
+
+// registerOnce sends one register request and reports whether it was acknowledged.
+func (a *Agent) registerOnce() bool {
+	data, err := envelope.Encode(a.registerMessage())
+	if err != nil {
+		a.log.Error("encode register", "err", err)
+		return false
+	}
+	reply, err := a.nc.RequestMsg(a.pub.msg(a.subjects.Register(), data), registerTimeout)
+	if err != nil {
+		if errors.Is(err, nats.ErrNoResponders) {
+			a.log.Debug("register: no orchestrator yet")
+		} else {
+			a.log.Warn("register failed", "err", err)
+		}
+		return false
+	}
+	if err := broker.CheckAuth(reply, a.cfg.OrchestratorToken); err != nil {
+		a.log.Warn("register: reply with a bad orchestrator token", "token_status", err.Error())
+		return false
+	}
+	env, err := envelope.Decode(reply.Data)
+	if err != nil {
+		a.log.Warn("register: bad reply", "err", err)
+		return false
+	}
+	switch p := env.Payload.(type) {
+	case *envelope.RegisterAck:
+		a.log.Info("registered", "orchestrator_id", p.OrchestratorID, "protocol_version", p.ProtocolVersion)
+		return true
+	case *envelope.ErrorPayload:
+		a.log.Error("registration refused", "error_code", p.ErrorCode, "error_message", p.ErrorMessage)
+	default:
+		a.log.Warn("register: unexpected reply", "type", env.Type)
+	}
+	return false
+}
+
+// heartbeatLoop publishes a heartbeat every interval until ctx is done.
+func (a *Agent) heartbeatLoop(ctx context.Context) {
+	t := time.NewTicker(time.Duration(a.cfg.HeartbeatInterval))
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			a.sendHeartbeat()
+		}
+	}
+}
+
+func (a *Agent) sendHeartbeat() {
+	status, ids := a.status()
+	hb := &envelope.Heartbeat{
+		AgentID: a.cfg.ID, Status: status, ActiveTasks: len(ids), MaxConcurrency: a.cfg.MaxConcurrency,
+		ActiveTaskIDs: ids, Resources: machineResources(a.cfg.DataDir),
+	}
+	a.pub.publish(a.subjects.Heartbeat(), envelope.New(a.agType, envelope.Orchestrator, "", "", hb))
+}
+
+// onDiscover registers again when an orchestrator asks agents of this type to.
+func (a *Agent) onDiscover(msg *nats.Msg) {
+	if broker.CheckAuth(msg, a.cfg.OrchestratorToken) != nil {
+		a.log.Warn("discover with a bad orchestrator token: ignored")
+		return
+	}
+	env, err := envelope.Decode(msg.Data)
+	if err != nil || env.Type != envelope.TypeDiscover {
+		a.log.Warn("bad discover message: ignored", "err", err)
+		return
+	}
+	if env.ToAgent == a.agType {
+		a.kickRegister()
+	}
+}

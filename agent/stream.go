@@ -1,0 +1,290 @@
+package agent
+
+import (
+	"log/slog"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"github.com/chiffon-dev/chiffon/broker"
+	"github.com/chiffon-dev/chiffon/envelope"
+	"github.com/nats-io/nats.go"
+)
+
+// Stream tuning from docs/design.md.
+const (
+	flushInterval = 250 * time.Millisecond
+	flushBytes    = 64 << 10
+)
+
+// Keys of x_custom_fields this package writes.
+const (
+	FieldOutputOffset     = "output_offset"
+	FieldOutputTruncated  = "output_truncated"
+	FieldOutputTotalBytes = "output_total_bytes"
+	FieldStructured       = "structured_output"
+)
+
+// publisher sends envelopes with the agent's auth headers.
+type publisher struct {
+	nc      *nats.Conn
+	token   string
+	agentID string
+	log     *slog.Logger
+}
+
+// maxMessage is the largest envelope that both NATS and a strict receiver accept.
+func (p *publisher) maxMessage() int {
+	m := int(p.nc.MaxPayload())
+	if m <= 0 || m > envelope.MaxEnvelopeSize {
+		m = envelope.MaxEnvelopeSize
+	}
+	return m - 1024 // headers
+}
+
+func (p *publisher) msg(subject string, data []byte) *nats.Msg {
+	m := &nats.Msg{Subject: subject, Data: data}
+	broker.SetAuth(m, p.token, p.agentID)
+	return m
+}
+
+func (p *publisher) publish(subject string, env *envelope.Envelope) {
+	data, err := envelope.Encode(env)
+	if err == nil {
+		err = p.nc.PublishMsg(p.msg(subject, data))
+	}
+	if err != nil {
+		p.log.Warn("publish failed", "subject", subject, "type", env.Type, "err", err)
+	}
+}
+
+// taskStream is the stream of one task: its statuses and result, sent to every reply
+// subject attached to it. It keeps the output so far for re-attaching and caching.
+type taskStream struct {
+	pub       *publisher
+	log       *slog.Logger
+	req       *envelope.Envelope
+	taskID    string
+	keepalive time.Duration
+	maxOutput int64
+
+	mu       sync.Mutex
+	subjects []string
+	out      []byte
+	partial  []byte // an incomplete UTF-8 sequence held for the next write
+	sent     int    // bytes of out already published
+	dropped  bool
+	dirty    bool // progress or step changed since the last status
+	percent  int
+	stepNum  int64
+	stepName string
+	lastSent time.Time
+	result   *envelope.Envelope
+
+	stop, stopped chan struct{}
+}
+
+func newTaskStream(pub *publisher, log *slog.Logger, req *envelope.Envelope, subject string, keepalive time.Duration, maxOutput int64) *taskStream {
+	return &taskStream{
+		pub: pub, log: log, req: req, taskID: req.Payload.(*envelope.WorkRequest).TaskID,
+		keepalive: keepalive, maxOutput: maxOutput, subjects: []string{subject},
+		stepName: "accepted", stop: make(chan struct{}), stopped: make(chan struct{}),
+	}
+}
+
+// start sends the acknowledgement and starts the flusher.
+func (s *taskStream) start() {
+	s.mu.Lock()
+	s.sendStatusLocked(s.subjects, "", 0, nil)
+	s.mu.Unlock()
+	go s.flushLoop()
+}
+
+func (s *taskStream) flushLoop() {
+	defer close(s.stopped)
+	t := time.NewTicker(min(flushInterval, s.keepalive))
+	defer t.Stop()
+	for {
+		select {
+		case <-s.stop:
+			return
+		case <-t.C:
+			s.mu.Lock()
+			if s.sent < len(s.out) || s.dirty || time.Since(s.lastSent) >= s.keepalive {
+				s.flushLocked()
+			}
+			s.mu.Unlock()
+		}
+	}
+}
+
+// Write adds output. It never fails; output past the cap is dropped with a note.
+func (s *taskStream) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	data := append(s.partial, p...)
+	cut := len(data)
+	// Hold back a rune cut in two by the writer; the next write completes it.
+	for i := 1; i < utf8.UTFMax && i <= len(data); i++ {
+		if utf8.RuneStart(data[len(data)-i]) {
+			if !utf8.FullRune(data[len(data)-i:]) {
+				cut = len(data) - i
+			}
+			break
+		}
+	}
+	s.partial = append([]byte(nil), data[cut:]...)
+	s.appendLocked(envelope.SanitizeOutput(data[:cut]))
+	if len(s.out)-s.sent >= flushBytes {
+		s.flushLocked()
+	}
+	return len(p), nil
+}
+
+func (s *taskStream) appendLocked(text string) {
+	if s.dropped {
+		return
+	}
+	if int64(len(s.out)+len(text)) > s.maxOutput {
+		s.dropped = true
+		text = "\n[chiffon: output over the agent's cap was dropped]\n"
+	}
+	s.out = append(s.out, text...)
+}
+
+// SetPercent implements Progress.
+func (s *taskStream) SetPercent(p int) {
+	s.mu.Lock()
+	s.percent, s.dirty = max(0, min(100, p)), true
+	s.mu.Unlock()
+}
+
+// Step implements Progress.
+func (s *taskStream) Step(name string) {
+	s.mu.Lock()
+	s.flushLocked() // output so far belongs to the previous step
+	s.stepNum++
+	s.stepName, s.dirty = name, true
+	s.mu.Unlock()
+}
+
+// flushLocked sends the unsent output, or an empty status, to every subject.
+func (s *taskStream) flushLocked() {
+	data := string(s.out[s.sent:])
+	s.sendStatusLocked(s.subjects, data, int64(s.sent), nil)
+	s.sent = len(s.out)
+	s.dirty = false
+}
+
+// sendStatusLocked sends data, which starts at offset in the whole output, as one
+// work_status or, when over 256 KiB, as chunks "bytes A-B of N" of data.
+func (s *taskStream) sendStatusLocked(subjects []string, data string, offset int64, ws *envelope.WorkStatus) {
+	s.lastSent = time.Now()
+	if ws == nil {
+		ws = &envelope.WorkStatus{TaskID: s.taskID, Status: envelope.StatusRunning, ProgressPercent: s.percent,
+			Step: envelope.Step{Number: s.stepNum, Name: s.stepName}}
+	}
+	b := outputBatch{data: data, offset: offset, total: int64(len(data)), chunked: len(data) > envelope.MaxChunkSize}
+	for _, env := range statusEnvelopes(s.req, *ws, b, s.pub.maxMessage()) {
+		for _, subj := range subjects {
+			s.pub.publish(subj, env)
+		}
+	}
+}
+
+// outputBatch is output to send: data starts at offset in the task's whole output.
+// When chunked, data is bytes [base, base+len) of a batch of total bytes.
+type outputBatch struct {
+	data        string
+	offset      int64
+	base, total int64
+	chunked     bool
+}
+
+// statusEnvelopes builds the work_status replies to req carrying b, halving the chunk
+// size until each fits in limit bytes (JSON escaping can grow text up to 6x).
+func statusEnvelopes(req *envelope.Envelope, ws envelope.WorkStatus, b outputBatch, limit int) []*envelope.Envelope {
+	size := envelope.MaxChunkSize
+	for {
+		var envs []*envelope.Envelope
+		fits := true
+		add := func(st envelope.WorkStatus, off int64, withOffset bool) {
+			env := req.Reply(&st)
+			if withOffset {
+				env.XCustomFields = map[string]any{FieldOutputOffset: off}
+			}
+			if enc, err := envelope.Encode(env); err != nil || len(enc) > limit {
+				fits = false
+			}
+			envs = append(envs, env)
+		}
+		switch {
+		case b.data == "":
+			add(ws, 0, false)
+		case !b.chunked && size == envelope.MaxChunkSize:
+			ws.Step.Output = b.data
+			add(ws, b.offset, true)
+		default:
+			for _, c := range envelope.SplitOutput(b.data, size) {
+				st := ws
+				r := envelope.ChunkRange{Start: b.base + c.Range.Start, End: b.base + c.Range.End, Total: b.total}
+				if !b.chunked {
+					r.Total = int64(len(b.data))
+				}
+				st.Step.Output, st.Step.OutputChunk = c.Data, r.String()
+				add(st, b.offset+c.Range.Start, true)
+			}
+		}
+		if fits || size <= 4<<10 {
+			return envs
+		}
+		size /= 2
+	}
+}
+
+// closeOutput stops the flusher and sends the rest of the output. It returns the
+// whole output.
+func (s *taskStream) closeOutput() string {
+	close(s.stop)
+	<-s.stopped
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.partial) > 0 {
+		s.appendLocked(envelope.SanitizeOutput(s.partial))
+		s.partial = nil
+	}
+	if s.sent < len(s.out) {
+		s.flushLocked()
+	}
+	return string(s.out)
+}
+
+// appendOutput adds text after the handler has returned (its Result.Output or error).
+func (s *taskStream) appendOutput(text string) {
+	s.mu.Lock()
+	s.appendLocked(text)
+	s.mu.Unlock()
+}
+
+// publishResult sends the result to every subject and remembers it for late attaches.
+func (s *taskStream) publishResult(env *envelope.Envelope) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.result = env
+	for _, subj := range s.subjects {
+		s.pub.publish(subj, env)
+	}
+}
+
+// attach adds a reply subject: it replays the output sent so far (and the result if
+// the task has ended), then live messages follow.
+func (s *taskStream) attach(subject string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.sendStatusLocked([]string{subject}, string(s.out[:s.sent]), 0, nil)
+	if s.result != nil {
+		s.pub.publish(subject, s.result)
+		return
+	}
+	s.subjects = append(s.subjects, subject)
+}

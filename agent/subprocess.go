@@ -1,0 +1,289 @@
+package agent
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"syscall"
+	"text/template"
+	"time"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+)
+
+// ExitInvalidParameters is the exit code of a subprocess task whose parameters fail
+// the work type's schema or templates; nothing is run.
+const ExitInvalidParameters = 2
+
+// killWait bounds how long output pipes may stay open after the process has exited
+// (a daemonised grandchild holding them).
+const killWait = 5 * time.Second
+
+// subprocess runs one configured work type as a child process.
+type subprocess struct {
+	name   string
+	cfg    WorkTypeConfig
+	argv   []*template.Template
+	dir    *template.Template
+	schema *jsonschema.Schema
+}
+
+func newSubprocess(name string, cfg WorkTypeConfig) (*subprocess, error) {
+	s := &subprocess{name: name, cfg: cfg}
+	for i, arg := range cfg.Command {
+		t, err := template.New(name).Option("missingkey=error").Parse(arg)
+		if err != nil {
+			return nil, fmt.Errorf("command[%d]: %w", i, err)
+		}
+		s.argv = append(s.argv, t)
+	}
+	t, err := template.New(name).Option("missingkey=error").Parse(cfg.Dir)
+	if err != nil {
+		return nil, fmt.Errorf("dir: %w", err)
+	}
+	s.dir = t
+	if cfg.Schema != nil {
+		if s.schema, err = compileSchema(name, cfg.Schema); err != nil {
+			return nil, fmt.Errorf("schema: %w", err)
+		}
+	}
+	return s, nil
+}
+
+func compileSchema(name string, schema map[string]any) (*jsonschema.Schema, error) {
+	b, err := json.Marshal(schema)
+	if err != nil {
+		return nil, err
+	}
+	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(b))
+	if err != nil {
+		return nil, err
+	}
+	c := jsonschema.NewCompiler()
+	url := "chiffon:///work_types/" + name + ".json"
+	if err := c.AddResource(url, doc); err != nil {
+		return nil, err
+	}
+	return c.Compile(url)
+}
+
+// command builds the process for one request, or fails on bad parameters.
+func (s *subprocess) command(req *Request) (*exec.Cmd, []byte, error) {
+	params, err := json.Marshal(req.Parameters)
+	if err != nil {
+		return nil, nil, err
+	}
+	if s.schema != nil {
+		inst, err := jsonschema.UnmarshalJSON(bytes.NewReader(params))
+		if err == nil {
+			err = s.schema.Validate(inst)
+		}
+		if err != nil {
+			return nil, nil, fmt.Errorf("parameters: %v", err)
+		}
+	}
+	argv := []string{"/bin/sh", "-c", s.cfg.Shell}
+	if s.cfg.Shell == "" {
+		argv = argv[:0]
+		for i, t := range s.argv {
+			var b strings.Builder
+			if err := t.Execute(&b, req.Parameters); err != nil {
+				return nil, nil, fmt.Errorf("command[%d]: %v", i, err)
+			}
+			argv = append(argv, b.String())
+		}
+		extra, err := stringList(req.Parameters, s.cfg.AppendArgsFrom)
+		if err != nil {
+			return nil, nil, err
+		}
+		argv = append(argv, extra...)
+	}
+	var dir strings.Builder
+	if err := s.dir.Execute(&dir, req.Parameters); err != nil {
+		return nil, nil, fmt.Errorf("dir: %v", err)
+	}
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Dir = dir.String()
+	cmd.Env = s.env(req)
+	return cmd, params, nil
+}
+
+// stringList reads the list parameter key ("" means none) as strings.
+func stringList(params map[string]any, key string) ([]string, error) {
+	if key == "" || params[key] == nil {
+		return nil, nil
+	}
+	list, ok := params[key].([]any)
+	if !ok {
+		return nil, fmt.Errorf("parameter %s must be a list", key)
+	}
+	out := make([]string, 0, len(list))
+	for _, v := range list {
+		switch v := v.(type) {
+		case string:
+			out = append(out, v)
+		case json.Number:
+			out = append(out, v.String())
+		default:
+			return nil, fmt.Errorf("parameter %s must hold strings or numbers", key)
+		}
+	}
+	return out, nil
+}
+
+// env is the allowlisted environment, the fixed variables, the task's ids and, in
+// shell mode, the scalar parameters as CHIFFON_PARAM_<NAME>.
+func (s *subprocess) env(req *Request) []string {
+	var env []string
+	for _, k := range s.cfg.Env {
+		if v, ok := os.LookupEnv(k); ok {
+			env = append(env, k+"="+v)
+		}
+	}
+	for k, v := range s.cfg.SetEnv {
+		env = append(env, k+"="+v)
+	}
+	env = append(env, "CHIFFON_TASK_ID="+req.TaskID, "CHIFFON_REQUEST_ID="+req.RequestID,
+		"CHIFFON_TRACE_ID="+req.TraceID, "CHIFFON_WORK_TYPE="+req.WorkType)
+	if s.cfg.Shell != "" {
+		for k, v := range req.Parameters {
+			switch v.(type) {
+			case string, json.Number, bool:
+				env = append(env, "CHIFFON_PARAM_"+strings.ToUpper(k)+"="+fmt.Sprint(v))
+			}
+		}
+	}
+	return env
+}
+
+// run is the work type's Handler: it runs the process in its own process group,
+// streams stdout (through the line protocol) and stderr, and kills the whole group
+// when ctx ends.
+func (s *subprocess) run(ctx context.Context, req *Request, p Progress) (Result, error) {
+	cmd, params, err := s.command(req)
+	if err != nil {
+		return Result{ExitCode: ExitInvalidParameters}, err
+	}
+	lines := &lineProtocol{p: p}
+	cmd.Stdin = bytes.NewReader(params)
+	cmd.Stdout, cmd.Stderr = lines, p
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.WaitDelay = killWait
+	if err := cmd.Start(); err != nil {
+		return Result{ExitCode: 127}, fmt.Errorf("start %s: %w", cmd.Path, err)
+	}
+	exited := make(chan struct{})
+	killed := make(chan struct{})
+	go func() {
+		defer close(killed)
+		select {
+		case <-ctx.Done():
+			// Negative pid: the whole process group, grandchildren included.
+			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		case <-exited:
+		}
+	}()
+	waitErr := cmd.Wait()
+	close(exited)
+	<-killed
+	lines.close()
+
+	res := Result{ExitCode: cmd.ProcessState.ExitCode(), Structured: lines.structured()}
+	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
+		res.CPUTime = time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	}
+	if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		res.ExitCode = 128 + int(ws.Signal())
+	}
+	var exitErr *exec.ExitError
+	if waitErr != nil && !errors.As(waitErr, &exitErr) {
+		return res, waitErr
+	}
+	if ctx.Err() != nil && res.ExitCode != 0 {
+		return res, context.Cause(ctx)
+	}
+	return res, nil
+}
+
+// lineProtocol reads a process's stdout: "::progress N [step]" and "::step name"
+// lines report progress; other lines are output. It remembers the last line for
+// structured output.
+type lineProtocol struct {
+	p    Progress
+	buf  []byte
+	last []byte
+	step string
+}
+
+// maxLine is the longest line held back for the line protocol; longer text is
+// output as it comes.
+const maxLine = 64 << 10
+
+func (l *lineProtocol) Write(b []byte) (int, error) {
+	l.buf = append(l.buf, b...)
+	for {
+		i := bytes.IndexByte(l.buf, '\n')
+		if i < 0 {
+			break
+		}
+		l.line(l.buf[:i+1])
+		l.buf = l.buf[i+1:]
+	}
+	if len(l.buf) > maxLine {
+		l.last = nil
+		_, _ = l.p.Write(l.buf)
+		l.buf = nil
+	}
+	// Keep the buffer from growing by reslicing forever.
+	l.buf = append([]byte(nil), l.buf...)
+	return len(b), nil
+}
+
+func (l *lineProtocol) line(line []byte) {
+	text := strings.TrimRight(string(line), "\r\n")
+	if rest, ok := strings.CutPrefix(text, "::progress "); ok {
+		pct, step, _ := strings.Cut(strings.TrimSpace(rest), " ")
+		if n, err := number(strings.TrimSuffix(pct, "%")); err == nil {
+			if step = strings.TrimSpace(step); step != "" && step != l.step {
+				l.step = step
+				l.p.Step(step)
+			}
+			l.p.SetPercent(int(n))
+			return
+		}
+	}
+	if rest, ok := strings.CutPrefix(text, "::step "); ok && strings.TrimSpace(rest) != "" {
+		l.step = strings.TrimSpace(rest)
+		l.p.Step(l.step)
+		return
+	}
+	if strings.TrimSpace(text) != "" {
+		l.last = append(l.last[:0], text...)
+	}
+	_, _ = l.p.Write(line)
+}
+
+func (l *lineProtocol) close() {
+	if len(l.buf) > 0 {
+		l.line(l.buf)
+		l.buf = nil
+	}
+}
+
+// structured returns the last stdout line when it is a JSON object or array.
+func (l *lineProtocol) structured() any {
+	t := bytes.TrimSpace(l.last)
+	if len(t) == 0 || (t[0] != '{' && t[0] != '[') || !json.Valid(t) {
+		return nil
+	}
+	var v any
+	if json.Unmarshal(t, &v) != nil {
+		return nil
+	}
+	return v
+}

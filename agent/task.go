@@ -1,0 +1,191 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+	"unicode/utf8"
+
+	"github.com/chiffon-dev/chiffon/envelope"
+)
+
+// Causes of a task's context ending.
+var (
+	errCancelled    = errors.New("cancelled by the orchestrator")
+	errDeadline     = errors.New("deadline exceeded")
+	errDrainTimeout = errors.New("cancelled: the agent's drain timeout passed")
+	errStopped      = errors.New("cancelled: the agent is stopping")
+)
+
+// Exit codes of tasks that did not end by themselves.
+const (
+	ExitCancelled   = 130
+	ExitDeadline    = 124
+	ExitInterrupted = 137
+)
+
+// resultOutputMax bounds work_result.output: the whole output up to it, else the tail.
+const resultOutputMax = envelope.MaxEnvelopeSize - 64<<10
+
+// task is one running request.
+type task struct {
+	req     *Request
+	env     *envelope.Envelope
+	wt      workType
+	stream  *taskStream
+	log     *slog.Logger
+	ctx     context.Context
+	cancel  context.CancelCauseFunc
+	started time.Time
+}
+
+func (a *Agent) taskLog(env *envelope.Envelope) *slog.Logger {
+	l := a.log.With("request_id", env.RequestID, "trace_id", env.TraceID)
+	if wr, ok := env.Payload.(*envelope.WorkRequest); ok {
+		l = l.With("task_id", wr.TaskID, "work_type", wr.WorkType)
+	}
+	return l
+}
+
+func (a *Agent) newTask(reply string, env *envelope.Envelope) *task {
+	wr := env.Payload.(*envelope.WorkRequest)
+	hints := wr.Hints
+	if hints == nil {
+		hints = &envelope.Hints{}
+	}
+	params := wr.Parameters
+	if params == nil {
+		params = map[string]any{}
+	}
+	t := &task{
+		req: &Request{TaskID: wr.TaskID, RequestID: env.RequestID, TraceID: env.TraceID,
+			WorkType: wr.WorkType, Parameters: params, Hints: hints},
+		env:     env,
+		wt:      a.handlers[wr.WorkType],
+		log:     a.taskLog(env),
+		started: time.Now(),
+	}
+	t.stream = newTaskStream(a.pub, t.log, env, reply, time.Duration(a.cfg.KeepaliveInterval), a.cfg.MaxOutputBytes)
+	t.ctx, t.cancel = context.WithCancelCause(context.Background())
+	return t
+}
+
+// runTask runs the handler and ends the task: output flushed, result cached, result
+// published.
+func (a *Agent) runTask(t *task) {
+	defer a.tasks.Done()
+	defer t.cancel(nil)
+	ctx := t.ctx
+	if d := t.deadline(); d > 0 {
+		var stop context.CancelFunc
+		ctx, stop = context.WithTimeoutCause(ctx, d, errDeadline)
+		defer stop()
+	}
+	t.log.Info("task started")
+	t.stream.start()
+	res, err := callHandler(ctx, t)
+	wr, fields := t.finish(ctx, res, err)
+
+	output := t.stream.closeOutput()
+	wr.ResourcesUsed.DurationSeconds = int64(time.Since(t.started).Round(time.Second) / time.Second)
+	var env *envelope.Envelope
+	for limit := resultOutputMax; ; limit /= 2 {
+		fields = resultFields(wr, output, fields, limit)
+		env = t.env.Reply(wr)
+		if len(fields) > 0 {
+			env.XCustomFields = fields
+		}
+		// Escaping can make the encoded result bigger than a message may be.
+		if b, err := envelope.Encode(env); err != nil || len(b) <= a.pub.maxMessage() || limit < 4<<10 {
+			break
+		}
+	}
+	entry := &cacheEntry{TaskID: t.req.TaskID, WorkType: t.req.WorkType, StartedAt: t.started,
+		Result: wr, ResultFields: fields}
+	if err := a.cache.finish(t.req.RequestID, entry, output); err != nil {
+		t.log.Error("dedupe cache: result not stored", "err", err)
+	}
+	t.stream.publishResult(env)
+
+	a.mu.Lock()
+	delete(a.running, t.req.RequestID)
+	a.mu.Unlock()
+	t.log.Info("task finished", "status", wr.Status, "exit_code", wr.ExitCode, "output_bytes", len(output))
+}
+
+// deadline is the shorter of the request's max_duration_seconds and the work type's
+// timeout; 0 means none.
+func (t *task) deadline() time.Duration {
+	d := time.Duration(t.req.Hints.MaxDurationSeconds) * time.Second
+	if t.wt.timeout > 0 && (d == 0 || t.wt.timeout < d) {
+		d = t.wt.timeout
+	}
+	return d
+}
+
+// callHandler runs the handler, turning a panic into an error.
+func callHandler(ctx context.Context, t *task) (res Result, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("handler panicked: %v", r)
+		}
+	}()
+	return t.wt.handler(ctx, t.req, t.stream)
+}
+
+// finish decides the result's status and exit code and appends any final output.
+func (t *task) finish(ctx context.Context, res Result, err error) (*envelope.WorkResult, map[string]any) {
+	wr := &envelope.WorkResult{TaskID: t.req.TaskID, Status: envelope.ResultSuccess,
+		ResourcesUsed: &envelope.ResourcesUsed{CPUTimeMS: res.CPUTime.Milliseconds(), GPUVRAMMB: res.GPUVRAMMB}}
+	if res.Output != "" {
+		t.stream.appendOutput(res.Output)
+	}
+	var fields map[string]any
+	if res.Structured != nil {
+		fields = map[string]any{FieldStructured: res.Structured}
+	}
+	if err == nil && res.ExitCode == 0 {
+		return wr, fields
+	}
+	wr.Status, wr.ExitCode = envelope.ResultFailed, int64(res.ExitCode)
+	cause := context.Cause(ctx)
+	switch {
+	case ctx.Err() != nil && errors.Is(cause, errDeadline):
+		wr.ExitCode = ExitDeadline
+		t.stream.appendOutput(fmt.Sprintf("\nchiffon: deadline of %s exceeded\n", t.deadline()))
+	case ctx.Err() != nil:
+		wr.Status = envelope.ResultCancelled
+		if wr.ExitCode <= 0 {
+			wr.ExitCode = ExitCancelled
+		}
+		t.stream.appendOutput(fmt.Sprintf("\nchiffon: %v\n", cause))
+	case err != nil:
+		t.stream.appendOutput(fmt.Sprintf("\nchiffon: %v\n", err))
+	}
+	if wr.ExitCode == 0 {
+		wr.ExitCode = 1
+	}
+	return wr, fields
+}
+
+// resultFields sets wr.Output to the whole output, or to its rune-aligned tail when
+// the output is over limit, flagging the truncation in the fields.
+func resultFields(wr *envelope.WorkResult, output string, fields map[string]any, limit int) map[string]any {
+	if len(output) <= limit {
+		wr.Output = output
+		return fields
+	}
+	start := len(output) - limit
+	for start < len(output) && !utf8.RuneStart(output[start]) {
+		start++
+	}
+	wr.Output = output[start:]
+	if fields == nil {
+		fields = map[string]any{}
+	}
+	fields[FieldOutputTruncated] = true
+	fields[FieldOutputTotalBytes] = int64(len(output))
+	return fields
+}

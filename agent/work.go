@@ -1,0 +1,217 @@
+package agent
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/chiffon-dev/chiffon/broker"
+	"github.com/chiffon-dev/chiffon/envelope"
+	"github.com/chiffon-dev/chiffon/errcodes"
+	"github.com/nats-io/nats.go"
+)
+
+// Limit names of 5005 errors.
+const (
+	LimitConcurrency = "max_concurrency"
+	LimitMemory      = "max_memory_mb"
+	LimitDraining    = "draining"
+)
+
+// onWork handles one work_request: the checks of docs/design.md in order, then the
+// dedupe cache, then a new task.
+func (a *Agent) onWork(msg *nats.Msg) {
+	if msg.Reply == "" {
+		a.log.Warn("work_request without a reply subject: dropped")
+		return
+	}
+	env, perr := a.checkRequest(msg)
+	if perr != nil {
+		a.replyError(msg, env, perr)
+		return
+	}
+	if perr := a.dispatch(msg.Reply, env); perr != nil {
+		a.replyError(msg, env, perr)
+	}
+}
+
+// checkRequest checks token (5004), envelope (5003), version (5006) and work type
+// (5006). The returned envelope is nil when the message did not decode.
+func (a *Agent) checkRequest(msg *nats.Msg) (*envelope.Envelope, *errcodes.Error) {
+	if err := broker.CheckAuth(msg, a.cfg.OrchestratorToken); err != nil {
+		status := errcodes.TokenInvalid
+		if errors.Is(err, broker.ErrNoToken) {
+			status = errcodes.TokenMissing
+		}
+		return nil, errcodes.NewAuthenticationFailed(a.cfg.ID, status)
+	}
+	env, err := envelope.Decode(msg.Data)
+	if err != nil {
+		var pe *errcodes.Error
+		if errors.As(err, &pe) {
+			return nil, pe
+		}
+		return nil, errcodes.NewInvalidMessage("", "%v", err)
+	}
+	wr, ok := env.Payload.(*envelope.WorkRequest)
+	switch {
+	case !ok:
+		return env, errcodes.NewInvalidMessage("type", "the work subject takes work_request, got %q", env.Type)
+	case env.ToAgent != a.agType:
+		return env, errcodes.NewInvalidMessage("to_agent", "this agent is of type %q, got %q", a.agType, env.ToAgent)
+	}
+	if _, ok := a.handlers[wr.WorkType]; !ok {
+		return env, errcodes.NewUnsupportedWorkType(wr.WorkType, a.WorkTypes())
+	}
+	return env, nil
+}
+
+// dispatch looks the request up in the dedupe cache and starts it when it is new and
+// the agent has room. Duplicates skip the capacity checks: they run nothing.
+func (a *Agent) dispatch(reply string, env *envelope.Envelope) *errcodes.Error {
+	wr := env.Payload.(*envelope.WorkRequest)
+	log := a.taskLog(env)
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if t, ok := a.running[env.RequestID]; ok {
+		log.Info("duplicate of a running request: re-attached")
+		t.stream.attach(reply)
+		return nil
+	}
+	entry, err := a.cache.get(env.RequestID)
+	if err != nil {
+		log.Error("dedupe cache", "err", err)
+		return errcodes.NewResourceLimitExceeded("dedupe_cache", 0, 1)
+	}
+	switch {
+	case entry != nil && entry.State == stateFinished:
+		log.Info("duplicate of a finished request: replaying")
+		a.tasks.Add(1)
+		go func() { defer a.tasks.Done(); a.replay(reply, env, entry) }()
+		return nil
+	case entry != nil:
+		log.Warn("request was running when the agent stopped: answered as interrupted")
+		a.interrupted(reply, env, entry)
+		return nil
+	}
+	if perr := a.checkCapacityLocked(wr); perr != nil {
+		return perr
+	}
+	t := a.newTask(reply, env)
+	if err := a.cache.put(env.RequestID, &cacheEntry{State: stateRunning, TaskID: wr.TaskID,
+		WorkType: wr.WorkType, StartedAt: t.started}); err != nil {
+		log.Error("dedupe cache", "err", err)
+		return errcodes.NewResourceLimitExceeded("dedupe_cache", 0, 1)
+	}
+	a.running[env.RequestID] = t
+	a.tasks.Add(1)
+	go a.runTask(t)
+	return nil
+}
+
+// checkCapacityLocked answers 5005 when draining, full, or short of memory.
+func (a *Agent) checkCapacityLocked(wr *envelope.WorkRequest) *errcodes.Error {
+	if a.draining {
+		return errcodes.NewResourceLimitExceeded(LimitDraining, 0, 1)
+	}
+	if n := len(a.running); n >= a.cfg.MaxConcurrency {
+		return errcodes.NewResourceLimitExceeded(LimitConcurrency, int64(a.cfg.MaxConcurrency-n), 1)
+	}
+	if wr.Hints != nil && wr.Hints.MaxMemoryMB > 0 {
+		if avail := availableMemoryMB(); avail > 0 && wr.Hints.MaxMemoryMB > avail {
+			return errcodes.NewResourceLimitExceeded(LimitMemory, avail, wr.Hints.MaxMemoryMB)
+		}
+	}
+	return nil
+}
+
+// replyError answers a request with an error envelope on its reply subject.
+func (a *Agent) replyError(msg *nats.Msg, env *envelope.Envelope, perr *errcodes.Error) {
+	reqID, traceID := idsOf(env, msg.Data)
+	out := envelope.New(a.agType, envelope.Orchestrator, reqID, traceID, envelope.NewErrorPayload(perr))
+	log := a.log.With("request_id", reqID, "trace_id", traceID)
+	if env != nil {
+		log = a.taskLog(env)
+	}
+	log.Warn("request refused", "error_code", int(perr.Code), "error_message", perr.Message)
+	a.pub.publish(msg.Reply, out)
+}
+
+// idsOf returns the request and trace ids of env, or of raw JSON that did not decode
+// when they are valid there; "" lets envelope.New make fresh ones.
+func idsOf(env *envelope.Envelope, data []byte) (string, string) {
+	if env != nil {
+		return env.RequestID, env.TraceID
+	}
+	var ids struct {
+		RequestID any `json:"request_id"`
+		TraceID   any `json:"trace_id"`
+	}
+	_ = json.Unmarshal(data, &ids)
+	return uuidOrEmpty(ids.RequestID), uuidOrEmpty(ids.TraceID)
+}
+
+func uuidOrEmpty(v any) string {
+	s, _ := v.(string)
+	if len(s) != 36 || s[8] != '-' || s[13] != '-' || s[18] != '-' || s[23] != '-' {
+		return ""
+	}
+	for i, c := range s {
+		if i == 8 || i == 13 || i == 18 || i == 23 {
+			continue
+		}
+		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F') {
+			return ""
+		}
+	}
+	return s
+}
+
+// replay sends a finished request's cached output as chunked statuses, then its
+// cached result.
+func (a *Agent) replay(reply string, env *envelope.Envelope, e *cacheEntry) {
+	ws := envelope.WorkStatus{TaskID: e.TaskID, Status: envelope.StatusRunning, ProgressPercent: 100,
+		Step: envelope.Step{Number: 0, Name: "replay"}}
+	limit := a.pub.maxMessage()
+	a.pub.publish(reply, env.Reply(&ws)) // acknowledgement
+	err := a.cache.eachPiece(env.RequestID, e, func(off int64, data string) error {
+		b := outputBatch{data: data, offset: off, base: off, total: e.OutputLen, chunked: true}
+		for _, st := range statusEnvelopes(env, ws, b, limit) {
+			a.pub.publish(reply, st)
+		}
+		return nil
+	})
+	if err != nil {
+		a.taskLog(env).Error("replay output", "err", err)
+	}
+	a.pub.publish(reply, resultEnvelope(env, e))
+}
+
+// interrupted answers a request found running from an earlier process: a failed
+// result with exit code 137, cached so later duplicates replay it.
+func (a *Agent) interrupted(reply string, env *envelope.Envelope, e *cacheEntry) {
+	out := fmt.Sprintf("chiffon: task interrupted: the agent stopped while it ran (started %s); it was not run again\n",
+		e.StartedAt.UTC().Format(time.RFC3339))
+	e.Result = &envelope.WorkResult{TaskID: e.TaskID, Status: envelope.ResultFailed, ExitCode: 137, Output: out,
+		ResourcesUsed: &envelope.ResourcesUsed{}}
+	if err := a.cache.finish(env.RequestID, e, out); err != nil {
+		a.taskLog(env).Error("dedupe cache", "err", err)
+	}
+	ws := envelope.WorkStatus{TaskID: e.TaskID, Status: envelope.StatusRunning,
+		Step: envelope.Step{Name: "interrupted", Output: out}}
+	st := env.Reply(&ws)
+	st.XCustomFields = map[string]any{FieldOutputOffset: 0}
+	a.pub.publish(reply, st)
+	a.pub.publish(reply, resultEnvelope(env, e))
+}
+
+// resultEnvelope rebuilds a cached result as a reply to env.
+func resultEnvelope(env *envelope.Envelope, e *cacheEntry) *envelope.Envelope {
+	r := *e.Result
+	out := env.Reply(&r)
+	if len(e.ResultFields) > 0 {
+		out.XCustomFields = e.ResultFields
+	}
+	return out
+}
