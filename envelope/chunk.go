@@ -112,8 +112,13 @@ func SplitOutput(output string, max int) []Chunk {
 		if end >= len(output) {
 			end = len(output)
 		} else {
-			for end > start && !utf8.RuneStart(output[end]) {
+			// A rune start lies at most UTFMax-1 bytes back in valid UTF-8. The bound
+			// keeps invalid input (a long run of continuation bytes) from stalling.
+			for i := 1; i < utf8.UTFMax && !utf8.RuneStart(output[end]); i++ {
 				end--
+			}
+			if !utf8.RuneStart(output[end]) {
+				end = start + max
 			}
 		}
 		chunks = append(chunks, Chunk{
@@ -145,22 +150,22 @@ type Reassembler struct {
 	buf   []byte
 }
 
-// Add appends one chunk. It fails on a gap, a partial overlap, a repeat with different
-// content, a total that differs from earlier chunks, or a total over MaxTotal.
+// Add appends one chunk. It fails on a range that is not 0 <= Start < End <= Total, a
+// data length that differs from the range, a gap, a partial overlap, a repeat with
+// different content, a total that differs from earlier chunks, or a total over
+// MaxTotal. A rejected chunk leaves the Reassembler as it was.
 func (r *Reassembler) Add(cr ChunkRange, data string) error {
+	if cr.Start < 0 || cr.Start >= cr.End || cr.End > cr.Total {
+		return fmt.Errorf("chunk %s: not a valid range", cr)
+	}
 	if int64(len(data)) != cr.Len() {
 		return fmt.Errorf("chunk %s holds %d bytes", cr, len(data))
 	}
-	if r.buf == nil {
-		if r.MaxTotal > 0 && cr.Total > r.MaxTotal {
-			return fmt.Errorf("chunked output of %d bytes exceeds the %d-byte limit", cr.Total, r.MaxTotal)
-		}
-		r.total = cr.Total
-		r.buf = make([]byte, 0, cr.Total)
-	}
 	have := int64(len(r.buf))
 	switch {
-	case cr.Total != r.total:
+	case r.buf == nil && r.MaxTotal > 0 && cr.Total > r.MaxTotal:
+		return fmt.Errorf("chunked output of %d bytes exceeds the %d-byte limit", cr.Total, r.MaxTotal)
+	case r.buf != nil && cr.Total != r.total:
 		return fmt.Errorf("chunk %s: total differs from the %d bytes announced earlier", cr, r.total)
 	case cr.Start > have:
 		return fmt.Errorf("chunk %s leaves a gap: bytes %d-%d are missing", cr, have, cr.Start)
@@ -171,6 +176,12 @@ func (r *Reassembler) Add(cr ChunkRange, data string) error {
 		return nil
 	case cr.Start < have:
 		return fmt.Errorf("chunk %s overlaps the %d bytes already received", cr, have)
+	}
+	if r.buf == nil {
+		// The total comes from the sender: preallocate no more than one envelope's
+		// worth, and let append grow the buffer as bytes actually arrive.
+		r.total = cr.Total
+		r.buf = make([]byte, 0, min(cr.Total, MaxEnvelopeSize))
 	}
 	r.buf = append(r.buf, data...)
 	return nil

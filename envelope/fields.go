@@ -58,9 +58,21 @@ func (o *object) close(known ...string) *errcodes.Error {
 	}
 	if len(unknown) > 0 {
 		slices.Sort(unknown)
-		o.err = errcodes.NewInvalidMessage(o.at(unknown[0]), "unknown field %q", unknown[0])
+		k := unknown[0]
+		if hint, ok := legacyFieldHints[k]; ok {
+			o.err = errcodes.NewInvalidMessage(o.at(k), "unknown field %q: %s", k, hint)
+		} else {
+			o.err = errcodes.NewInvalidMessage(o.at(k), "unknown field %q", k)
+		}
 	}
 	return o.err
+}
+
+// legacyFieldHints explain the fields the original Python project sent, so that its
+// senders learn what to change.
+var legacyFieldHints = map[string]string{
+	"priority": "Chiffon has no priority field",
+	"context":  "error details go in error_context",
 }
 
 func (o *object) at(key string) string {
@@ -173,6 +185,11 @@ func (o *object) strings(key string, required bool, check func(string) string) [
 	var items []json.RawMessage
 	if err := json.Unmarshal(raw, &items); err != nil {
 		o.fail(key, "malformed array: %v", err)
+		return nil
+	}
+	if len(items) == 0 && !required {
+		// An empty optional array means the same as an absent one, which is how
+		// Encode writes it (omitempty); reading it as nil keeps a round trip exact.
 		return nil
 	}
 	out := make([]string, 0, len(items))

@@ -116,13 +116,19 @@ func ParseTimestamp(s string) (time.Time, error) {
 	if err != nil {
 		return time.Time{}, fmt.Errorf("not a valid date-time: %q", s)
 	}
-	return t.UTC(), nil
+	// An offset can carry 0000-01-01 or 9999-12-31 out of the four-digit years RFC 3339
+	// (and Encode) can write once converted to UTC.
+	t = t.UTC()
+	if y := t.Year(); y < 0 || y > 9999 {
+		return time.Time{}, fmt.Errorf("%q is outside years 0000-9999 in UTC", s)
+	}
+	return t, nil
 }
 
 func checkRFC3339(s string) string {
 	const bad = "must be an RFC 3339 date-time with a zone, such as 2026-01-19T04:21:04Z"
 	// YYYY-MM-DDTHH:MM:SS is 19 bytes; the shortest zone is Z.
-	if len(s) < 20 {
+	if len(s) < 19 {
 		return bad
 	}
 	for i, c := range []byte(s[:19]) {
@@ -149,7 +155,7 @@ func checkRFC3339(s string) string {
 		return "time of day out of range in " + fmt.Sprintf("%q", s)
 	}
 	rest := s[19:]
-	if rest[0] == '.' {
+	if rest != "" && rest[0] == '.' {
 		n := 1
 		for n < len(rest) && isDigit(rest[n]) {
 			n++
@@ -160,6 +166,9 @@ func checkRFC3339(s string) string {
 		rest = rest[n:]
 	}
 	switch {
+	case rest == "":
+		// The old Python project sent naive local times like this one.
+		return fmt.Sprintf("%q has no zone: add Z (UTC) or an offset such as +02:00", s)
 	case rest == "Z":
 		return ""
 	case len(rest) == 6 && (rest[0] == '+' || rest[0] == '-') && rest[3] == ':' &&

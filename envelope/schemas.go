@@ -109,7 +109,7 @@ func (s *object) checkOutput(st *Step) {
 func readWorkResult(o *object) (Payload, *errcodes.Error) {
 	p := &WorkResult{
 		TaskID:   o.uuid("task_id"),
-		Status:   o.oneOf("status", true, ResultSuccess, ResultFailed, ResultCancelled),
+		Status:   o.resultStatus("status"),
 		ExitCode: o.integer("exit_code", true),
 		Output:   o.str("output", false),
 	}
@@ -132,6 +132,19 @@ func readWorkResult(o *object) (Payload, *errcodes.Error) {
 		o.err = r.close("duration_seconds", "gpu_vram_mb", "cpu_time_ms")
 	}
 	return p, o.close("task_id", "status", "exit_code", "output", "resources_used")
+}
+
+// resultStatus reads a work_result status, naming the replacement for the old Python
+// project's "completed".
+func (o *object) resultStatus(key string) string {
+	s := o.str(key, true)
+	if o.err == nil && s == "completed" {
+		o.fail(key, "\"completed\" is not a status: use \"success\" (or \"failed\", \"cancelled\")")
+	}
+	if o.err == nil && s != ResultSuccess && s != ResultFailed && s != ResultCancelled {
+		o.fail(key, "must be one of success, failed, cancelled, got %q", s)
+	}
+	return s
 }
 
 func readError(o *object) (Payload, *errcodes.Error) {
