@@ -1,0 +1,229 @@
+package orchestrator
+
+import (
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/chiffon-dev/chiffon/envelope"
+	"github.com/google/uuid"
+)
+
+// maxBody bounds a request body.
+const maxBody = 1 << 20
+
+// ErrorBody is the JSON body of every API error.
+type ErrorBody struct {
+	Error APIErrorDetail `json:"error"`
+}
+
+// APIErrorDetail says what went wrong: a short code, the field at fault (when one
+// is), and a message.
+type APIErrorDetail struct {
+	Code    string `json:"code"`
+	Field   string `json:"field,omitempty"`
+	Message string `json:"message"`
+}
+
+func (o *Orchestrator) newAPI() http.Handler {
+	mux := http.NewServeMux()
+	api := func(pattern string, h http.HandlerFunc) { mux.Handle(pattern, o.requireToken(h)) }
+	api("POST /api/v1/tasks", o.apiSubmit)
+	api("GET /api/v1/tasks", o.apiList)
+	api("GET /api/v1/tasks/{id}", o.withTask(func(w http.ResponseWriter, _ *http.Request, id string) {
+		t, err := o.Task(id)
+		if err != nil {
+			writeTaskErr(w, err)
+			return
+		}
+		writeJSON(w, http.StatusOK, t)
+	}))
+	api("GET /api/v1/tasks/{id}/output", o.withTask(o.apiOutput))
+	api("GET /api/v1/tasks/{id}/events", o.withTask(o.serveEvents))
+	api("POST /api/v1/tasks/{id}/cancel", o.withTask(o.apiCancel))
+	api("GET /api/v1/agents", func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, http.StatusOK, o.Agents()) })
+	api("/api/", func(w http.ResponseWriter, _ *http.Request) {
+		writeError(w, http.StatusNotFound, "not_found", "", "no such API endpoint")
+	})
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+	})
+	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) {
+		if !o.Ready() {
+			writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "not ready"})
+			return
+		}
+		writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
+	})
+	mux.Handle("GET /metrics", o.metrics.handler())
+	return mux
+}
+
+// requireToken refuses a request without the API bearer token (constant time).
+func (o *Orchestrator) requireToken(h http.Handler) http.Handler {
+	want := []byte(o.sec.apiToken)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+		if !ok || subtle.ConstantTimeCompare([]byte(got), want) != 1 {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="chiffon"`)
+			writeError(w, http.StatusUnauthorized, "unauthorized", "Authorization", "a valid bearer token is required")
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
+// withTask checks the {id} path value is a task id.
+func (o *Orchestrator) withTask(h func(http.ResponseWriter, *http.Request, string)) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		id := r.PathValue("id")
+		if err := uuid.Validate(id); err != nil || len(id) != 36 {
+			writeError(w, http.StatusBadRequest, "invalid_field", "id", "must be a task id (a UUID)")
+			return
+		}
+		h(w, r, strings.ToLower(id))
+	}
+}
+
+func (o *Orchestrator) apiSubmit(w http.ResponseWriter, r *http.Request) {
+	var req SubmitRequest
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxBody))
+	dec.DisallowUnknownFields()
+	dec.UseNumber()
+	if err := dec.Decode(&req); err != nil {
+		writeDecodeErr(w, err)
+		return
+	}
+	if dec.More() {
+		writeError(w, http.StatusBadRequest, "invalid_json", "", "body holds more than one JSON value")
+		return
+	}
+	t, err := o.Submit(r.Context(), req)
+	var fe *FieldError
+	switch {
+	case errors.As(err, &fe):
+		writeError(w, http.StatusBadRequest, "invalid_field", fe.Field, fe.Message)
+	case errors.Is(err, ErrClosed):
+		writeError(w, http.StatusServiceUnavailable, "unavailable", "", err.Error())
+	case err != nil:
+		writeError(w, http.StatusInternalServerError, "internal", "", err.Error())
+	default:
+		w.Header().Set("Location", "/api/v1/tasks/"+t.ID)
+		writeJSON(w, http.StatusCreated, t)
+	}
+}
+
+// writeDecodeErr answers a body that is not a valid submission, naming the field.
+func writeDecodeErr(w http.ResponseWriter, err error) {
+	var te *json.UnmarshalTypeError
+	var se *json.SyntaxError
+	var mbe *http.MaxBytesError
+	switch {
+	case errors.As(err, &mbe):
+		writeError(w, http.StatusRequestEntityTooLarge, "too_large", "", fmt.Sprintf("body over %d bytes", maxBody))
+	case errors.As(err, &te):
+		writeError(w, http.StatusBadRequest, "invalid_field", te.Field, fmt.Sprintf("must be %s, got %s", jsonKind(te.Type.Kind().String()), te.Value))
+	case errors.As(err, &se), errors.Is(err, io.ErrUnexpectedEOF):
+		writeError(w, http.StatusBadRequest, "invalid_json", "", "body is not valid JSON: "+err.Error())
+	case errors.Is(err, io.EOF):
+		writeError(w, http.StatusBadRequest, "invalid_json", "", "body is empty")
+	case strings.HasPrefix(err.Error(), "json: unknown field "):
+		field := strings.Trim(strings.TrimPrefix(err.Error(), "json: unknown field "), `"`)
+		writeError(w, http.StatusBadRequest, "unknown_field", field, "unknown field")
+	default:
+		writeError(w, http.StatusBadRequest, "invalid_json", "", err.Error())
+	}
+}
+
+func jsonKind(k string) string {
+	switch k {
+	case "int", "int64", "int32", "uint32", "uint64":
+		return "an integer"
+	case "map", "struct":
+		return "an object"
+	case "ptr":
+		return "an object"
+	}
+	return "a " + k
+}
+
+func (o *Orchestrator) apiList(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	opts := ListOptions{State: State(q.Get("state")), AgentType: envelope.AgentType(q.Get("agent_type"))}
+	if opts.State != "" && !opts.State.Valid() {
+		writeError(w, http.StatusBadRequest, "invalid_field", "state", "must be one of pending, dispatched, running, succeeded, failed, cancelled, error")
+		return
+	}
+	if opts.AgentType != "" && (!opts.AgentType.Valid() || opts.AgentType == envelope.Orchestrator) {
+		writeError(w, http.StatusBadRequest, "invalid_field", "agent_type", "must be one of infra, desktop, code, research")
+		return
+	}
+	if v := q.Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > 1000 {
+			writeError(w, http.StatusBadRequest, "invalid_field", "limit", "must be an integer from 1 to 1000")
+			return
+		}
+		opts.Limit = n
+	}
+	tasks, err := o.Tasks(opts)
+	if err != nil {
+		writeError(w, http.StatusInternalServerError, "internal", "", err.Error())
+		return
+	}
+	if tasks == nil {
+		tasks = []*Task{}
+	}
+	writeJSON(w, http.StatusOK, tasks)
+}
+
+func (o *Orchestrator) apiOutput(w http.ResponseWriter, _ *http.Request, id string) {
+	t, err := o.Task(id)
+	if err != nil {
+		writeTaskErr(w, err)
+		return
+	}
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.Header().Set("X-Chiffon-Output-Complete", strconv.FormatBool(t.OutputComplete))
+	w.Header().Set("X-Chiffon-Task-State", string(t.State))
+	if _, err := o.st.writeOutput(id, w); err != nil {
+		o.log.Warn("write output", "task_id", id, "err", err)
+	}
+}
+
+func (o *Orchestrator) apiCancel(w http.ResponseWriter, r *http.Request, id string) {
+	t, err := o.Cancel(r.Context(), id)
+	switch {
+	case errors.Is(err, ErrFinished):
+		writeError(w, http.StatusConflict, "finished", "id", fmt.Sprintf("task already %s", t.State))
+	case err != nil:
+		writeTaskErr(w, err)
+	default:
+		writeJSON(w, http.StatusAccepted, t)
+	}
+}
+
+func writeTaskErr(w http.ResponseWriter, err error) {
+	if errors.Is(err, ErrNotFound) {
+		writeError(w, http.StatusNotFound, "not_found", "id", "no such task")
+		return
+	}
+	writeError(w, http.StatusInternalServerError, "internal", "", err.Error())
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(v)
+}
+
+func writeError(w http.ResponseWriter, status int, code, field, msg string) {
+	writeJSON(w, status, ErrorBody{Error: APIErrorDetail{Code: code, Field: field, Message: msg}})
+}

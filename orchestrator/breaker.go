@@ -1,0 +1,101 @@
+package orchestrator
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/chiffon-dev/chiffon/envelope"
+	"github.com/chiffon-dev/chiffon/errcodes"
+	"github.com/sony/gobreaker/v2"
+)
+
+// tripsBreaker reports whether err counts against an agent's breaker: only 5001 and
+// 5002 say the agent is unhealthy; other errors show it answering.
+func tripsBreaker(err error) bool {
+	return errors.Is(err, errcodes.Timeout) || errors.Is(err, errcodes.AgentUnavailable)
+}
+
+// newBreaker builds a's circuit breaker. Every call into it happens with o.mu held,
+// so its state change callback may touch the orchestrator's state.
+func (o *Orchestrator) newBreaker(a *agentEntry) *gobreaker.TwoStepCircuitBreaker[struct{}] {
+	failures := o.cfg.Breaker.Failures
+	return gobreaker.NewTwoStepCircuitBreaker[struct{}](gobreaker.Settings{
+		Name:    a.id,
+		Timeout: o.cfg.Breaker.OpenFor,
+		// gobreaker's default trips on the 6th failure; the protocol says 5.
+		ReadyToTrip:  func(c gobreaker.Counts) bool { return c.ConsecutiveFailures >= failures },
+		IsSuccessful: func(err error) bool { return err == nil || !tripsBreaker(err) },
+		OnStateChange: func(_ string, from, to gobreaker.State) {
+			o.breakerChanged(a, from, to)
+		},
+	})
+}
+
+// breakerChanged logs a breaker's move, updates its metric, schedules the half-open
+// ping when it opens and releases queued work when it closes. Called with o.mu held.
+func (o *Orchestrator) breakerChanged(a *agentEntry, from, to gobreaker.State) {
+	o.log.Warn("circuit breaker "+to.String(), "agent_id", a.id, "from", from.String())
+	o.metrics.breaker.WithLabelValues(a.id).Set(float64(to))
+	switch to {
+	case gobreaker.StateOpen:
+		if a.ping != nil {
+			a.ping.Stop()
+		}
+		a.ping = time.AfterFunc(o.cfg.Breaker.OpenFor, func() { o.halfOpenPing(a) })
+	case gobreaker.StateClosed:
+		// This runs inside the breaker's lock, which dispatching takes again.
+		if o.closed {
+			return
+		}
+		o.wg.Add(1)
+		go func() {
+			defer o.wg.Done()
+			o.mu.Lock()
+			defer o.mu.Unlock()
+			if !o.closed {
+				o.drainQueue(a.typ)
+			}
+		}()
+	}
+}
+
+// halfOpenPing sends the one ping a half-open breaker lets through; a control_ack
+// with ok closes the breaker, anything else opens it again.
+func (o *Orchestrator) halfOpenPing(a *agentEntry) {
+	o.mu.Lock()
+	if o.closed {
+		o.mu.Unlock()
+		return
+	}
+	done, err := a.breaker.Allow()
+	if err != nil {
+		// Not half-open yet (timer and breaker clocks differ slightly): try soon.
+		a.ping = time.AfterFunc(o.cfg.Breaker.OpenFor/10+time.Millisecond, func() { o.halfOpenPing(a) })
+		o.mu.Unlock()
+		return
+	}
+	typ := a.typ
+	o.wg.Add(1)
+	o.mu.Unlock()
+	defer o.wg.Done()
+
+	env := envelope.New(envelope.Orchestrator, typ, "", "", &envelope.Ping{})
+	rep, err := o.request(context.Background(), a.id, env)
+	if err == nil {
+		if ack, ok := rep.Payload.(*envelope.ControlAck); !ok || !ack.OK {
+			err = errcodes.New(errcodes.AgentUnavailable, "ping not acknowledged")
+		}
+	}
+	if err != nil && !tripsBreaker(err) {
+		err = errcodes.New(errcodes.AgentUnavailable, "ping failed: %v", err)
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if err != nil {
+		o.log.Warn("half-open ping failed", "agent_id", a.id, "err", err)
+	}
+	if !o.closed {
+		done(err)
+	}
+}

@@ -1,0 +1,150 @@
+package orchestrator
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/chiffon-dev/chiffon/envelope"
+)
+
+// ErrFinished is returned when cancelling a task that has already ended.
+var ErrFinished = errors.New("task already finished")
+
+// Cancel cancels a task. A task not sent yet ends cancelled at once. A running task's
+// agent is told to cancel it; the task ends cancelled with the agent's result, or at
+// once when the agent says it is not running it or cannot be reached.
+func (o *Orchestrator) Cancel(ctx context.Context, id string) (*Task, error) {
+	o.mu.Lock()
+	r := o.runs[id]
+	if r == nil {
+		o.mu.Unlock()
+		t, err := o.st.getTask(id)
+		if err != nil {
+			return nil, err
+		}
+		return t, ErrFinished
+	}
+	t := r.t
+	if !t.CancelRequested {
+		t.CancelRequested = true
+		if t.State == StatePending {
+			o.taskLog(t).Info("task cancelled before dispatch")
+			o.finish(r, StateCancelled, nil, "cancelled before dispatch")
+			c := cloneTask(t)
+			o.mu.Unlock()
+			return c, nil
+		}
+		_ = o.save(r, &Event{Type: EventState, Message: "cancel requested"})
+		env := envelope.New(envelope.Orchestrator, t.ToAgent, t.RequestID, t.TraceID, &envelope.Cancel{TaskID: id, Reason: "cancelled by operator"})
+		agentID := t.AgentID
+		o.mu.Unlock()
+		rep, err := o.request(ctx, agentID, env)
+		var ack *envelope.ControlAck
+		if err == nil {
+			ack, _ = rep.Payload.(*envelope.ControlAck)
+		}
+		o.mu.Lock()
+		if !r.finished && (err != nil || ack == nil || !ack.OK) {
+			why := "agent was not running it"
+			if err != nil {
+				why = "agent unreachable: " + err.Error()
+			} else if ack != nil && ack.Message != "" {
+				why = "agent: " + ack.Message
+			}
+			o.taskLog(t).Info("task cancelled", "why", why)
+			o.finish(r, StateCancelled, nil, "cancelled; "+why)
+		}
+	}
+	c := cloneTask(t)
+	o.mu.Unlock()
+	return c, nil
+}
+
+// Task returns a snapshot of one task.
+func (o *Orchestrator) Task(id string) (*Task, error) {
+	o.mu.Lock()
+	if r := o.runs[id]; r != nil {
+		c := cloneTask(r.t)
+		o.mu.Unlock()
+		return c, nil
+	}
+	o.mu.Unlock()
+	return o.st.getTask(id)
+}
+
+// ListOptions filters a task list.
+type ListOptions struct {
+	// State keeps tasks in this state; "" keeps all.
+	State State
+	// AgentType keeps tasks for this agent type; "" keeps all.
+	AgentType envelope.AgentType
+	// Limit bounds the number of tasks; 0 means 100.
+	Limit int
+}
+
+// Tasks lists tasks, newest first.
+func (o *Orchestrator) Tasks(opts ListOptions) ([]*Task, error) {
+	if opts.Limit <= 0 {
+		opts.Limit = 100
+	}
+	o.mu.Lock()
+	live := make(map[string]*Task, len(o.runs))
+	for id, r := range o.runs {
+		live[id] = cloneTask(r.t)
+	}
+	o.mu.Unlock()
+	keep := func(t *Task) bool {
+		if l := live[t.ID]; l != nil {
+			*t = *l
+		}
+		return (opts.State == "" || t.State == opts.State) && (opts.AgentType == "" || t.ToAgent == opts.AgentType)
+	}
+	return o.st.listTasks(keep, opts.Limit)
+}
+
+// recover resumes every unfinished task found in the store. One that reached an agent
+// is sent again to that agent with its request_id, whose cache answers; one that did
+// not is routed again once the agents have had a moment to register.
+func (o *Orchestrator) recover() error {
+	tasks, err := o.st.listTasks(func(t *Task) bool { return !t.State.Final() }, 0)
+	if err != nil {
+		return err
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	for i := len(tasks) - 1; i >= 0; i-- { // oldest first
+		t := tasks[i]
+		r := o.newRun(t)
+		if r.seq, err = o.st.lastEventSeq(t.ID); err != nil {
+			return err
+		}
+		pieces, err := o.st.outputPieces(t.ID)
+		if err != nil {
+			return err
+		}
+		for _, p := range pieces {
+			r.cov.add(p)
+		}
+		o.runs[t.ID] = r
+		log := o.taskLog(t)
+		if t.CancelRequested && t.State == StatePending {
+			o.finish(r, StateCancelled, nil, "cancelled")
+			continue
+		}
+		_ = o.save(r, &Event{Type: EventState, Message: "resumed after orchestrator restart"})
+		if t.AgentID != "" {
+			log.Info("resuming task on its agent", "agent_id", t.AgentID, "state", t.State)
+			r.stick = t.AgentID
+			o.schedule(r)
+			continue
+		}
+		log.Info("resuming task: routing it again", "state", t.State)
+		r.retry = time.AfterFunc(o.cfg.Retry.Initial, func() {
+			o.mu.Lock()
+			defer o.mu.Unlock()
+			o.schedule(r)
+		})
+	}
+	return nil
+}

@@ -1,0 +1,215 @@
+package orchestrator
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+)
+
+// Client talks to an orchestrator's HTTP API.
+type Client struct {
+	// BaseURL is the API's root, such as "http://127.0.0.1:8080".
+	BaseURL string
+	// Token is the API bearer token.
+	Token string
+	// HTTP is the HTTP client to use; nil means http.DefaultClient.
+	HTTP *http.Client
+}
+
+// APIError is an error answer of the API.
+type APIError struct {
+	// Status is the HTTP status code.
+	Status int
+	APIErrorDetail
+}
+
+func (e *APIError) Error() string {
+	if e.Field != "" {
+		return fmt.Sprintf("%s: %s (HTTP %d)", e.Field, e.Message, e.Status)
+	}
+	return fmt.Sprintf("%s (HTTP %d)", e.Message, e.Status)
+}
+
+func (c *Client) do(ctx context.Context, method, path string, body any) (*http.Response, error) {
+	var rd io.Reader
+	if body != nil {
+		b, err := json.Marshal(body)
+		if err != nil {
+			return nil, err
+		}
+		rd = bytes.NewReader(b)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, strings.TrimSuffix(c.BaseURL, "/")+path, rd)
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Authorization", "Bearer "+c.Token)
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	hc := c.HTTP
+	if hc == nil {
+		hc = http.DefaultClient
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode >= 400 {
+		defer resp.Body.Close()
+		var eb ErrorBody
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<16))
+		if json.Unmarshal(b, &eb) != nil || eb.Error.Message == "" {
+			eb.Error.Message = strings.TrimSpace(string(b))
+		}
+		return nil, &APIError{Status: resp.StatusCode, APIErrorDetail: eb.Error}
+	}
+	return resp, nil
+}
+
+func (c *Client) getJSON(ctx context.Context, method, path string, body, out any) error {
+	resp, err := c.do(ctx, method, path, body)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	dec := json.NewDecoder(resp.Body)
+	dec.UseNumber()
+	return dec.Decode(out)
+}
+
+// Submit creates a task.
+func (c *Client) Submit(ctx context.Context, req SubmitRequest) (*Task, error) {
+	var t Task
+	return &t, c.getJSON(ctx, http.MethodPost, "/api/v1/tasks", req, &t)
+}
+
+// Get returns one task.
+func (c *Client) Get(ctx context.Context, id string) (*Task, error) {
+	var t Task
+	return &t, c.getJSON(ctx, http.MethodGet, "/api/v1/tasks/"+url.PathEscape(id), nil, &t)
+}
+
+// List returns tasks, newest first.
+func (c *Client) List(ctx context.Context, opts ListOptions) ([]*Task, error) {
+	q := url.Values{}
+	if opts.State != "" {
+		q.Set("state", string(opts.State))
+	}
+	if opts.AgentType != "" {
+		q.Set("agent_type", string(opts.AgentType))
+	}
+	if opts.Limit > 0 {
+		q.Set("limit", strconv.Itoa(opts.Limit))
+	}
+	var ts []*Task
+	return ts, c.getJSON(ctx, http.MethodGet, "/api/v1/tasks?"+q.Encode(), nil, &ts)
+}
+
+// Output writes a task's whole output to w. complete reports whether the
+// orchestrator holds all of it.
+func (c *Client) Output(ctx context.Context, id string, w io.Writer) (complete bool, err error) {
+	resp, err := c.do(ctx, http.MethodGet, "/api/v1/tasks/"+url.PathEscape(id)+"/output", nil)
+	if err != nil {
+		return false, err
+	}
+	defer resp.Body.Close()
+	_, err = io.Copy(w, resp.Body)
+	return resp.Header.Get("X-Chiffon-Output-Complete") == "true", err
+}
+
+// Cancel cancels a task and returns it.
+func (c *Client) Cancel(ctx context.Context, id string) (*Task, error) {
+	var t Task
+	return &t, c.getJSON(ctx, http.MethodPost, "/api/v1/tasks/"+url.PathEscape(id)+"/cancel", nil, &t)
+}
+
+// Agents lists the agents the orchestrator knows.
+func (c *Client) Agents(ctx context.Context) ([]AgentInfo, error) {
+	var as []AgentInfo
+	return as, c.getJSON(ctx, http.MethodGet, "/api/v1/agents", nil, &as)
+}
+
+// Events streams a task's events to fn: its history first, then live events until
+// the task ends (Events then returns nil), ctx ends, or fn returns an error. A
+// dropped stream is resumed from the last event seen.
+func (c *Client) Events(ctx context.Context, id string, fn func(*Event) error) error {
+	var last int64
+	for {
+		final, err := c.events(ctx, id, &last, fn)
+		if err != nil || final {
+			return err
+		}
+		t, err := c.Get(ctx, id)
+		if err != nil {
+			return err
+		}
+		if t.State.Final() {
+			// The stream ended at the task's end; fetch anything not seen.
+			if _, err := c.events(ctx, id, &last, fn); err != nil {
+				return err
+			}
+			return nil
+		}
+	}
+}
+
+func (c *Client) events(ctx context.Context, id string, last *int64, fn func(*Event) error) (bool, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimSuffix(c.BaseURL, "/")+"/api/v1/tasks/"+url.PathEscape(id)+"/events", nil)
+	if err != nil {
+		return false, err
+	}
+	req.Header.Set("Authorization", "Bearer "+c.Token)
+	req.Header.Set("Accept", "text/event-stream")
+	if *last > 0 {
+		req.Header.Set("Last-Event-ID", strconv.FormatInt(*last, 10))
+	}
+	hc := c.HTTP
+	if hc == nil {
+		hc = http.DefaultClient
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		return false, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		var eb ErrorBody
+		_ = json.NewDecoder(resp.Body).Decode(&eb)
+		return false, &APIError{Status: resp.StatusCode, APIErrorDetail: eb.Error}
+	}
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 64<<10), 4<<20)
+	final := false
+	for sc.Scan() {
+		data, ok := strings.CutPrefix(sc.Text(), "data: ")
+		if !ok {
+			continue
+		}
+		var ev Event
+		dec := json.NewDecoder(strings.NewReader(data))
+		dec.UseNumber()
+		if err := dec.Decode(&ev); err != nil {
+			return false, fmt.Errorf("bad event: %w", err)
+		}
+		if ev.Seq <= *last {
+			continue
+		}
+		*last = ev.Seq
+		final = ev.State.Final()
+		if err := fn(&ev); err != nil {
+			return false, err
+		}
+	}
+	if err := sc.Err(); err != nil && ctx.Err() == nil {
+		return false, err
+	}
+	return final, ctx.Err()
+}

@@ -1,0 +1,162 @@
+package orchestrator
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/chiffon-dev/chiffon/broker"
+	"github.com/chiffon-dev/chiffon/envelope"
+	"github.com/chiffon-dev/chiffon/errcodes"
+	"github.com/nats-io/nats.go"
+)
+
+// isNoResponders reports whether msg is the NATS server's "no responders" status: a
+// work_request published where no agent subscribes.
+func isNoResponders(msg *nats.Msg) bool {
+	return len(msg.Data) == 0 && msg.Header.Get("Status") == "503"
+}
+
+// handleTaskMsg takes every message on the orchestrator's task inboxes: the agents'
+// work_status, work_result and error, and the server's no-responders status.
+func (o *Orchestrator) handleTaskMsg(msg *nats.Msg) {
+	taskID := broker.TaskIDFromSubject(msg.Subject)
+	if isNoResponders(msg) {
+		o.noResponders(taskID)
+		return
+	}
+	agentID, aerr := o.authenticate(msg)
+	if aerr != nil {
+		o.rejectAuth(msg, aerr)
+		return
+	}
+	env, err := envelope.Decode(msg.Data)
+	if err != nil {
+		o.metrics.invalid.Inc()
+		o.log.Warn("invalid message on task inbox dropped", "task_id", taskID, "agent_id", agentID, "err", err)
+		return
+	}
+	o.metrics.messages.WithLabelValues("in", string(env.Type)).Inc()
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	r := o.runs[taskID]
+	if r == nil || r.finished {
+		o.log.Debug("message for a finished or unknown task dropped", "task_id", taskID, "type", env.Type)
+		return
+	}
+	log := o.taskLog(r.t)
+	if agentID != r.t.AgentID || env.RequestID != r.t.RequestID {
+		log.Warn("message from another agent or request dropped", "agent_id", agentID, "msg_request_id", env.RequestID)
+		return
+	}
+	switch p := env.Payload.(type) {
+	case *envelope.WorkStatus:
+		if p.TaskID == taskID {
+			o.onStatus(r, env, p)
+			return
+		}
+	case *envelope.WorkResult:
+		if p.TaskID == taskID {
+			o.onResult(r, env, p)
+			return
+		}
+	case *envelope.ErrorPayload:
+		o.onAgentError(r, p.Err())
+		return
+	}
+	log.Warn("unexpected message on task inbox dropped", "type", env.Type)
+}
+
+// noResponders fails an attempt nobody received: it never started.
+func (o *Orchestrator) noResponders(taskID string) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	r := o.runs[taskID]
+	if r == nil || r.finished || r.accepted || r.t.State != StateDispatched {
+		return
+	}
+	var hb *time.Time
+	if a := o.agents[r.t.AgentID]; a != nil {
+		hb = a.lastHB
+	}
+	o.failAttempt(r, errcodes.NewAgentUnavailable("no agent listens on the work subject (no responders)", r.t.AgentID, hb), true)
+}
+
+// onStatus records a work_status. Called with o.mu held.
+func (o *Orchestrator) onStatus(r *run, env *envelope.Envelope, st *envelope.WorkStatus) {
+	t := r.t
+	now := time.Now().UTC()
+	if !r.accepted {
+		r.accepted = true
+		o.metrics.latency.Observe(now.Sub(r.sentAt).Seconds())
+	}
+	if t.State != StateRunning {
+		o.setState(t, StateRunning)
+	}
+	o.touch(r)
+	t.ProgressPercent = st.ProgressPercent
+	o.updateStep(t, st, now)
+	off, err := o.placeOutput(r, env, st)
+	if err != nil {
+		o.metrics.invalid.Inc()
+		o.taskLog(t).Warn("output piece rejected", "step", st.Step.Number, "err", err)
+	}
+	_ = o.save(r, &Event{Type: EventStatus, Status: st, OutputOffset: off})
+}
+
+func (o *Orchestrator) updateStep(t *Task, st *envelope.WorkStatus, now time.Time) {
+	for i := range t.Steps {
+		if t.Steps[i].Number == st.Step.Number {
+			t.Steps[i].Name, t.Steps[i].Status, t.Steps[i].UpdatedAt = st.Step.Name, st.Status, now
+			return
+		}
+	}
+	t.Steps = append(t.Steps, StepInfo{Number: st.Step.Number, Name: st.Step.Name, Status: st.Status, UpdatedAt: now})
+}
+
+// onResult applies the result rule: a result that is not truncated holds the whole
+// output; a truncated one needs the streamed output whole, or the request is sent
+// again so that the agent's cache replays it. Called with o.mu held.
+func (o *Orchestrator) onResult(r *run, env *envelope.Envelope, res *envelope.WorkResult) {
+	t := r.t
+	r.accepted = true
+	truncated, total := truncation(env, res)
+	log := o.taskLog(t)
+	if !truncated {
+		if err := o.st.replaceOutput(t.ID, res.Output); err != nil {
+			log.Error("store result output", "err", err)
+		}
+		r.cov = coverage{}
+		r.cov.add(span{0, int64(len(res.Output))})
+		t.OutputBytes, t.OutputComplete = int64(len(res.Output)), true
+	} else {
+		t.OutputComplete = r.cov.complete(total)
+		t.OutputBytes = r.cov.contiguous()
+		if !t.OutputComplete && r.reasks < maxReasks && !t.CancelRequested {
+			r.reasks++
+			log.Warn("truncated result with a gap in the output: asking the agent again",
+				"have", t.OutputBytes, "total", total, "reask", r.reasks)
+			o.endAttempt(r, nil)
+			_ = o.save(r, &Event{Type: EventState, Message: fmt.Sprintf("output incomplete (%d of %d bytes): asking again", t.OutputBytes, total)})
+			r.stick, r.seqs = t.AgentID, map[int64]*chunkSeq{}
+			o.schedule(r)
+			return
+		}
+		if !t.OutputComplete {
+			log.Error("output incomplete after asking again", "have", t.OutputBytes, "total", total)
+		}
+	}
+	t.Result = &Result{Status: res.Status, ExitCode: res.ExitCode, ResourcesUsed: res.ResourcesUsed,
+		OutputTruncated: truncated, OutputTotalBytes: total, At: time.Now().UTC()}
+	if res.Status == envelope.ResultSuccess {
+		t.ProgressPercent = 100
+	}
+	state := map[string]State{envelope.ResultSuccess: StateSucceeded, envelope.ResultFailed: StateFailed,
+		envelope.ResultCancelled: StateCancelled}[res.Status]
+	o.finish(r, state, &Event{Type: EventResult, Result: res}, "")
+}
+
+// onAgentError handles an error envelope from the agent. Before the first status it
+// means the request never started. Called with o.mu held.
+func (o *Orchestrator) onAgentError(r *run, e *errcodes.Error) {
+	o.failAttempt(r, e, !r.accepted)
+}

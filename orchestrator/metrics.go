@@ -1,0 +1,61 @@
+package orchestrator
+
+import (
+	"net/http"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// metrics are the orchestrator's Prometheus metrics, in a registry of its own so that
+// several orchestrators (in tests) do not collide.
+type metrics struct {
+	reg          *prometheus.Registry
+	tasks        *prometheus.GaugeVec
+	latency      prometheus.Histogram
+	retries      *prometheus.CounterVec
+	breaker      *prometheus.GaugeVec
+	messages     *prometheus.CounterVec
+	authFailures prometheus.Counter
+	invalid      prometheus.Counter
+}
+
+func newMetrics() *metrics {
+	m := &metrics{
+		reg: prometheus.NewRegistry(),
+		tasks: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "chiffon_orchestrator_tasks",
+			Help: "Tasks in the store, by state."}, []string{"state"}),
+		latency: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "chiffon_orchestrator_dispatch_latency_seconds",
+			Help: "Time from sending a work_request to its first work_status.", Buckets: prometheus.ExponentialBuckets(0.001, 4, 10)}),
+		retries: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "chiffon_orchestrator_retries_total",
+			Help: "Retries of tasks, by the error code that caused them."}, []string{"code"}),
+		breaker: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "chiffon_orchestrator_breaker_state",
+			Help: "Circuit breaker state per agent: 0 closed, 1 half-open, 2 open."}, []string{"agent_id"}),
+		messages: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "chiffon_orchestrator_messages_total",
+			Help: "Envelopes sent and received, by direction and type."}, []string{"direction", "type"}),
+		authFailures: prometheus.NewCounter(prometheus.CounterOpts{Name: "chiffon_orchestrator_auth_failures_total",
+			Help: "Messages refused for a missing or wrong bearer token."}),
+		invalid: prometheus.NewCounter(prometheus.CounterOpts{Name: "chiffon_orchestrator_invalid_messages_total",
+			Help: "Messages or output pieces refused as invalid."}),
+	}
+	m.reg.MustRegister(m.tasks, m.latency, m.retries, m.breaker, m.messages, m.authFailures, m.invalid,
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return m
+}
+
+func (m *metrics) handler() http.Handler {
+	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{Registry: m.reg})
+}
+
+// initMetrics counts the stored tasks by state.
+func (o *Orchestrator) initMetrics() error {
+	for _, s := range States {
+		o.metrics.tasks.WithLabelValues(string(s)).Set(0)
+	}
+	_, err := o.st.listTasks(func(t *Task) bool {
+		o.metrics.tasks.WithLabelValues(string(t.State)).Inc()
+		return false
+	}, 0)
+	return err
+}

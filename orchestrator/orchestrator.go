@@ -1,0 +1,366 @@
+// Package orchestrator is Chiffon's control point: it learns agents from their
+// registrations and heartbeats, routes each task to the least-loaded healthy agent of
+// its type, retries and times out dispatches, guards every agent with a circuit
+// breaker, keeps every task, status and output in a Badger store so that nothing is
+// lost across restarts, and serves an HTTP API with Server-Sent Events and metrics.
+//
+// Open starts an orchestrator, Run serves its HTTP API until the context ends, and
+// Close stops it. Client talks to the API.
+package orchestrator
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/chiffon-dev/chiffon/broker"
+	"github.com/chiffon-dev/chiffon/envelope"
+	"github.com/chiffon-dev/chiffon/errcodes"
+	"github.com/nats-io/nats.go"
+)
+
+// Options carries what an orchestrator is given rather than configured with.
+type Options struct {
+	// Logger receives the orchestrator's logs; nil means slog.Default().
+	Logger *slog.Logger
+	// Conn is an open NATS connection to use instead of dialing Config.NATS.URLs.
+	// The orchestrator does not close it.
+	Conn *nats.Conn
+}
+
+// Orchestrator is a running orchestrator. Its methods are safe for concurrent use.
+type Orchestrator struct {
+	cfg     Config
+	sec     secrets
+	log     *slog.Logger
+	id      string
+	subj    broker.Subjects
+	nc      *nats.Conn
+	ownConn bool
+	st      *store
+	metrics *metrics
+	handler http.Handler
+
+	mu       sync.Mutex
+	closed   bool
+	agents   map[string]*agentEntry
+	runs     map[string]*run
+	queues   map[envelope.AgentType][]string
+	watchers map[string]map[*watcher]struct{}
+	subs     []*nats.Subscription
+
+	wg   sync.WaitGroup
+	done chan struct{}
+}
+
+// Open starts an orchestrator: it reads the tokens, opens the task store, connects to
+// NATS, subscribes to the registry and its task inboxes, asks every agent to register,
+// and resumes every unfinished task.
+func Open(cfg Config, opts Options) (*Orchestrator, error) {
+	cfg = cfg.WithDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	sec, err := cfg.readSecrets()
+	if err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
+		return nil, fmt.Errorf("data dir: %w", err)
+	}
+	id, err := loadOrchID(cfg.DataDir, cfg.ID)
+	if err != nil {
+		return nil, err
+	}
+	o := &Orchestrator{
+		cfg: cfg, sec: sec, log: log.With("orch_id", id), id: id,
+		subj:     broker.Subjects{Prefix: cfg.NATS.Prefix},
+		agents:   map[string]*agentEntry{},
+		runs:     map[string]*run{},
+		queues:   map[envelope.AgentType][]string{},
+		watchers: map[string]map[*watcher]struct{}{},
+		done:     make(chan struct{}),
+		metrics:  newMetrics(),
+	}
+	if o.st, err = openStore(filepath.Join(cfg.DataDir, "tasks"), o.log); err != nil {
+		return nil, err
+	}
+	o.nc = opts.Conn
+	if o.nc == nil {
+		o.ownConn = true
+		o.nc, err = broker.Connect(broker.ConnConfig{URLs: cfg.NATS.URLs, Name: "chiffon-orchestrator-" + id,
+			Logger: o.log, OnReconnect: func(*nats.Conn) { o.discover() }})
+		if err != nil {
+			o.st.close()
+			return nil, fmt.Errorf("connect to NATS: %w", err)
+		}
+	}
+	o.handler = o.newAPI()
+	if err := o.start(); err != nil {
+		o.Close()
+		return nil, err
+	}
+	return o, nil
+}
+
+func (o *Orchestrator) start() error {
+	subs := []struct {
+		subject string
+		fn      nats.MsgHandler
+	}{
+		{o.subj.Register(), o.handleRegister},
+		{o.subj.Heartbeat(), o.handleHeartbeat},
+		{o.subj.OrchTasks(o.id), o.handleTaskMsg},
+	}
+	for _, s := range subs {
+		sub, err := o.nc.Subscribe(s.subject, s.fn)
+		if err != nil {
+			return fmt.Errorf("subscribe %s: %w", s.subject, err)
+		}
+		sub.SetPendingLimits(-1, 256<<20)
+		o.subs = append(o.subs, sub)
+	}
+	if err := o.nc.Flush(); err != nil && !errors.Is(err, nats.ErrConnectionClosed) {
+		o.log.Warn("nats flush after subscribe", "err", err)
+	}
+	if err := o.initMetrics(); err != nil {
+		return err
+	}
+	if err := o.recover(); err != nil {
+		return err
+	}
+	o.discover()
+	o.wg.Add(1)
+	go o.gcLoop()
+	return nil
+}
+
+// ID returns the orchestrator's orch_id.
+func (o *Orchestrator) ID() string { return o.id }
+
+// Handler returns the HTTP API (API routes, health, readiness and metrics).
+func (o *Orchestrator) Handler() http.Handler { return o.handler }
+
+// Run serves the HTTP API on Config.HTTP.Listen until ctx ends, then shuts the server
+// down. With no listen address it only waits for ctx. It does not Close o.
+func (o *Orchestrator) Run(ctx context.Context) error {
+	if o.cfg.HTTP.Listen == "" {
+		<-ctx.Done()
+		return nil
+	}
+	ln, err := net.Listen("tcp", o.cfg.HTTP.Listen)
+	if err != nil {
+		return fmt.Errorf("http listen: %w", err)
+	}
+	return o.Serve(ctx, ln)
+}
+
+// Serve serves the HTTP API on ln until ctx ends.
+func (o *Orchestrator) Serve(ctx context.Context, ln net.Listener) error {
+	srv := &http.Server{Handler: o.handler, ReadHeaderTimeout: 10 * time.Second,
+		BaseContext: func(net.Listener) context.Context { return ctx }}
+	o.log.Info("http api listening", "addr", ln.Addr().String())
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_ = srv.Shutdown(sctx)
+	<-errc
+	return nil
+}
+
+// Close stops the orchestrator: it unsubscribes, stops every timer, ends SSE streams,
+// closes its own NATS connection and the store. Unfinished tasks stay in the store and
+// resume at the next Open.
+func (o *Orchestrator) Close() error {
+	o.mu.Lock()
+	if o.closed {
+		o.mu.Unlock()
+		return nil
+	}
+	o.closed = true
+	close(o.done)
+	for _, s := range o.subs {
+		_ = s.Unsubscribe()
+	}
+	for _, r := range o.runs {
+		r.stopTimers()
+	}
+	for _, a := range o.agents {
+		a.stopTimers()
+	}
+	for id, ws := range o.watchers {
+		for w := range ws {
+			w.close()
+		}
+		delete(o.watchers, id)
+	}
+	o.mu.Unlock()
+	o.wg.Wait()
+	if o.ownConn && o.nc != nil {
+		o.nc.Close()
+	}
+	if o.st != nil {
+		return o.st.close()
+	}
+	return nil
+}
+
+// Ready reports whether the orchestrator is open and connected to NATS.
+func (o *Orchestrator) Ready() bool {
+	o.mu.Lock()
+	closed := o.closed
+	o.mu.Unlock()
+	return !closed && o.nc.IsConnected()
+}
+
+// loadOrchID returns the orch_id kept in dir, writing want (or a new id) there first
+// when it is missing or differs from a configured want.
+func loadOrchID(dir, want string) (string, error) {
+	path := filepath.Join(dir, "orch_id")
+	b, err := os.ReadFile(path)
+	if err == nil {
+		if have := strings.TrimSpace(string(b)); have != "" && (want == "" || want == have) {
+			return have, nil
+		}
+	} else if !errors.Is(err, os.ErrNotExist) {
+		return "", fmt.Errorf("read orch_id: %w", err)
+	}
+	id := want
+	if id == "" {
+		id = envelope.NewID()
+	}
+	if err := os.WriteFile(path, []byte(id+"\n"), 0o600); err != nil {
+		return "", fmt.Errorf("write orch_id: %w", err)
+	}
+	return id, nil
+}
+
+// discover asks every agent type to register again.
+func (o *Orchestrator) discover() {
+	for _, t := range envelope.AgentTypes {
+		env := envelope.New(envelope.Orchestrator, t, "", "", &envelope.Discover{OrchestratorID: o.id})
+		if err := o.publish(o.subj.Discover(), "", "", env); err != nil {
+			o.log.Warn("send discover", "agent_type", t, "err", err)
+		}
+	}
+}
+
+// publish sends env on subject with the orchestrator's token and the addressee's id.
+func (o *Orchestrator) publish(subject, reply, agentID string, env *envelope.Envelope) error {
+	data, err := envelope.Encode(env)
+	if err != nil {
+		return err
+	}
+	msg := &nats.Msg{Subject: subject, Reply: reply, Data: data}
+	broker.SetAuth(msg, o.sec.token, agentID)
+	o.metrics.messages.WithLabelValues("out", string(env.Type)).Inc()
+	return o.nc.PublishMsg(msg)
+}
+
+// request sends env on an agent's control subject and decodes the answer, checking
+// the agent's token.
+func (o *Orchestrator) request(ctx context.Context, agentID string, env *envelope.Envelope) (*envelope.Envelope, error) {
+	data, err := envelope.Encode(env)
+	if err != nil {
+		return nil, err
+	}
+	msg := &nats.Msg{Subject: o.subj.AgentControl(agentID), Data: data}
+	broker.SetAuth(msg, o.sec.token, agentID)
+	o.metrics.messages.WithLabelValues("out", string(env.Type)).Inc()
+	ctx, cancel := context.WithTimeout(ctx, o.cfg.Timeouts.Control)
+	defer cancel()
+	resp, err := o.nc.RequestMsgWithContext(ctx, msg)
+	if err != nil {
+		return nil, err
+	}
+	if _, aerr := o.authenticate(resp); aerr != nil {
+		return nil, aerr
+	}
+	rep, err := envelope.Decode(resp.Data)
+	if err != nil {
+		return nil, err
+	}
+	o.metrics.messages.WithLabelValues("in", string(rep.Type)).Inc()
+	if p, ok := rep.Payload.(*envelope.ErrorPayload); ok {
+		return nil, p.Err()
+	}
+	return rep, nil
+}
+
+// authenticate checks msg's bearer token against the token of the agent it names.
+// It returns that agent id, or a 5004 that never holds the token.
+func (o *Orchestrator) authenticate(msg *nats.Msg) (string, *errcodes.Error) {
+	id := broker.AgentIDOf(msg)
+	want, known := o.sec.agents[id]
+	err := broker.CheckAuth(msg, want)
+	switch {
+	case errors.Is(err, broker.ErrNoToken):
+		return id, errcodes.NewAuthenticationFailed(id, errcodes.TokenMissing)
+	case !known:
+		return id, errcodes.NewAuthenticationFailed(id, errcodes.TokenUnknown)
+	case err != nil:
+		return id, errcodes.NewAuthenticationFailed(id, errcodes.TokenInvalid)
+	}
+	return id, nil
+}
+
+// rejectAuth logs a refused message (never its token) and answers 5004 when msg has a
+// reply subject.
+func (o *Orchestrator) rejectAuth(msg *nats.Msg, e *errcodes.Error) {
+	o.metrics.authFailures.Inc()
+	o.log.Warn("message refused: authentication failed", "subject", msg.Subject,
+		"agent_id", e.Context[errcodes.KeyAgentID], "token_status", e.Context[errcodes.KeyTokenStatus])
+	if msg.Reply == "" {
+		return
+	}
+	to, reqID, traceID := envelope.Infra, "", ""
+	if env, err := envelope.Decode(msg.Data); err == nil {
+		if env.FromAgent != envelope.Orchestrator {
+			to = env.FromAgent
+		}
+		reqID, traceID = env.RequestID, env.TraceID
+	}
+	rep := envelope.New(envelope.Orchestrator, to, reqID, traceID, envelope.NewErrorPayload(e))
+	if err := o.publish(msg.Reply, "", broker.AgentIDOf(msg), rep); err != nil {
+		o.log.Warn("answer 5004", "err", err)
+	}
+}
+
+// gcLoop runs Badger's value log garbage collection now and then.
+func (o *Orchestrator) gcLoop() {
+	defer o.wg.Done()
+	t := time.NewTicker(10 * time.Minute)
+	defer t.Stop()
+	for {
+		select {
+		case <-o.done:
+			return
+		case <-t.C:
+			for o.st.db.RunValueLogGC(0.5) == nil {
+			}
+		}
+	}
+}
+
+// taskLog returns a logger carrying a task's ids.
+func (o *Orchestrator) taskLog(t *Task) *slog.Logger {
+	return o.log.With("task_id", t.ID, "request_id", t.RequestID, "trace_id", t.TraceID)
+}

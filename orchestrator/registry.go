@@ -1,0 +1,229 @@
+package orchestrator
+
+import (
+	"slices"
+	"sort"
+	"time"
+
+	"github.com/chiffon-dev/chiffon/envelope"
+	"github.com/chiffon-dev/chiffon/errcodes"
+	"github.com/nats-io/nats.go"
+	"github.com/sony/gobreaker/v2"
+)
+
+// missedHeartbeats is how many heartbeat intervals may pass before an agent is offline.
+const missedHeartbeats = 3
+
+// agentEntry is what the registry knows of one agent instance. Guarded by
+// Orchestrator.mu.
+type agentEntry struct {
+	id, name     string
+	typ          envelope.AgentType
+	versions     []string
+	version      string
+	workTypes    []string
+	capacity     int
+	hbInterval   time.Duration
+	status       string
+	online       bool
+	registeredAt time.Time
+	lastSeen     time.Time
+	lastHB       *time.Time
+	reported     int // active tasks as the last heartbeat said
+	inflight     int // tasks this orchestrator has running there
+	breaker      *gobreaker.TwoStepCircuitBreaker[struct{}]
+	offline      *time.Timer
+	ping         *time.Timer
+}
+
+func (a *agentEntry) stopTimers() {
+	if a.offline != nil {
+		a.offline.Stop()
+	}
+	if a.ping != nil {
+		a.ping.Stop()
+	}
+}
+
+func (a *agentEntry) offers(workType string) bool { return slices.Contains(a.workTypes, workType) }
+
+// AgentInfo is an agent as the API shows it.
+type AgentInfo struct {
+	ID   string             `json:"id"`
+	Type envelope.AgentType `json:"type,omitempty"`
+	Name string             `json:"name,omitempty"`
+	// State is online, offline, or unknown for a configured agent never heard from.
+	State string `json:"state"`
+	// Status is the agent's own: idle, busy or draining.
+	Status          string     `json:"status,omitempty"`
+	Load            int        `json:"load"`
+	Capacity        int        `json:"capacity"`
+	ReportedActive  int        `json:"reported_active"`
+	Breaker         string     `json:"breaker"`
+	LastHeartbeat   *time.Time `json:"last_heartbeat"`
+	ProtocolVersion string     `json:"protocol_version,omitempty"`
+	WorkTypes       []string   `json:"work_types,omitempty"`
+	RegisteredAt    *time.Time `json:"registered_at,omitempty"`
+}
+
+// Agents lists every known or configured agent, by id.
+func (o *Orchestrator) Agents() []AgentInfo {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	out := make([]AgentInfo, 0, len(o.sec.agents))
+	for id := range o.sec.agents {
+		a := o.agents[id]
+		if a == nil {
+			out = append(out, AgentInfo{ID: id, State: "unknown", Breaker: gobreaker.StateClosed.String()})
+			continue
+		}
+		reg := a.registeredAt
+		info := AgentInfo{ID: id, Type: a.typ, Name: a.name, State: "offline", Status: a.status,
+			Load: a.inflight, Capacity: a.capacity, ReportedActive: a.reported,
+			Breaker: a.breaker.State().String(), LastHeartbeat: a.lastHB, ProtocolVersion: a.version,
+			WorkTypes: a.workTypes, RegisteredAt: &reg}
+		if a.online {
+			info.State = "online"
+		}
+		out = append(out, info)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	return out
+}
+
+// handleRegister answers a registration with register_ack and the negotiated version,
+// or an error: 5004 for a bad token, 5006 with no common version.
+func (o *Orchestrator) handleRegister(msg *nats.Msg) {
+	agentID, aerr := o.authenticate(msg)
+	if aerr != nil {
+		o.rejectAuth(msg, aerr)
+		return
+	}
+	env, err := envelope.Decode(msg.Data)
+	if err != nil {
+		o.log.Warn("bad register message", "agent_id", agentID, "err", err)
+		o.replyError(msg, agentID, nil, asProtocolError(err))
+		return
+	}
+	o.metrics.messages.WithLabelValues("in", string(env.Type)).Inc()
+	reg, ok := env.Payload.(*envelope.Register)
+	if !ok || reg.AgentID != agentID || env.FromAgent == envelope.Orchestrator {
+		o.replyError(msg, agentID, env, errcodes.NewAuthenticationFailed(agentID, errcodes.TokenInvalid))
+		return
+	}
+	version, err := envelope.Negotiate(envelope.SupportedVersions, reg.SupportedVersions)
+	if err != nil {
+		o.log.Warn("agent speaks no common protocol version", "agent_id", agentID, "versions", reg.SupportedVersions)
+		o.replyError(msg, agentID, env, asProtocolError(err))
+		return
+	}
+	o.mu.Lock()
+	o.register(env.FromAgent, reg, version)
+	o.mu.Unlock()
+	rep := env.Reply(&envelope.RegisterAck{AgentID: agentID, OrchestratorID: o.id, ProtocolVersion: version})
+	rep.ProtocolVersion = version
+	if err := o.publish(msg.Reply, "", agentID, rep); err != nil {
+		o.log.Warn("send register_ack", "agent_id", agentID, "err", err)
+	}
+	o.log.Info("agent registered", "agent_id", agentID, "agent_type", env.FromAgent,
+		"protocol_version", version, "work_types", reg.WorkTypes, "max_concurrency", reg.MaxConcurrency)
+}
+
+// register records a registration. Called with o.mu held.
+func (o *Orchestrator) register(typ envelope.AgentType, reg *envelope.Register, version string) {
+	now := time.Now().UTC()
+	a := o.agents[reg.AgentID]
+	if a == nil {
+		a = &agentEntry{id: reg.AgentID, registeredAt: now}
+		a.breaker = o.newBreaker(a)
+		o.agents[reg.AgentID] = a
+	}
+	a.typ, a.name, a.versions, a.version = typ, reg.Name, reg.SupportedVersions, version
+	a.workTypes, a.capacity = reg.WorkTypes, max(reg.MaxConcurrency, 1)
+	a.hbInterval = time.Duration(reg.HeartbeatIntervalMS) * time.Millisecond
+	if a.hbInterval <= 0 {
+		a.hbInterval = 5 * time.Second
+	}
+	if a.status == "" {
+		a.status = envelope.AgentIdle
+	}
+	o.seen(a, now)
+	o.drainQueue(a.typ)
+}
+
+// seen marks a online and restarts its offline timer. Called with o.mu held.
+func (o *Orchestrator) seen(a *agentEntry, now time.Time) {
+	a.lastSeen = now
+	a.online = true
+	if a.offline != nil {
+		a.offline.Stop()
+	}
+	a.offline = time.AfterFunc(missedHeartbeats*a.hbInterval, func() {
+		o.mu.Lock()
+		defer o.mu.Unlock()
+		if !o.closed && a.online && time.Since(a.lastSeen) >= missedHeartbeats*a.hbInterval {
+			a.online = false
+			o.log.Warn("agent offline: missed heartbeats", "agent_id", a.id, "last_seen", a.lastSeen)
+		}
+	})
+}
+
+// handleHeartbeat updates an agent's status and load.
+func (o *Orchestrator) handleHeartbeat(msg *nats.Msg) {
+	agentID, aerr := o.authenticate(msg)
+	if aerr != nil {
+		o.rejectAuth(msg, aerr)
+		return
+	}
+	env, err := envelope.Decode(msg.Data)
+	if err != nil {
+		o.log.Warn("bad heartbeat", "agent_id", agentID, "err", err)
+		return
+	}
+	o.metrics.messages.WithLabelValues("in", string(env.Type)).Inc()
+	hb, ok := env.Payload.(*envelope.Heartbeat)
+	if !ok || hb.AgentID != agentID {
+		o.log.Warn("heartbeat for another agent dropped", "agent_id", agentID)
+		return
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	a := o.agents[agentID]
+	if a == nil {
+		o.log.Debug("heartbeat from an unregistered agent", "agent_id", agentID)
+		return
+	}
+	now := time.Now().UTC()
+	a.lastHB = &now
+	a.status, a.reported = hb.Status, hb.ActiveTasks
+	if hb.MaxConcurrency > 0 {
+		a.capacity = hb.MaxConcurrency
+	}
+	o.seen(a, now)
+	o.drainQueue(a.typ)
+}
+
+// replyError answers msg with an error envelope, when it has a reply subject.
+func (o *Orchestrator) replyError(msg *nats.Msg, agentID string, req *envelope.Envelope, e *errcodes.Error) {
+	if msg.Reply == "" {
+		return
+	}
+	var rep *envelope.Envelope
+	if req != nil && req.FromAgent != envelope.Orchestrator {
+		rep = req.Reply(envelope.NewErrorPayload(e))
+		rep.ProtocolVersion = envelope.ProtocolVersion
+	} else {
+		rep = envelope.New(envelope.Orchestrator, envelope.Infra, "", "", envelope.NewErrorPayload(e))
+	}
+	if err := o.publish(msg.Reply, "", agentID, rep); err != nil {
+		o.log.Warn("send error reply", "agent_id", agentID, "err", err)
+	}
+}
+
+// asProtocolError converts err into a protocol error (5003 when it is not one).
+func asProtocolError(err error) *errcodes.Error {
+	if e, ok := err.(*errcodes.Error); ok {
+		return e
+	}
+	return errcodes.NewInvalidMessage("", "%v", err)
+}

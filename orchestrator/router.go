@@ -1,0 +1,126 @@
+package orchestrator
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/chiffon-dev/chiffon/envelope"
+	"github.com/chiffon-dev/chiffon/errcodes"
+	"github.com/sony/gobreaker/v2"
+)
+
+// pickResult is what routing decided for a task.
+type pickResult struct {
+	agent *agentEntry
+	// queue is set when candidates exist but all are at capacity.
+	queue bool
+	// err is set when the task cannot be routed now; failFast says not to retry.
+	err      *errcodes.Error
+	failFast bool
+}
+
+// pick chooses the agent for r: among the online agents of the task's type that offer
+// its work type (or the one pinned by hints.agent_id), skipping open breakers and
+// draining agents, the one with the fewest tasks running wins. avoid, when other
+// candidates exist, is passed over. Called with o.mu held.
+func (o *Orchestrator) pick(r *run) pickResult {
+	t := r.t
+	pinned := ""
+	if t.Hints != nil {
+		pinned = t.Hints.AgentID
+	}
+	var candidates, open []*agentEntry
+	for _, a := range o.agents {
+		if a.typ != t.ToAgent || !a.online || !a.offers(t.WorkType) || pinned != "" && a.id != pinned {
+			continue
+		}
+		if a.breaker.State() != gobreaker.StateClosed {
+			open = append(open, a)
+			continue
+		}
+		candidates = append(candidates, a)
+	}
+	if len(candidates) == 0 {
+		what := fmt.Sprintf("no online %s agent offers work type %q", t.ToAgent, t.WorkType)
+		if pinned != "" {
+			what = fmt.Sprintf("agent %q is not an online %s agent offering work type %q", pinned, t.ToAgent, t.WorkType)
+		}
+		if len(open) > 0 {
+			e := errcodes.NewAgentUnavailable(fmt.Sprintf("every %s agent offering %q has an open circuit breaker", t.ToAgent, t.WorkType), open[0].id, open[0].lastHB)
+			return pickResult{err: e, failFast: true}
+		}
+		return pickResult{err: errcodes.NewAgentUnavailable(what, pinned, nil)}
+	}
+	var best *agentEntry
+	for _, a := range candidates {
+		if a.inflight >= a.capacity || a.status == "draining" {
+			continue
+		}
+		if best == nil || better(a, best, r.avoid) {
+			best = a
+		}
+	}
+	if best == nil {
+		return pickResult{queue: true}
+	}
+	return pickResult{agent: best}
+}
+
+// better reports whether a should win over b: not the agent to avoid, then fewer
+// running tasks, then more free capacity, then the lower id.
+func better(a, b *agentEntry, avoid string) bool {
+	if (a.id == avoid) != (b.id == avoid) {
+		return b.id == avoid
+	}
+	if a.inflight != b.inflight {
+		return a.inflight < b.inflight
+	}
+	if fa, fb := a.capacity-a.inflight, b.capacity-b.inflight; fa != fb {
+		return fa > fb
+	}
+	return a.id < b.id
+}
+
+// enqueue puts r at the end of its type's queue. Called with o.mu held.
+func (o *Orchestrator) enqueue(r *run) {
+	if r.queued {
+		return
+	}
+	r.queued = true
+	o.queues[r.t.ToAgent] = append(o.queues[r.t.ToAgent], r.t.ID)
+	o.taskLog(r.t).Info("task queued: every candidate agent is at capacity", "agent_type", r.t.ToAgent)
+}
+
+// drainQueue dispatches queued tasks of typ, in order, while agents have room. A task
+// that cannot go yet (pinned to a busy agent) keeps its place. Called with o.mu held.
+func (o *Orchestrator) drainQueue(typ envelope.AgentType) {
+	q := o.queues[typ]
+	if len(q) == 0 || o.closed {
+		return
+	}
+	kept := q[:0:0]
+	for _, id := range q {
+		r := o.runs[id]
+		if r == nil || !r.queued {
+			continue
+		}
+		res := o.pick(r)
+		if res.queue {
+			kept = append(kept, id)
+			continue
+		}
+		r.queued = false
+		o.route(r, res)
+	}
+	// route may have queued more tasks behind the ones looked at.
+	o.queues[typ] = append(kept, o.queues[typ][len(q):]...)
+}
+
+// unqueue removes a task from its queue. Called with o.mu held.
+func (o *Orchestrator) unqueue(r *run) {
+	if !r.queued {
+		return
+	}
+	r.queued = false
+	o.queues[r.t.ToAgent] = slices.DeleteFunc(o.queues[r.t.ToAgent], func(id string) bool { return id == r.t.ID })
+}

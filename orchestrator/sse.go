@@ -1,0 +1,160 @@
+package orchestrator
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"time"
+)
+
+// watcherBuffer is how many live events a slow SSE client may fall behind before its
+// stream is ended (it reconnects with Last-Event-ID and replays from the store).
+const watcherBuffer = 512
+
+// watcher is one live SSE stream of one task.
+type watcher struct {
+	ch     chan *Event
+	closed bool
+}
+
+func (w *watcher) close() {
+	if !w.closed {
+		w.closed = true
+		close(w.ch)
+	}
+}
+
+// watch registers a live stream for task id. It returns nil when the task has
+// already finished. Called with o.mu held.
+func (o *Orchestrator) watch(id string) *watcher {
+	if o.runs[id] == nil || o.closed {
+		return nil
+	}
+	w := &watcher{ch: make(chan *Event, watcherBuffer)}
+	if o.watchers[id] == nil {
+		o.watchers[id] = map[*watcher]struct{}{}
+	}
+	o.watchers[id][w] = struct{}{}
+	return w
+}
+
+func (o *Orchestrator) unwatch(id string, w *watcher) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if ws := o.watchers[id]; ws != nil {
+		delete(ws, w)
+		if len(ws) == 0 {
+			delete(o.watchers, id)
+		}
+	}
+	w.close()
+}
+
+// notify sends ev to task id's live streams. Called with o.mu held.
+func (o *Orchestrator) notify(id string, ev *Event) {
+	for w := range o.watchers[id] {
+		select {
+		case w.ch <- ev:
+		default:
+			w.close() // too slow: it will reconnect and replay
+			delete(o.watchers[id], w)
+		}
+	}
+}
+
+// closeWatchers ends task id's live streams after its last event. Called with o.mu
+// held.
+func (o *Orchestrator) closeWatchers(id string) {
+	for w := range o.watchers[id] {
+		w.close()
+	}
+	delete(o.watchers, id)
+}
+
+// serveEvents streams a task's events: first the stored history (after
+// Last-Event-ID when given), then live events until the task ends.
+func (o *Orchestrator) serveEvents(w http.ResponseWriter, req *http.Request, id string) {
+	if _, err := o.Task(id); err != nil {
+		writeTaskErr(w, err)
+		return
+	}
+	var after int64
+	if v := req.Header.Get("Last-Event-ID"); v != "" {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n < 0 {
+			writeError(w, http.StatusBadRequest, "invalid_field", "Last-Event-ID", "must be an event number")
+			return
+		}
+		after = n
+	}
+	flusher, ok := w.(http.Flusher)
+	if !ok {
+		writeError(w, http.StatusInternalServerError, "internal", "", "streaming unsupported")
+		return
+	}
+	// Subscribe before reading the history, so no event falls between the two.
+	o.mu.Lock()
+	live := o.watch(id)
+	o.mu.Unlock()
+	if live != nil {
+		defer o.unwatch(id, live)
+	}
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("Cache-Control", "no-cache")
+	w.Header().Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+	errStop := errors.New("stop")
+	err := o.st.events(id, after, func(ev *Event) error {
+		after = ev.Seq
+		if writeEvent(w, ev) != nil {
+			return errStop
+		}
+		return nil
+	})
+	flusher.Flush()
+	if err != nil || live == nil {
+		return
+	}
+	keepalive := time.NewTicker(15 * time.Second)
+	defer keepalive.Stop()
+	for {
+		select {
+		case <-req.Context().Done():
+			return
+		case <-o.done:
+			return
+		case <-keepalive.C:
+			if _, err := fmt.Fprint(w, ": keepalive\n\n"); err != nil {
+				return
+			}
+			flusher.Flush()
+		case ev, ok := <-live.ch:
+			if !ok {
+				// Ended: the task finished, or this stream fell behind. Send what the
+				// store has beyond what was sent.
+				_ = o.st.events(id, after, func(ev *Event) error { return writeEvent(w, ev) })
+				flusher.Flush()
+				return
+			}
+			if ev.Seq <= after {
+				continue
+			}
+			after = ev.Seq
+			if writeEvent(w, ev) != nil {
+				return
+			}
+			flusher.Flush()
+		}
+	}
+}
+
+func writeEvent(w http.ResponseWriter, ev *Event) error {
+	b, err := json.Marshal(ev)
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintf(w, "id: %d\nevent: %s\ndata: %s\n\n", ev.Seq, ev.Type, b)
+	return err
+}

@@ -1,0 +1,313 @@
+package orchestrator
+
+import (
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/chiffon-dev/chiffon/envelope"
+	"github.com/dgraph-io/badger/v4"
+)
+
+// ErrNotFound is returned for a task the store does not hold.
+var ErrNotFound = errors.New("task not found")
+
+// Keys: t/<id> the task, e/<id>/<seq> its events, o/<id>/<offset> its output pieces.
+// Numbers are big-endian so that keys sort in numeric order.
+func taskKey(id string) []byte { return []byte("t/" + id) }
+
+func numKey(prefix, id string, n int64) []byte {
+	k := make([]byte, 0, len(prefix)+len(id)+10)
+	k = append(k, prefix...)
+	k = append(k, id...)
+	k = append(k, '/')
+	return binary.BigEndian.AppendUint64(k, uint64(n))
+}
+
+func keyNum(k []byte) int64 { return int64(binary.BigEndian.Uint64(k[len(k)-8:])) }
+
+func eventPrefix(id string) []byte  { return []byte("e/" + id + "/") }
+func outputPrefix(id string) []byte { return []byte("o/" + id + "/") }
+
+// store keeps tasks, their events and their output in Badger.
+type store struct {
+	db *badger.DB
+}
+
+// openStore opens the Badger store in dir, tuned to stay small in memory: an idle
+// orchestrator holds a few MiB of memtables and caches, not Badger's default ~200 MiB.
+func openStore(dir string, log *slog.Logger) (*store, error) {
+	opts := badger.DefaultOptions(dir).
+		WithLogger(badgerLogger{log}).
+		WithMemTableSize(4 << 20).
+		WithNumMemtables(2).
+		WithNumLevelZeroTables(2).
+		WithNumLevelZeroTablesStall(4).
+		WithBaseTableSize(2 << 20).
+		WithBlockCacheSize(4 << 20).
+		WithIndexCacheSize(2 << 20).
+		WithValueLogFileSize(32 << 20).
+		WithValueThreshold(4 << 10).
+		WithNumCompactors(2).
+		WithCompactL0OnClose(false)
+	db, err := badger.Open(opts)
+	if err != nil {
+		return nil, fmt.Errorf("open task store %s: %w", dir, err)
+	}
+	return &store{db: db}, nil
+}
+
+func (s *store) close() error { return s.db.Close() }
+
+func setTTL(e *badger.Entry, ttl time.Duration) *badger.Entry {
+	if ttl > 0 {
+		return e.WithTTL(ttl)
+	}
+	return e
+}
+
+// putTask writes t; a positive ttl makes it expire (a finished task).
+func (s *store) putTask(t *Task, ttl time.Duration) error {
+	b, err := json.Marshal(t)
+	if err != nil {
+		return err
+	}
+	return s.db.Update(func(txn *badger.Txn) error {
+		return txn.SetEntry(setTTL(badger.NewEntry(taskKey(t.ID), b), ttl))
+	})
+}
+
+func (s *store) getTask(id string) (*Task, error) {
+	var t Task
+	err := s.db.View(func(txn *badger.Txn) error {
+		item, err := txn.Get(taskKey(id))
+		if errors.Is(err, badger.ErrKeyNotFound) {
+			return ErrNotFound
+		}
+		if err != nil {
+			return err
+		}
+		return item.Value(func(v []byte) error { return json.Unmarshal(v, &t) })
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &t, nil
+}
+
+// listTasks returns the tasks keep accepts, newest first, at most limit (0: all).
+func (s *store) listTasks(keep func(*Task) bool, limit int) ([]*Task, error) {
+	var out []*Task
+	err := s.db.View(func(txn *badger.Txn) error {
+		it := txn.NewIterator(badger.IteratorOptions{Prefix: []byte("t/"), PrefetchValues: true, PrefetchSize: 64})
+		defer it.Close()
+		for it.Rewind(); it.Valid(); it.Next() {
+			var t Task
+			if err := it.Item().Value(func(v []byte) error { return json.Unmarshal(v, &t) }); err != nil {
+				return err
+			}
+			if keep == nil || keep(&t) {
+				out = append(out, &t)
+			}
+		}
+		return nil
+	})
+	slices.SortFunc(out, func(a, b *Task) int { return b.CreatedAt.Compare(a.CreatedAt) })
+	if limit > 0 && len(out) > limit {
+		out = out[:limit]
+	}
+	return out, err
+}
+
+func (s *store) putEvent(id string, ev *Event) error {
+	b, err := json.Marshal(ev)
+	if err != nil {
+		return err
+	}
+	return s.db.Update(func(txn *badger.Txn) error {
+		return txn.Set(numKey("e/", id, ev.Seq), b)
+	})
+}
+
+// events calls fn for each stored event of task id with Seq > after, in order.
+func (s *store) events(id string, after int64, fn func(*Event) error) error {
+	return s.db.View(func(txn *badger.Txn) error {
+		it := txn.NewIterator(badger.IteratorOptions{Prefix: eventPrefix(id)})
+		defer it.Close()
+		for it.Seek(numKey("e/", id, after+1)); it.Valid(); it.Next() {
+			var ev Event
+			if err := it.Item().Value(func(v []byte) error { return json.Unmarshal(v, &ev) }); err != nil {
+				return err
+			}
+			if err := fn(&ev); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// lastEventSeq returns the highest stored event number of task id, or 0.
+func (s *store) lastEventSeq(id string) (int64, error) {
+	var seq int64
+	err := s.db.View(func(txn *badger.Txn) error {
+		it := txn.NewIterator(badger.IteratorOptions{Prefix: eventPrefix(id), Reverse: true})
+		defer it.Close()
+		it.Seek(numKey("e/", id, -1)) // 0xff.. sorts after every real seq
+		if it.Valid() {
+			seq = keyNum(it.Item().Key())
+		}
+		return nil
+	})
+	return seq, err
+}
+
+// putOutput stores one piece of output at its offset in the whole output.
+func (s *store) putOutput(id string, offset int64, data string) error {
+	if data == "" {
+		return nil
+	}
+	return s.db.Update(func(txn *badger.Txn) error {
+		return txn.Set(numKey("o/", id, offset), []byte(data))
+	})
+}
+
+// replaceOutput makes data the whole output of task id.
+func (s *store) replaceOutput(id, data string) error {
+	chunks := envelope.SplitOutput(data, envelope.MaxChunkSize)
+	keep := make(map[int64]bool, len(chunks))
+	for _, c := range chunks {
+		keep[c.Range.Start] = true
+	}
+	old, err := s.outputPieces(id)
+	if err != nil {
+		return err
+	}
+	wb := s.db.NewWriteBatch()
+	defer wb.Cancel()
+	for _, p := range old {
+		if !keep[p.start] {
+			if err := wb.Delete(numKey("o/", id, p.start)); err != nil {
+				return err
+			}
+		}
+	}
+	for _, c := range chunks {
+		if err := wb.Set(numKey("o/", id, c.Range.Start), []byte(c.Data)); err != nil {
+			return err
+		}
+	}
+	return wb.Flush()
+}
+
+// outputPieces lists the [start, end) ranges of the stored pieces of task id.
+func (s *store) outputPieces(id string) ([]span, error) {
+	var out []span
+	err := s.db.View(func(txn *badger.Txn) error {
+		it := txn.NewIterator(badger.IteratorOptions{Prefix: outputPrefix(id)})
+		defer it.Close()
+		for it.Rewind(); it.Valid(); it.Next() {
+			off := keyNum(it.Item().Key())
+			out = append(out, span{off, off + it.Item().ValueSize()})
+		}
+		return nil
+	})
+	return out, err
+}
+
+// writeOutput writes the contiguous output of task id from byte 0 to w, stopping at
+// the first gap. It returns the number of bytes written.
+func (s *store) writeOutput(id string, w io.Writer) (int64, error) {
+	var n int64
+	err := s.db.View(func(txn *badger.Txn) error {
+		it := txn.NewIterator(badger.IteratorOptions{Prefix: outputPrefix(id)})
+		defer it.Close()
+		for it.Rewind(); it.Valid(); it.Next() {
+			off := keyNum(it.Item().Key())
+			if off > n {
+				return nil // a gap
+			}
+			err := it.Item().Value(func(v []byte) error {
+				if end := off + int64(len(v)); end > n {
+					if _, err := w.Write(v[n-off:]); err != nil {
+						return err
+					}
+					n = end
+				}
+				return nil
+			})
+			if err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	return n, err
+}
+
+// expire rewrites every key of task id with a TTL, once the task has finished.
+func (s *store) expire(id string, ttl time.Duration) error {
+	if ttl <= 0 {
+		return nil
+	}
+	wb := s.db.NewWriteBatch()
+	defer wb.Cancel()
+	err := s.db.View(func(txn *badger.Txn) error {
+		for _, p := range [][]byte{taskKey(id), eventPrefix(id), outputPrefix(id)} {
+			it := txn.NewIterator(badger.IteratorOptions{Prefix: p})
+			for it.Rewind(); it.Valid(); it.Next() {
+				k := it.Item().KeyCopy(nil)
+				v, err := it.Item().ValueCopy(nil)
+				if err == nil {
+					err = wb.SetEntry(badger.NewEntry(k, v).WithTTL(ttl))
+				}
+				if err != nil {
+					it.Close()
+					return err
+				}
+			}
+			it.Close()
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	return wb.Flush()
+}
+
+// badgerLogger passes Badger's warnings and errors to slog and drops its chatter.
+type badgerLogger struct{ log *slog.Logger }
+
+func (l badgerLogger) Errorf(f string, a ...any) {
+	l.log.Error("badger: " + strings.TrimSpace(fmt.Sprintf(f, a...)))
+}
+func (l badgerLogger) Warningf(f string, a ...any) {
+	l.log.Warn("badger: " + strings.TrimSpace(fmt.Sprintf(f, a...)))
+}
+func (badgerLogger) Infof(string, ...any)  {}
+func (badgerLogger) Debugf(string, ...any) {}
+
+// saveTask writes t and one of its events in one transaction.
+func (s *store) saveTask(t *Task, ev *Event, ttl time.Duration) error {
+	tb, err := json.Marshal(t)
+	if err != nil {
+		return err
+	}
+	eb, err := json.Marshal(ev)
+	if err != nil {
+		return err
+	}
+	return s.db.Update(func(txn *badger.Txn) error {
+		if err := txn.SetEntry(setTTL(badger.NewEntry(taskKey(t.ID), tb), ttl)); err != nil {
+			return err
+		}
+		return txn.SetEntry(setTTL(badger.NewEntry(numKey("e/", t.ID, ev.Seq), eb), ttl))
+	})
+}
