@@ -1,0 +1,221 @@
+package orchestrator_test
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chiffon-dev/chiffon/envelope"
+	"github.com/chiffon-dev/chiffon/errcodes"
+	"github.com/chiffon-dev/chiffon/orchestrator"
+)
+
+func TestRetryWaitsDoubleAndStopsAfterThree(t *testing.T) {
+	e := newEnv(t, "code-1")
+	o := e.open()
+	a := e.fakeAgent("code-1")
+	a.listen()
+	a.register(4)
+	task := submit(t, o, nil)
+
+	var got []*workMsg
+	for i := 0; i < 4; i++ {
+		w := a.next()
+		got = append(got, w)
+		a.fail(w, errcodes.NewResourceLimitExceeded("max_concurrency", 0, 1))
+	}
+	final := waitFinal(t, o, task.ID)
+	if final.State != orchestrator.StateError || final.Error == nil || final.Error.Code != 5005 {
+		t.Fatalf("want error 5005, got %s %+v", final.State, final.Error)
+	}
+	if final.Attempts != 4 || len(final.Retries) != 3 {
+		t.Fatalf("attempts %d retries %d, want 4 and 3", final.Attempts, len(final.Retries))
+	}
+	wantWaits := []int64{10, 20, 40}
+	seen := map[string]bool{}
+	for i, r := range final.Retries {
+		if r.WaitMS != wantWaits[i] || r.Code != 5005 {
+			t.Errorf("retry %d: wait %d ms code %d, want %d ms 5005", i, r.WaitMS, r.Code, wantWaits[i])
+		}
+		if gap := got[i+1].at.Sub(got[i].at); gap < time.Duration(wantWaits[i])*time.Millisecond {
+			t.Errorf("retry %d came %s after the attempt before, want >= %d ms", i, gap, wantWaits[i])
+		}
+	}
+	for _, w := range got {
+		if w.env.RequestID != task.RequestID || w.req.TaskID != task.ID || w.env.TraceID != task.TraceID {
+			t.Errorf("retry changed ids: %s %s", w.env.RequestID, w.req.TaskID)
+		}
+		if seen[w.env.MessageID] {
+			t.Errorf("message_id %s reused", w.env.MessageID)
+		}
+		seen[w.env.MessageID] = true
+	}
+	select {
+	case w := <-a.work:
+		t.Fatalf("a fifth request came: %+v", w.req)
+	default:
+	}
+}
+
+func TestNonRetryableErrorFailsAtOnce(t *testing.T) {
+	e := newEnv(t, "code-1")
+	o := e.open()
+	a := e.fakeAgent("code-1")
+	a.listen()
+	a.register(4)
+	task := submit(t, o, nil)
+	a.fail(a.next(), errcodes.NewUnsupportedWorkType("echo", []string{"other"}))
+	final := waitFinal(t, o, task.ID)
+	if final.State != orchestrator.StateError || final.Error.Code != 5006 || final.Attempts != 1 ||
+		!strings.Contains(final.Error.Message, "echo") {
+		t.Fatalf("got %s attempts %d error %+v", final.State, final.Attempts, final.Error)
+	}
+}
+
+func TestNeverStartedRequestMovesToAnotherAgent(t *testing.T) {
+	e := newEnv(t, "code-a", "code-b")
+	o := e.open()
+	dead := e.fakeAgent("code-a") // registers but does not listen: no responders
+	dead.register(4)
+	live := e.fakeAgent("code-b")
+	live.listen()
+	live.register(4)
+	task := submit(t, o, nil)
+	w := live.next()
+	live.ack(w)
+	live.result(w, envelope.ResultSuccess, 0, "done", nil)
+	final := waitFinal(t, o, task.ID)
+	if final.State != orchestrator.StateSucceeded || final.AgentID != "code-b" {
+		t.Fatalf("got %s on %s", final.State, final.AgentID)
+	}
+	if len(final.Retries) != 1 || final.Retries[0].Code != 5002 || final.Retries[0].AgentID != "code-a" {
+		t.Fatalf("retries %+v, want one 5002 from code-a", final.Retries)
+	}
+}
+
+func TestAckTimeoutRetriesOnTheSameAgent(t *testing.T) {
+	e := newEnv(t, "code-a", "code-b")
+	e.cfg.Timeouts.Ack = 100 * time.Millisecond
+	o := e.open()
+	a := e.fakeAgent("code-a")
+	a.listen()
+	a.register(4)
+	b := e.fakeAgent("code-b")
+	b.listen()
+	b.register(4)
+	task := submit(t, o, nil)
+	first := a.next() // silence
+	second := a.next()
+	if second.env.RequestID != first.env.RequestID {
+		t.Fatal("retry changed request_id")
+	}
+	a.ack(second)
+	a.result(second, envelope.ResultSuccess, 0, "ok", nil)
+	final := waitFinal(t, o, task.ID)
+	if final.State != orchestrator.StateSucceeded || final.AgentID != "code-a" || final.Retries[0].Code != 5001 {
+		t.Fatalf("got %s on %s retries %+v", final.State, final.AgentID, final.Retries)
+	}
+	if len(b.work) != 0 {
+		t.Fatal("the retry after a timeout went to another agent")
+	}
+}
+
+func TestInactivityTimeoutIs5001WithContext(t *testing.T) {
+	e := newEnv(t, "code-1")
+	e.cfg.Timeouts.Inactivity = 100 * time.Millisecond
+	e.cfg.Retry.MaxRetries = -1
+	o := e.open()
+	a := e.fakeAgent("code-1")
+	a.listen()
+	a.register(4)
+	task := submit(t, o, nil)
+	w := a.next()
+	a.status(w, 10, 1, "some output", "", 0) // then silence
+	final := waitFinal(t, o, task.ID)
+	if final.State != orchestrator.StateError || final.Error.Code != 5001 {
+		t.Fatalf("got %s %+v", final.State, final.Error)
+	}
+	ctx := final.Error.Context
+	if _, ok := ctx["attempted_retries"]; !ok || ctx["last_attempt"] == nil {
+		t.Fatalf("timeout context %v lacks attempted_retries/last_attempt", ctx)
+	}
+	if !strings.Contains(final.Error.Message, "no message for") {
+		t.Fatalf("message %q", final.Error.Message)
+	}
+}
+
+func TestMaxDurationReplacesAckAndInactivityTimeouts(t *testing.T) {
+	e := newEnv(t, "code-1")
+	e.cfg.Timeouts.Ack = 20 * time.Millisecond
+	e.cfg.Timeouts.Inactivity = 20 * time.Millisecond
+	o := e.open()
+	a := e.fakeAgent("code-1")
+	a.listen()
+	a.register(4)
+	start := time.Now()
+	task := submit(t, o, &orchestrator.Hints{MaxDurationSeconds: 1})
+	a.next() // never answered
+	final := waitFinal(t, o, task.ID)
+	if el := time.Since(start); el < time.Second {
+		t.Fatalf("timed out after %s, before max_duration", el)
+	}
+	if final.State != orchestrator.StateError || final.Error.Code != 5001 || final.Attempts != 1 ||
+		!strings.Contains(final.Error.Message, "max_duration") {
+		t.Fatalf("got %s attempts %d %+v", final.State, final.Attempts, final.Error)
+	}
+	if c := a.nextControl(); c.Type != envelope.TypeCancel {
+		t.Fatalf("agent got %s, want cancel", c.Type)
+	}
+}
+
+func TestQueuedTaskDispatchedWhenAgentFrees(t *testing.T) {
+	e := newEnv(t, "code-1")
+	o := e.open()
+	a := e.fakeAgent("code-1")
+	a.listen()
+	a.register(1)
+	first := submit(t, o, nil)
+	second := submit(t, o, nil)
+	w := a.next()
+	if w.req.TaskID != first.ID {
+		t.Fatalf("first dispatch was %s", w.req.TaskID)
+	}
+	a.ack(w)
+	waitFor(t, "first running", func() bool { tk, _ := o.Task(first.ID); return tk.State == orchestrator.StateRunning })
+	if tk, _ := o.Task(second.ID); tk.State != orchestrator.StatePending || tk.Attempts != 0 {
+		t.Fatalf("second task %s with %d attempts while the agent is full", tk.State, tk.Attempts)
+	}
+	select {
+	case w := <-a.work:
+		t.Fatalf("second task dispatched while the agent was full: %s", w.req.TaskID)
+	default:
+	}
+	a.result(w, envelope.ResultSuccess, 0, "one", nil)
+	w2 := a.next()
+	if w2.req.TaskID != second.ID {
+		t.Fatalf("got %s, want the queued task", w2.req.TaskID)
+	}
+	a.ack(w2)
+	a.result(w2, envelope.ResultFailed, 3, "two", nil)
+	if final := waitFinal(t, o, second.ID); final.State != orchestrator.StateFailed || final.Result.ExitCode != 3 {
+		t.Fatalf("got %s %+v", final.State, final.Result)
+	}
+}
+
+func TestPinnedTaskGoesToItsAgent(t *testing.T) {
+	e := newEnv(t, "code-a", "code-b")
+	o := e.open()
+	a := e.fakeAgent("code-a")
+	a.listen()
+	a.register(4)
+	b := e.fakeAgent("code-b")
+	b.listen()
+	b.register(4)
+	task := submit(t, o, &orchestrator.Hints{AgentID: "code-b"})
+	w := b.next()
+	a.t.Log(w.req.Hints)
+	b.result(w, envelope.ResultSuccess, 0, "", nil)
+	if final := waitFinal(t, o, task.ID); final.AgentID != "code-b" || final.State != orchestrator.StateSucceeded {
+		t.Fatalf("got %s on %s", final.State, final.AgentID)
+	}
+}

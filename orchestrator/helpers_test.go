@@ -1,0 +1,312 @@
+package orchestrator_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"log/slog"
+	"net/http/httptest"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/chiffon-dev/chiffon/broker"
+	"github.com/chiffon-dev/chiffon/envelope"
+	"github.com/chiffon-dev/chiffon/errcodes"
+	"github.com/chiffon-dev/chiffon/internal/testnats"
+	"github.com/chiffon-dev/chiffon/orchestrator"
+	"github.com/nats-io/nats.go"
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m,
+		goleak.IgnoreTopFunction("github.com/golang/glog.(*fileSink).flushDaemon"),
+		goleak.IgnoreTopFunction("github.com/dgraph-io/ristretto/v2.(*defaultPolicy[...]).processItems"),
+	)
+}
+
+// wait bounds how long any one expected event may take.
+const wait = 15 * time.Second
+
+// syncBuf is a log sink tests can search.
+type syncBuf struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuf) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuf) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// env is an embedded broker, an orchestrator config with fast timers, and tokens.
+type env struct {
+	t      *testing.T
+	srv    *broker.Server
+	cfg    orchestrator.Config
+	tokens map[string]string // agent id -> token
+	logs   *syncBuf
+}
+
+func newEnv(t *testing.T, agentIDs ...string) *env {
+	e := &env{t: t, srv: testnats.Start(t, broker.ServerConfig{}), tokens: map[string]string{}, logs: &syncBuf{}}
+	e.cfg = orchestrator.Config{
+		NATS:    orchestrator.NATSConfig{URLs: []string{e.srv.ClientURL()}},
+		DataDir: t.TempDir(), Token: broker.NewToken(), APIToken: broker.NewToken(),
+		Timeouts: orchestrator.TimeoutConfig{Ack: 2 * time.Second, Inactivity: 2 * time.Second,
+			DeadlineGrace: 10 * time.Millisecond, Control: 2 * time.Second},
+		Retry:   orchestrator.RetryConfig{Initial: 10 * time.Millisecond, Max: time.Second},
+		Breaker: orchestrator.BreakerConfig{OpenFor: 300 * time.Millisecond},
+	}
+	for _, id := range agentIDs {
+		e.tokens[id] = broker.NewToken()
+		e.cfg.Agents = append(e.cfg.Agents, orchestrator.AgentConfig{ID: id, Token: e.tokens[id]})
+	}
+	return e
+}
+
+// open starts an orchestrator on e.cfg and closes it when the test ends.
+func (e *env) open() *orchestrator.Orchestrator {
+	e.t.Helper()
+	log := slog.New(slog.NewTextHandler(e.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	o, err := orchestrator.Open(e.cfg, orchestrator.Options{Logger: log})
+	if err != nil {
+		e.t.Fatalf("Open: %v", err)
+	}
+	e.t.Cleanup(func() { o.Close() })
+	return o
+}
+
+// client serves o's API on an httptest server.
+func (e *env) client(o *orchestrator.Orchestrator) *orchestrator.Client {
+	srv := httptest.NewServer(o.Handler())
+	e.t.Cleanup(srv.Close)
+	return &orchestrator.Client{BaseURL: srv.URL, Token: e.cfg.APIToken, HTTP: srv.Client()}
+}
+
+// waitFor polls cond until it holds or the deadline passes.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(wait)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}
+
+// waitState waits until task id is in a final state and returns it.
+func waitFinal(t *testing.T, o *orchestrator.Orchestrator, id string) *orchestrator.Task {
+	t.Helper()
+	var task *orchestrator.Task
+	waitFor(t, "task "+id+" to finish", func() bool {
+		var err error
+		task, err = o.Task(id)
+		return err == nil && task.State.Final()
+	})
+	return task
+}
+
+func submit(t *testing.T, o *orchestrator.Orchestrator, hints *orchestrator.Hints) *orchestrator.Task {
+	t.Helper()
+	task, err := o.Submit(context.Background(), orchestrator.SubmitRequest{ToAgent: envelope.Code, WorkType: "echo",
+		Parameters: map[string]any{"text": "hi"}, Hints: hints})
+	if err != nil {
+		t.Fatalf("Submit: %v", err)
+	}
+	return task
+}
+
+// fakeAgent plays an agent over a raw NATS connection, faithful to docs/design.md,
+// so tests can inject faults exactly.
+type fakeAgent struct {
+	t         *testing.T
+	e         *env
+	id, token string
+	nc        *nats.Conn
+	subj      broker.Subjects
+	work      chan *workMsg
+	control   chan *envelope.Envelope
+	mu        sync.Mutex
+	pingOK    bool
+	cancelOK  bool
+	onCancel  func(*envelope.Cancel)
+}
+
+// workMsg is one work_request the fake agent received.
+type workMsg struct {
+	env   *envelope.Envelope
+	req   *envelope.WorkRequest
+	reply string
+	at    time.Time
+}
+
+func (e *env) fakeAgent(id string) *fakeAgent {
+	e.t.Helper()
+	a := &fakeAgent{t: e.t, e: e, id: id, token: e.tokens[id], nc: testnats.Connect(e.t, e.srv),
+		work: make(chan *workMsg, 64), control: make(chan *envelope.Envelope, 64), pingOK: true, cancelOK: true}
+	return a
+}
+
+// listen subscribes to the agent's work and control subjects.
+func (a *fakeAgent) listen() {
+	a.t.Helper()
+	_, err := a.nc.Subscribe(a.subj.AgentWork(a.id), func(m *nats.Msg) {
+		env, err := envelope.Decode(m.Data)
+		if err != nil || broker.CheckAuth(m, a.e.cfg.Token) != nil {
+			a.t.Errorf("agent %s: bad work_request: %v", a.id, err)
+			return
+		}
+		a.work <- &workMsg{env: env, req: env.Payload.(*envelope.WorkRequest), reply: m.Reply, at: time.Now()}
+	})
+	if err != nil {
+		a.t.Fatal(err)
+	}
+	_, err = a.nc.Subscribe(a.subj.AgentControl(a.id), func(m *nats.Msg) {
+		env, err := envelope.Decode(m.Data)
+		if err != nil {
+			return
+		}
+		a.control <- env
+		a.mu.Lock()
+		ack := &envelope.ControlAck{Command: env.Type, OK: a.pingOK, AgentStatus: envelope.AgentIdle}
+		if c, ok := env.Payload.(*envelope.Cancel); ok {
+			ack.OK = a.cancelOK
+			if a.onCancel != nil {
+				a.onCancel(c)
+			}
+		}
+		a.mu.Unlock()
+		a.respond(m.Reply, env.Reply(ack))
+	})
+	if err != nil {
+		a.t.Fatal(err)
+	}
+	if err := a.nc.Flush(); err != nil {
+		a.t.Fatal(err)
+	}
+}
+
+func (a *fakeAgent) respond(subject string, env *envelope.Envelope) {
+	a.publishAs(subject, a.token, env)
+}
+
+func (a *fakeAgent) publishAs(subject, token string, env *envelope.Envelope) {
+	data, err := envelope.Encode(env)
+	if err != nil {
+		a.t.Errorf("encode: %v", err)
+		return
+	}
+	m := &nats.Msg{Subject: subject, Data: data}
+	broker.SetAuth(m, token, a.id)
+	if err := a.nc.PublishMsg(m); err != nil {
+		a.t.Errorf("publish: %v", err)
+	}
+}
+
+// register registers the agent and returns the answer.
+func (a *fakeAgent) registerAs(token string, capacity int) *envelope.Envelope {
+	a.t.Helper()
+	reg := envelope.New(envelope.Code, envelope.Orchestrator, "", "", &envelope.Register{AgentID: a.id,
+		SupportedVersions: []string{"1.0"}, WorkTypes: []string{"echo"}, MaxConcurrency: capacity, HeartbeatIntervalMS: 60000})
+	data, _ := envelope.Encode(reg)
+	m := &nats.Msg{Subject: a.subj.Register(), Data: data}
+	broker.SetAuth(m, token, a.id)
+	rep, err := a.nc.RequestMsg(m, wait)
+	if err != nil {
+		a.t.Fatalf("register: %v", err)
+	}
+	env, err := envelope.Decode(rep.Data)
+	if err != nil {
+		a.t.Fatalf("register answer: %v", err)
+	}
+	return env
+}
+
+func (a *fakeAgent) register(capacity int) {
+	a.t.Helper()
+	if env := a.registerAs(a.token, capacity); env.Type != envelope.TypeRegisterAck {
+		a.t.Fatalf("register: got %s %+v", env.Type, env.Payload)
+	}
+}
+
+// next returns the next work_request.
+func (a *fakeAgent) next() *workMsg {
+	a.t.Helper()
+	select {
+	case w := <-a.work:
+		return w
+	case <-time.After(wait):
+		a.t.Fatalf("agent %s: no work_request", a.id)
+		return nil
+	}
+}
+
+// nextControl returns the next control message.
+func (a *fakeAgent) nextControl() *envelope.Envelope {
+	a.t.Helper()
+	select {
+	case c := <-a.control:
+		return c
+	case <-time.After(wait):
+		a.t.Fatalf("agent %s: no control message", a.id)
+		return nil
+	}
+}
+
+// status sends a work_status; offset < 0 leaves output_offset out.
+func (a *fakeAgent) status(w *workMsg, percent int, step int64, output, chunk string, offset int64) {
+	st := &envelope.WorkStatus{TaskID: w.req.TaskID, Status: envelope.StatusRunning, ProgressPercent: percent,
+		Step: envelope.Step{Number: step, Name: "step", Output: output, OutputChunk: chunk}}
+	env := w.env.Reply(st)
+	if offset >= 0 {
+		env.XCustomFields = map[string]any{"output_offset": offset}
+	}
+	a.respond(w.reply, env)
+}
+
+func (a *fakeAgent) ack(w *workMsg) { a.status(w, 0, 0, "", "", -1) }
+
+// result sends a work_result; x sets x_custom_fields.
+func (a *fakeAgent) result(w *workMsg, status string, code int64, output string, x map[string]any) {
+	env := w.env.Reply(&envelope.WorkResult{TaskID: w.req.TaskID, Status: status, ExitCode: code, Output: output})
+	env.XCustomFields = x
+	a.respond(w.reply, env)
+}
+
+func (a *fakeAgent) fail(w *workMsg, e *errcodes.Error) {
+	a.respond(w.reply, w.env.Reply(envelope.NewErrorPayload(e)))
+}
+
+func (a *fakeAgent) setPing(ok bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.pingOK = ok
+}
+
+func readFile(t *testing.T, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+func mustJSON(v any) string {
+	b, _ := json.Marshal(v)
+	return string(b)
+}
+
+var _ = strings.Contains
