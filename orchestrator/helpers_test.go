@@ -310,3 +310,9 @@ func mustJSON(v any) string {
 }
 
 var _ = strings.Contains
+
+func natsMsg(a *fakeAgent, data []byte) *nats.Msg {
+	m := &nats.Msg{Subject: a.subj.Register(), Data: data}
+	broker.SetAuth(m, a.token, a.id)
+	return m
+}

@@ -1,0 +1,177 @@
+package orchestrator_test
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chiffon-dev/chiffon/broker"
+	"github.com/chiffon-dev/chiffon/envelope"
+	"github.com/chiffon-dev/chiffon/orchestrator"
+)
+
+func breakerOf(o *orchestrator.Orchestrator, id string) string {
+	for _, a := range o.Agents() {
+		if a.ID == id {
+			return a.Breaker
+		}
+	}
+	return ""
+}
+
+func TestBreakerOpensAfterFiveStaysOpenAndClosesAfterPing(t *testing.T) {
+	e := newEnv(t, "code-1")
+	e.cfg.Retry.MaxRetries = -1
+	e.cfg.Breaker.OpenFor = 400 * time.Millisecond
+	o := e.open()
+	a := e.fakeAgent("code-1")
+	a.register(4) // registered, but nobody listens on the work subject: 5002 each time
+
+	var openedAt time.Time
+	for i := 1; i <= 5; i++ {
+		if got := breakerOf(o, "code-1"); got != "closed" {
+			t.Fatalf("breaker %s before failure %d", got, i)
+		}
+		final := waitFinal(t, o, submit(t, o, nil).ID)
+		if final.Error == nil || final.Error.Code != 5002 || final.Attempts != 1 {
+			t.Fatalf("task %d: %s %+v", i, final.State, final.Error)
+		}
+		openedAt = time.Now()
+	}
+	if got := breakerOf(o, "code-1"); got != "open" {
+		t.Fatalf("breaker %s after 5 failures, want open", got)
+	}
+	// While open, routing fails fast with 5002 and sends nothing.
+	fast := waitFinal(t, o, submit(t, o, nil).ID)
+	if fast.Error == nil || fast.Error.Code != 5002 || fast.Attempts != 0 || !strings.Contains(fast.Error.Message, "circuit breaker") {
+		t.Fatalf("while open: %s attempts %d %+v", fast.State, fast.Attempts, fast.Error)
+	}
+	// The half-open ping comes after the open period; a good answer closes it.
+	a.listen()
+	ping := a.nextControl()
+	if ping.Type != envelope.TypePing {
+		t.Fatalf("got %s, want ping", ping.Type)
+	}
+	if el := time.Since(openedAt); el < 400*time.Millisecond-20*time.Millisecond {
+		t.Fatalf("ping %s after opening, before the open period ended", el)
+	}
+	waitFor(t, "breaker to close", func() bool { return breakerOf(o, "code-1") == "closed" })
+	task := submit(t, o, nil)
+	w := a.next()
+	a.result(w, envelope.ResultSuccess, 0, "back", nil)
+	if final := waitFinal(t, o, task.ID); final.State != orchestrator.StateSucceeded {
+		t.Fatalf("after close: %s", final.State)
+	}
+}
+
+func TestBreakerReopensWhenPingFails(t *testing.T) {
+	e := newEnv(t, "code-1")
+	e.cfg.Retry.MaxRetries = -1
+	e.cfg.Breaker.Failures = 1
+	e.cfg.Breaker.OpenFor = 50 * time.Millisecond
+	o := e.open()
+	a := e.fakeAgent("code-1")
+	a.register(4)
+	waitFinal(t, o, submit(t, o, nil).ID)
+	a.setPing(false)
+	a.listen()
+	a.nextControl()
+	a.nextControl() // a second ping: the first failure opened it again
+	a.setPing(true)
+	waitFor(t, "breaker to close", func() bool { return breakerOf(o, "code-1") == "closed" })
+}
+
+func TestBadTokensAreRejected(t *testing.T) {
+	e := newEnv(t, "code-1")
+	o := e.open()
+	a := e.fakeAgent("code-1")
+	bad := broker.NewToken()
+
+	// Registration with a wrong token: 5004, and the agent stays unknown.
+	rep := a.registerAs(bad, 4)
+	p, ok := rep.Payload.(*envelope.ErrorPayload)
+	if !ok || p.ErrorCode != 5004 {
+		t.Fatalf("register with a bad token: %s %+v", rep.Type, rep.Payload)
+	}
+	// An agent id that is not configured: 5004 too.
+	stranger := e.fakeAgent("code-9")
+	if rep := stranger.registerAs(bad, 4); rep.Type != envelope.TypeError {
+		t.Fatalf("unknown agent registered: %s", rep.Type)
+	}
+	if got := o.Agents()[0]; got.State != "unknown" {
+		t.Fatalf("agent %+v known after a bad registration", got)
+	}
+
+	a.listen()
+	a.register(4)
+	task := submit(t, o, nil)
+	w := a.next()
+	// A status and a result with a wrong token are dropped.
+	env := w.env.Reply(&envelope.WorkResult{TaskID: task.ID, Status: envelope.ResultSuccess, Output: "forged"})
+	a.publishAs(w.reply, bad, env)
+	a.publishAs(w.reply, "", env)
+	a.ack(w) // the real one is taken
+	waitFor(t, "task running", func() bool { tk, _ := o.Task(task.ID); return tk.State == orchestrator.StateRunning })
+	if tk, _ := o.Task(task.ID); tk.State.Final() {
+		t.Fatalf("forged result accepted: %s", tk.State)
+	}
+	a.result(w, envelope.ResultSuccess, 0, "real", nil)
+	final := waitFinal(t, o, task.ID)
+	var out strings.Builder
+	c := e.client(o)
+	if _, err := c.Output(t.Context(), task.ID, &out); err != nil || out.String() != "real" || final.State != orchestrator.StateSucceeded {
+		t.Fatalf("output %q err %v state %s", out.String(), err, final.State)
+	}
+	logs := e.logs.String()
+	if strings.Contains(logs, bad) || strings.Contains(logs, a.token) || strings.Contains(logs, e.cfg.Token) {
+		t.Fatal("a token was logged")
+	}
+	if !strings.Contains(logs, "authentication failed") {
+		t.Fatal("refusals not logged")
+	}
+}
+
+func TestNoCommonProtocolVersionIs5006(t *testing.T) {
+	e := newEnv(t, "code-1")
+	e.open()
+	a := e.fakeAgent("code-1")
+	reg := envelope.New(envelope.Code, envelope.Orchestrator, "", "", &envelope.Register{AgentID: "code-1",
+		SupportedVersions: []string{"2.0"}, WorkTypes: []string{"echo"}, MaxConcurrency: 1, HeartbeatIntervalMS: 1000})
+	data, _ := envelope.Encode(reg)
+	m := natsMsg(a, data)
+	rep, err := a.nc.RequestMsg(m, wait)
+	if err != nil {
+		t.Fatal(err)
+	}
+	env, err := envelope.Decode(rep.Data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p, ok := env.Payload.(*envelope.ErrorPayload); !ok || p.ErrorCode != 5006 {
+		t.Fatalf("got %s %+v", env.Type, env.Payload)
+	}
+}
+
+func TestAgentOfflineAfterThreeMissedHeartbeats(t *testing.T) {
+	e := newEnv(t, "code-1")
+	o := e.open()
+	a := e.fakeAgent("code-1")
+	reg := envelope.New(envelope.Code, envelope.Orchestrator, "", "", &envelope.Register{AgentID: "code-1",
+		SupportedVersions: []string{"1.0"}, WorkTypes: []string{"echo"}, MaxConcurrency: 1, HeartbeatIntervalMS: 30})
+	data, _ := envelope.Encode(reg)
+	start := time.Now()
+	if _, err := a.nc.RequestMsg(natsMsg(a, data), wait); err != nil {
+		t.Fatal(err)
+	}
+	if got := o.Agents()[0]; got.State != "online" || got.ProtocolVersion != "1.0" {
+		t.Fatalf("after register: %+v", got)
+	}
+	waitFor(t, "agent offline", func() bool { return o.Agents()[0].State == "offline" })
+	if el := time.Since(start); el < 90*time.Millisecond {
+		t.Fatalf("offline after %s, before 3 missed heartbeats", el)
+	}
+	// A heartbeat brings it back.
+	hb := envelope.New(envelope.Code, envelope.Orchestrator, "", "", &envelope.Heartbeat{AgentID: "code-1", Status: envelope.AgentBusy, ActiveTasks: 1, MaxConcurrency: 1})
+	a.publishAs(a.subj.Heartbeat(), a.token, hb)
+	waitFor(t, "agent online", func() bool { g := o.Agents()[0]; return g.State == "online" && g.LastHeartbeat != nil })
+}
