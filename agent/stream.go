@@ -50,11 +50,16 @@ func (p *publisher) msg(subject string, data []byte) *nats.Msg {
 
 func (p *publisher) publish(subject string, env *envelope.Envelope) {
 	data, err := envelope.Encode(env)
-	if err == nil {
-		err = p.nc.PublishMsg(p.msg(subject, data))
-	}
 	if err != nil {
-		p.log.Warn("publish failed", "subject", subject, "type", env.Type, "err", err)
+		p.log.Error("encode failed", "subject", subject, "type", env.Type, "err", err)
+		return
+	}
+	p.publishEncoded(subject, data)
+}
+
+func (p *publisher) publishEncoded(subject string, data []byte) {
+	if err := p.nc.PublishMsg(p.msg(subject, data)); err != nil {
+		p.log.Warn("publish failed", "subject", subject, "err", err)
 	}
 }
 
@@ -185,9 +190,9 @@ func (s *taskStream) sendStatusLocked(subjects []string, data string, offset int
 			Step: envelope.Step{Number: s.stepNum, Name: s.stepName}}
 	}
 	b := outputBatch{data: data, offset: offset, total: int64(len(data)), chunked: len(data) > envelope.MaxChunkSize}
-	for _, env := range statusEnvelopes(s.req, *ws, b, s.pub.maxMessage()) {
+	for _, data := range statusEnvelopes(s.req, *ws, b, s.pub.maxMessage()) {
 		for _, subj := range subjects {
-			s.pub.publish(subj, env)
+			s.pub.publishEncoded(subj, data)
 		}
 	}
 }
@@ -203,20 +208,21 @@ type outputBatch struct {
 
 // statusEnvelopes builds the work_status replies to req carrying b, halving the chunk
 // size until each fits in limit bytes (JSON escaping can grow text up to 6x).
-func statusEnvelopes(req *envelope.Envelope, ws envelope.WorkStatus, b outputBatch, limit int) []*envelope.Envelope {
+func statusEnvelopes(req *envelope.Envelope, ws envelope.WorkStatus, b outputBatch, limit int) [][]byte {
 	size := envelope.MaxChunkSize
 	for {
-		var envs []*envelope.Envelope
+		var envs [][]byte
 		fits := true
 		add := func(st envelope.WorkStatus, off int64, withOffset bool) {
 			env := req.Reply(&st)
 			if withOffset {
 				env.XCustomFields = map[string]any{FieldOutputOffset: off}
 			}
-			if enc, err := envelope.Encode(env); err != nil || len(enc) > limit {
+			enc, err := envelope.Encode(env)
+			if err != nil || len(enc) > limit {
 				fits = false
 			}
-			envs = append(envs, env)
+			envs = append(envs, enc)
 		}
 		switch {
 		case b.data == "":

@@ -205,6 +205,9 @@ func (s *subprocess) run(ctx context.Context, req *Request, p Progress) (Result,
 		return res, waitErr
 	}
 	if ctx.Err() != nil && res.ExitCode != 0 {
+		// Our kill, not the program's own exit: the runtime picks the exit code
+		// (130 cancelled, 124 deadline).
+		res.ExitCode = 0
 		return res, context.Cause(ctx)
 	}
 	return res, nil

@@ -178,7 +178,7 @@ func (a *Agent) replay(reply string, env *envelope.Envelope, e *cacheEntry) {
 	err := a.cache.eachPiece(env.RequestID, e, func(off int64, data string) error {
 		b := outputBatch{data: data, offset: off, base: off, total: e.OutputLen, chunked: true}
 		for _, st := range statusEnvelopes(env, ws, b, limit) {
-			a.pub.publish(reply, st)
+			a.pub.publishEncoded(reply, st)
 		}
 		return nil
 	})
