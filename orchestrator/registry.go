@@ -136,6 +136,7 @@ func (o *Orchestrator) register(typ envelope.AgentType, reg *envelope.Register, 
 	if a == nil {
 		a = &agentEntry{id: reg.AgentID, registeredAt: now}
 		a.breaker = o.newBreaker(a)
+		o.metrics.breaker.WithLabelValues(a.id).Set(0)
 		o.agents[reg.AgentID] = a
 	}
 	a.typ, a.name, a.versions, a.version = typ, reg.Name, reg.SupportedVersions, version
