@@ -112,6 +112,20 @@ type WorkTypeConfig struct {
 
 // LoadConfig reads and validates a YAML config file. Unknown keys are errors.
 func LoadConfig(path string) (Config, error) {
+	c, err := ReadConfig(path)
+	if err != nil {
+		return c, err
+	}
+	if err := c.Validate(); err != nil {
+		return c, fmt.Errorf("config %s: %w", path, err)
+	}
+	return c, nil
+}
+
+// ReadConfig reads a YAML config file without validating it, so that flags and
+// environment variables can fill in keys before New validates. Unknown keys are
+// errors.
+func ReadConfig(path string) (Config, error) {
 	var c Config
 	b, err := os.ReadFile(path)
 	if err != nil {
@@ -120,9 +134,6 @@ func LoadConfig(path string) (Config, error) {
 	dec := yaml.NewDecoder(bytes.NewReader(b))
 	dec.KnownFields(true)
 	if err := dec.Decode(&c); err != nil && !errors.Is(err, io.EOF) {
-		return c, fmt.Errorf("config %s: %w", path, err)
-	}
-	if err := c.Validate(); err != nil {
 		return c, fmt.Errorf("config %s: %w", path, err)
 	}
 	return c, nil

@@ -1,6 +1,134 @@
 package main
 
-import "github.com/spf13/cobra"
+import (
+	"context"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
 
-// Placeholder until the agent command lands; replaced by the agent package's owner.
-func newAgentCmd() *cobra.Command { return &cobra.Command{Use: "agent", Hidden: true} }
+	"github.com/chiffon-dev/chiffon/agent"
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+)
+
+// agentFlags are the settings a flag or an environment variable can override.
+type agentFlags struct {
+	config, id, typ, name, tokenFile, orchTokenFile, dataDir string
+	nats                                                     []string
+	maxConcurrency                                           int
+}
+
+// agentEnv maps each flag to its environment variable.
+var agentEnv = map[string]string{
+	"id": "CHIFFON_AGENT_ID", "type": "CHIFFON_AGENT_TYPE", "name": "CHIFFON_AGENT_NAME",
+	"nats": "CHIFFON_NATS_URL", "token-file": "CHIFFON_TOKEN_FILE",
+	"orchestrator-token-file": "CHIFFON_ORCHESTRATOR_TOKEN_FILE", "data-dir": "CHIFFON_DATA_DIR",
+	"config": "CHIFFON_AGENT_CONFIG",
+}
+
+func newAgentCmd() *cobra.Command {
+	var f agentFlags
+	cmd := &cobra.Command{
+		Use:   "agent",
+		Short: "Run an agent daemon: take typed work from the orchestrator over NATS",
+		Long: `Run an agent daemon. Settings come from the YAML file given by --config (see
+examples/agents/), then environment variables, then flags, each overriding the one
+before. The first SIGTERM or SIGINT drains (running work finishes, up to the drain
+timeout); a second one cancels running work at once.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			applyAgentEnv(cmd.Flags())
+			cfg, err := f.merged()
+			if err != nil {
+				return err
+			}
+			cfg.Logger = newLogger(cmd.ErrOrStderr())
+			a, err := agent.New(cfg)
+			if err != nil {
+				return usagef(err.Error())
+			}
+			return runAgent(cmd.Context(), a)
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&f.config, "config", "", "YAML config file (env CHIFFON_AGENT_CONFIG)")
+	fl.StringVar(&f.id, "id", "", "agent instance id (env CHIFFON_AGENT_ID)")
+	fl.StringVar(&f.typ, "type", "", "agent type: infra, desktop, code, research (env CHIFFON_AGENT_TYPE)")
+	fl.StringVar(&f.name, "name", "", "human-readable name (env CHIFFON_AGENT_NAME)")
+	fl.StringSliceVar(&f.nats, "nats", nil, "NATS URL, repeatable or comma-separated (env CHIFFON_NATS_URL)")
+	fl.StringVar(&f.tokenFile, "token-file", "", "this agent's token file (env CHIFFON_TOKEN_FILE)")
+	fl.StringVar(&f.orchTokenFile, "orchestrator-token-file", "", "the orchestrator's token file (env CHIFFON_ORCHESTRATOR_TOKEN_FILE)")
+	fl.StringVar(&f.dataDir, "data-dir", "", "data directory, holds the dedupe cache (env CHIFFON_DATA_DIR)")
+	fl.IntVar(&f.maxConcurrency, "max-concurrency", 0, "tasks run at once (default from config, else 4)")
+	return cmd
+}
+
+// applyAgentEnv sets each flag not given on the command line from its environment
+// variable.
+func applyAgentEnv(fl *pflag.FlagSet) {
+	for name, env := range agentEnv {
+		if v, ok := os.LookupEnv(env); ok && v != "" && !fl.Changed(name) {
+			_ = fl.Set(name, v)
+			fl.Lookup(name).Changed = true
+		}
+	}
+}
+
+// merged reads the file, if any, and lays the set flags over it.
+func (f *agentFlags) merged() (agent.Config, error) {
+	var cfg agent.Config
+	if f.config != "" {
+		var err error
+		if cfg, err = agent.ReadConfig(f.config); err != nil {
+			return cfg, usagef(err.Error())
+		}
+	}
+	for _, o := range []struct {
+		dst *string
+		v   string
+	}{{&cfg.ID, f.id}, {&cfg.Type, f.typ}, {&cfg.Name, f.name}, {&cfg.TokenFile, f.tokenFile},
+		{&cfg.OrchestratorTokenFile, f.orchTokenFile}, {&cfg.DataDir, f.dataDir}} {
+		if o.v != "" {
+			*o.dst = o.v
+		}
+	}
+	if len(f.nats) > 0 {
+		cfg.NATSURLs = nil
+		for _, u := range f.nats {
+			if u = strings.TrimSpace(u); u != "" {
+				cfg.NATSURLs = append(cfg.NATSURLs, u)
+			}
+		}
+	}
+	if f.maxConcurrency > 0 {
+		cfg.MaxConcurrency = f.maxConcurrency
+	}
+	return cfg, nil
+}
+
+// runAgent runs a until ctx ends (the first signal, through main), then lets it
+// drain; a second SIGTERM or SIGINT makes it cancel running work at once.
+func runAgent(ctx context.Context, a *agent.Agent) error {
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, syscall.SIGTERM, os.Interrupt)
+	defer signal.Stop(sigs)
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	done := make(chan struct{})
+	defer close(done)
+	go func() {
+		for n := 0; ; n++ {
+			select {
+			case <-done:
+				return
+			case <-sigs:
+				cancel()
+				if n > 0 {
+					a.StopNow()
+				}
+			}
+		}
+	}()
+	return a.Run(ctx)
+}

@@ -1,0 +1,48 @@
+package agent_test
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/chiffon-dev/chiffon/agent"
+)
+
+func TestExampleConfigsLoad(t *testing.T) {
+	paths, _ := filepath.Glob("../examples/agents/*.yaml")
+	if len(paths) != 4 {
+		t.Fatalf("want 4 example configs, found %v", paths)
+	}
+	for _, p := range paths {
+		cfg, err := agent.LoadConfig(p)
+		if err != nil {
+			t.Fatalf("%s: %v", p, err)
+		}
+		if len(cfg.WorkTypes) == 0 {
+			t.Fatalf("%s: no work types", p)
+		}
+	}
+}
+
+func TestConfigErrorsNameTheKey(t *testing.T) {
+	for _, tc := range []struct{ yaml, key string }{
+		{"id: 'bad id'\n", "id:"},
+		{"type: robot\n", "type:"},
+		{"nats_url: x\n", "nats_url"}, // unknown key
+		{"keepalive_interval: 30s\n", "keepalive_interval"},
+		{"work_types: {Bad: {command: [x]}}\n", "work_types.Bad"},
+		{"work_types: {t: {command: ['{{.x']}}\n", "work_types.t"},
+		{"work_types: {t: {}}\n", "work_types.t: command or shell"},
+		{"work_types: {t: {command: [x], schema: {type: 12}}}\n", "work_types.t: schema"},
+	} {
+		p := filepath.Join(t.TempDir(), "a.yaml")
+		if err := os.WriteFile(p, []byte(tc.yaml), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		_, err := agent.LoadConfig(p)
+		if err == nil || !strings.Contains(err.Error(), tc.key) {
+			t.Errorf("%q: error %v, want it to name %q", tc.yaml, err, tc.key)
+		}
+	}
+}
