@@ -157,14 +157,24 @@ func LoadConfig(path string) (Config, error) {
 
 // ParseConfig decodes YAML config text strictly and validates it.
 func ParseConfig(b []byte) (Config, error) {
+	c, err := DecodeConfig(b)
+	if err != nil {
+		return Config{}, err
+	}
+	if err := c.Validate(); err != nil {
+		return Config{}, err
+	}
+	return c, nil
+}
+
+// DecodeConfig decodes YAML config text strictly (an unknown key is an error) without
+// validating it, so that flags can complete it first.
+func DecodeConfig(b []byte) (Config, error) {
 	var c Config
 	dec := yaml.NewDecoder(bytes.NewReader(b))
 	dec.KnownFields(true)
 	if err := dec.Decode(&c); err != nil && !errors.Is(err, io.EOF) {
 		return Config{}, fmt.Errorf("config: %w", err)
-	}
-	if err := c.Validate(); err != nil {
-		return Config{}, err
 	}
 	return c, nil
 }

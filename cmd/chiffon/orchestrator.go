@@ -1,6 +1,101 @@
 package main
 
-import "github.com/spf13/cobra"
+import (
+	"errors"
+	"os"
 
-// Placeholder until the orchestrator command lands; replaced by its owner.
-func newOrchestratorCmd() *cobra.Command { return &cobra.Command{Use: "orchestrator", Hidden: true} }
+	"github.com/chiffon-dev/chiffon/orchestrator"
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+)
+
+// orchFlags are the settings a flag or an environment variable can override.
+type orchFlags struct {
+	config, id, tokenFile, apiTokenFile, listen, dataDir string
+	nats                                                 []string
+}
+
+// orchEnv maps each flag to its environment variable.
+var orchEnv = map[string]string{
+	"config": "CHIFFON_ORCHESTRATOR_CONFIG", "id": "CHIFFON_ORCH_ID", "nats": "CHIFFON_NATS_URL",
+	"token-file": "CHIFFON_TOKEN_FILE", "api-token-file": "CHIFFON_API_TOKEN_FILE",
+	"listen": "CHIFFON_LISTEN", "data-dir": "CHIFFON_DATA_DIR",
+}
+
+func newOrchestratorCmd() *cobra.Command {
+	var f orchFlags
+	cmd := &cobra.Command{
+		Use:   "orchestrator",
+		Short: "Run the orchestrator daemon: route work to agents, keep every task, serve the HTTP API",
+		Long: `Run the orchestrator daemon. Settings come from the YAML file given by --config
+(see examples/orchestrator.yaml), then environment variables, then flags, each
+overriding the one before. It runs until SIGINT or SIGTERM; unfinished tasks stay in
+the store and resume at the next start.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			applyEnv(cmd.Flags(), orchEnv)
+			cfg, err := f.merged(cmd.Flags())
+			if err != nil {
+				return usagef(err.Error())
+			}
+			log := newLogger(cmd.ErrOrStderr())
+			o, err := orchestrator.Open(cfg, orchestrator.Options{Logger: log})
+			if err != nil {
+				return err
+			}
+			log.Info("orchestrator running", "orch_id", o.ID(), "http", cfg.HTTP.Listen)
+			runErr := o.Run(cmd.Context())
+			return errors.Join(runErr, o.Close())
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&f.config, "config", "", "YAML config file (env CHIFFON_ORCHESTRATOR_CONFIG)")
+	fl.StringVar(&f.id, "id", "", "orch_id; default: the one kept in the data dir (env CHIFFON_ORCH_ID)")
+	fl.StringSliceVar(&f.nats, "nats", nil, "NATS URL, repeatable or comma-separated (env CHIFFON_NATS_URL)")
+	fl.StringVar(&f.tokenFile, "token-file", "", "the orchestrator's token file (env CHIFFON_TOKEN_FILE)")
+	fl.StringVar(&f.apiTokenFile, "api-token-file", "", "HTTP API token file (env CHIFFON_API_TOKEN_FILE)")
+	fl.StringVar(&f.listen, "listen", "", "HTTP API address, such as 127.0.0.1:8080 (env CHIFFON_LISTEN)")
+	fl.StringVar(&f.dataDir, "data-dir", "", "data directory, holds orch_id and the task store (env CHIFFON_DATA_DIR)")
+	return cmd
+}
+
+// applyEnv sets each flag not given on the command line from its environment variable.
+func applyEnv(fl *pflag.FlagSet, env map[string]string) {
+	for name, key := range env {
+		if v, ok := os.LookupEnv(key); ok && v != "" && !fl.Changed(name) {
+			_ = fl.Set(name, v)
+			fl.Lookup(name).Changed = true
+		}
+	}
+}
+
+// merged reads the file, if any, lays the set flags over it and validates the result.
+func (f *orchFlags) merged(fl *pflag.FlagSet) (orchestrator.Config, error) {
+	var cfg orchestrator.Config
+	if f.config != "" {
+		b, err := os.ReadFile(f.config)
+		if err != nil {
+			return cfg, err
+		}
+		if cfg, err = orchestrator.DecodeConfig(b); err != nil {
+			return cfg, err
+		}
+	}
+	set := func(name string, dst *string, v string) {
+		if fl.Changed(name) {
+			*dst = v
+		}
+	}
+	set("id", &cfg.ID, f.id)
+	set("token-file", &cfg.TokenFile, f.tokenFile)
+	set("api-token-file", &cfg.APITokenFile, f.apiTokenFile)
+	set("listen", &cfg.HTTP.Listen, f.listen)
+	set("data-dir", &cfg.DataDir, f.dataDir)
+	if fl.Changed("nats") {
+		cfg.NATS.URLs = f.nats
+	}
+	if len(cfg.NATS.URLs) == 0 {
+		return cfg, errors.New("config: nats.urls: is required (or --nats)")
+	}
+	return cfg, cfg.Validate()
+}

@@ -1,0 +1,52 @@
+package orchestrator_test
+
+import (
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chiffon-dev/chiffon/orchestrator"
+)
+
+func TestExampleConfigLoads(t *testing.T) {
+	_, file, _, _ := runtime.Caller(0)
+	cfg, err := orchestrator.LoadConfig(filepath.Join(filepath.Dir(file), "..", "examples", "orchestrator.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cfg.Agents) != 2 || cfg.Timeouts.Ack != 30*time.Second || cfg.Retry.MaxRetries != 3 ||
+		cfg.Breaker.Failures != 5 || cfg.Retention != 7*24*time.Hour || cfg.HTTP.Listen == "" {
+		t.Fatalf("example config: %+v", cfg)
+	}
+}
+
+func TestConfigErrorsNameTheKey(t *testing.T) {
+	base := "data_dir: /d\ntoken_file: /t\napi_token_file: /a\n"
+	cases := map[string]string{
+		base + "colour: red\n":                                                     "colour",
+		base + "timeouts:\n  ack: soon\n":                                          "soon",
+		base + "timeouts:\n  ack: -1s\n":                                           "timeouts.ack",
+		"token_file: /t\napi_token_file: /a\n":                                     "data_dir",
+		"data_dir: /d\napi_token_file: /a\n":                                       "token_file",
+		base + "agents:\n  - id: 'a b'\n":                                          "agents[0].id",
+		base + "agents:\n  - id: a\n":                                              "agents[0].token_file",
+		base + "id: 'x.y'\n":                                                       "id",
+		base + "agents:\n  - {id: a, token_file: f}\n  - {id: a, token_file: f}\n": "agents[1].id",
+	}
+	for in, key := range cases {
+		_, err := orchestrator.ParseConfig([]byte(in))
+		if err == nil || !strings.Contains(err.Error(), key) {
+			t.Errorf("%q: error %v does not name %s", in, err, key)
+		}
+	}
+}
+
+func TestDefaults(t *testing.T) {
+	c := orchestrator.Config{}.WithDefaults()
+	if c.Timeouts.Ack != 30*time.Second || c.Timeouts.Inactivity != 30*time.Second || c.Retry.Initial != time.Second ||
+		c.Retry.MaxRetries != 3 || c.Breaker.Failures != 5 || c.Breaker.OpenFor != time.Minute {
+		t.Fatalf("defaults %+v", c)
+	}
+}
