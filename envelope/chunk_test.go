@@ -1,6 +1,7 @@
 package envelope_test
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -51,14 +52,14 @@ func TestParseChunkRangeRejects(t *testing.T) {
 	}
 }
 
-// checkChunks checks that chunks cover output in order, each valid UTF-8 within max
+// checkChunks checks that chunks cover output in order, each valid UTF-8 within limit
 // bytes, and that the ranges describe the data.
-func checkChunks(t *testing.T, output string, chunks []envelope.Chunk, max int) {
+func checkChunks(t *testing.T, output string, chunks []envelope.Chunk, limit int) {
 	t.Helper()
 	var joined strings.Builder
 	for i, c := range chunks {
-		if len(c.Data) == 0 || len(c.Data) > max {
-			t.Errorf("chunk %d holds %d bytes, want 1..%d", i, len(c.Data), max)
+		if len(c.Data) == 0 || len(c.Data) > limit {
+			t.Errorf("chunk %d holds %d bytes, want 1..%d", i, len(c.Data), limit)
 		}
 		if !utf8.ValidString(c.Data) {
 			t.Errorf("chunk %d (%s) is not valid UTF-8", i, c.Range)
@@ -77,10 +78,10 @@ func checkChunks(t *testing.T, output string, chunks []envelope.Chunk, max int) 
 }
 
 func TestSplitOutputAlignsOnRunes(t *testing.T) {
-	const max = envelope.MaxChunkSize
+	const limit = envelope.MaxChunkSize
 	// Multi-byte runes placed so that one straddles each 256 KiB boundary.
 	straddle := func(r string, offset int) string {
-		return strings.Repeat("a", max-offset) + strings.Repeat(r, 3) + strings.Repeat("b", max)
+		return strings.Repeat("a", limit-offset) + strings.Repeat(r, 3) + strings.Repeat("b", limit)
 	}
 	tests := []struct {
 		name   string
@@ -89,28 +90,28 @@ func TestSplitOutputAlignsOnRunes(t *testing.T) {
 	}{
 		{"empty", "", nil},
 		{"short", "hello", []int{5}},
-		{"exactly one chunk", strings.Repeat("x", max), []int{max}},
-		{"one byte over", strings.Repeat("x", max+1), []int{max, 1}},
-		{"two-byte rune across the boundary", straddle("é", 1), []int{max - 1, max, 2 * 3}},
-		{"three-byte rune across the boundary by 1", straddle("€", 1), []int{max - 1, max, 3 * 3}},
-		{"three-byte rune across the boundary by 2", straddle("€", 2), []int{max - 2, max, 3 * 3}},
-		{"four-byte rune across the boundary by 3", straddle("😀", 3), []int{max - 3, max, 4 * 3}},
-		{"four-byte rune ending on the boundary", straddle("😀", 4), []int{max, max, 4 * 2}},
-		{"all four-byte runes", strings.Repeat("😀", max/4*3+1), []int{max, max, max, 4}},
-		{"all three-byte runes", strings.Repeat("€", max), []int{max - 1, max - 1, max - 1, 3}},
+		{"exactly one chunk", strings.Repeat("x", limit), []int{limit}},
+		{"one byte over", strings.Repeat("x", limit+1), []int{limit, 1}},
+		{"two-byte rune across the boundary", straddle("é", 1), []int{limit - 1, limit, 2 * 3}},
+		{"three-byte rune across the boundary by 1", straddle("€", 1), []int{limit - 1, limit, 3 * 3}},
+		{"three-byte rune across the boundary by 2", straddle("€", 2), []int{limit - 2, limit, 3 * 3}},
+		{"four-byte rune across the boundary by 3", straddle("😀", 3), []int{limit - 3, limit, 4 * 3}},
+		{"four-byte rune ending on the boundary", straddle("😀", 4), []int{limit, limit, 4 * 2}},
+		{"all four-byte runes", strings.Repeat("😀", limit/4*3+1), []int{limit, limit, limit, 4}},
+		{"all three-byte runes", strings.Repeat("€", limit), []int{limit - 1, limit - 1, limit - 1, 3}},
 		// "ab\xff" sanitizes to 5-byte units "ab\uFFFD"; the cut at 256 KiB falls inside
 		// the third byte of a U+FFFD.
-		{"replacement characters", envelope.SanitizeOutput([]byte(strings.Repeat("ab\xff", max/3))), []int{max - 2, 5*(max/3) - (max - 2)}},
+		{"replacement characters", envelope.SanitizeOutput([]byte(strings.Repeat("ab\xff", limit/3))), []int{limit - 2, 5*(limit/3) - (limit - 2)}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			chunks := envelope.SplitOutput(tt.output, max)
-			checkChunks(t, tt.output, chunks, max)
+			chunks := envelope.SplitOutput(tt.output, limit)
+			checkChunks(t, tt.output, chunks, limit)
 			var sizes []int
 			for _, c := range chunks {
 				sizes = append(sizes, len(c.Data))
 			}
-			if !equalInts(sizes, tt.sizes) {
+			if !slices.Equal(sizes, tt.sizes) {
 				t.Errorf("chunk sizes = %v, want %v", sizes, tt.sizes)
 			}
 		})
@@ -119,10 +120,10 @@ func TestSplitOutputAlignsOnRunes(t *testing.T) {
 
 func TestSplitOutputMaxOutOfRangeMeansDefault(t *testing.T) {
 	output := strings.Repeat("y", 2*envelope.MaxChunkSize+7)
-	for _, max := range []int{0, -1, 4, envelope.MaxChunkSize + 1, 1 << 30} {
-		checkChunks(t, output, envelope.SplitOutput(output, max), envelope.MaxChunkSize)
-		if n := len(envelope.SplitOutput(output, max)); n != 3 {
-			t.Errorf("max %d: %d chunks, want 3", max, n)
+	for _, limit := range []int{0, -1, 4, envelope.MaxChunkSize + 1, 1 << 30} {
+		checkChunks(t, output, envelope.SplitOutput(output, limit), envelope.MaxChunkSize)
+		if n := len(envelope.SplitOutput(output, limit)); n != 3 {
+			t.Errorf("limit %d: %d chunks, want 3", limit, n)
 		}
 	}
 	checkChunks(t, "héllo wörld", envelope.SplitOutput("héllo wörld", 5), 5)
@@ -261,16 +262,4 @@ func TestSplitThenReassemble(t *testing.T) {
 	if !r.Complete() || r.String() != output {
 		t.Errorf("reassembled %d of %d bytes", r.Received(), len(output))
 	}
-}
-
-func equalInts(a, b []int) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }

@@ -9,7 +9,8 @@ import (
 	"github.com/chiffon-dev/chiffon/errcodes"
 )
 
-var wr = envelope.TypeWorkRequest
+// wr is the type most envelope-level cases use.
+const wr = envelope.TypeWorkRequest
 
 func TestDecodeRequiresEveryEnvelopeField(t *testing.T) {
 	fields := []string{"protocol_version", "message_id", "from_agent", "to_agent", "timestamp",

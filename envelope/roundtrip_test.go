@@ -41,8 +41,8 @@ func (g envGen) uuid() string {
 // characters Encode must not escape, multi-byte runes, and U+2028.
 var textRunes = []rune("abcXYZ 019_-.:/\n\t\r\"\\<>&'\x00\x01\x1f\x7féü€😀\u2028\u2029\uFFFD")
 
-func (g envGen) text(max int) string {
-	n := g.pick(max + 1)
+func (g envGen) text(maxRunes int) string {
+	n := g.pick(maxRunes + 1)
 	var b strings.Builder
 	for range n {
 		b.WriteRune(textRunes[g.pick(len(textRunes))])
@@ -50,9 +50,9 @@ func (g envGen) text(max int) string {
 	return b.String()
 }
 
-func (g envGen) ident(alphabet string, first string, max int) string {
+func (g envGen) ident(alphabet string, first string, maxLen int) string {
 	b := []byte{first[g.pick(len(first))]}
-	for n := g.pick(max); n > 0; n-- {
+	for n := g.pick(maxLen); n > 0; n-- {
 		b = append(b, alphabet[g.pick(len(alphabet))])
 	}
 	return string(b)
@@ -130,8 +130,8 @@ func (g envGen) object(keepEmpty bool) map[string]any {
 	return m
 }
 
-func (g envGen) strings(min, max int, one func() string) []string {
-	n := min + g.pick(max-min+1)
+func (g envGen) strings(lo, hi int, one func() string) []string {
+	n := lo + g.pick(hi-lo+1)
 	if n == 0 {
 		return nil
 	}
