@@ -20,7 +20,7 @@ func (e *env) realAgent(id string, h agent.Handler) {
 		DataDir: e.t.TempDir(), Token: e.tokens[id], OrchestratorToken: e.cfg.Token, MaxConcurrency: 4,
 		HeartbeatInterval: agent.Duration(time.Second), KeepaliveInterval: agent.Duration(10 * time.Second),
 		DrainTimeout: agent.Duration(time.Second),
-		Logger: slog.New(slog.NewTextHandler(e.logs, nil)).With("side", "agent")})
+		Logger:       slog.New(slog.NewTextHandler(e.logs, nil)).With("side", "agent")})
 	if err != nil {
 		e.t.Fatalf("agent.New: %v", err)
 	}
