@@ -46,6 +46,15 @@ func newRootCmd() *cobra.Command {
 		newAgentCmd(),
 		newOrchestratorCmd(),
 		newTokenCmd(),
+		newUpCmd(),
+		newDemoCmd(),
+		newSubmitCmd(),
+		newTasksCmd(),
+		newTaskCmd(),
+		newOutputCmd(),
+		newWatchCmd(),
+		newCancelCmd(),
+		newAgentsCmd(),
 	)
 	return root
 }

@@ -1,0 +1,33 @@
+package main
+
+import (
+	"fmt"
+
+	"github.com/spf13/cobra"
+)
+
+func newCancelCmd() *cobra.Command {
+	var cf clientFlags
+	cmd := &cobra.Command{
+		Use:   "cancel ID",
+		Short: "Cancel a task: its agent stops the work and the task ends cancelled",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := cf.client()
+			if err != nil {
+				return err
+			}
+			t, err := c.Cancel(cmd.Context(), args[0])
+			if err != nil {
+				return err
+			}
+			if cf.jsonOut {
+				return printJSON(cmd.OutOrStdout(), t)
+			}
+			_, err = fmt.Fprintf(cmd.OutOrStdout(), "task %s %s\n", t.ID, t.State)
+			return err
+		},
+	}
+	cf.add(cmd)
+	return cmd
+}

@@ -1,0 +1,77 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"text/tabwriter"
+	"time"
+
+	"github.com/chiffon-dev/chiffon/orchestrator"
+	"github.com/spf13/cobra"
+)
+
+func newTaskCmd() *cobra.Command {
+	var cf clientFlags
+	cmd := &cobra.Command{
+		Use:   "task ID",
+		Short: "Show a task: state, agent, steps, result and last error",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := cf.client()
+			if err != nil {
+				return err
+			}
+			t, err := c.Get(cmd.Context(), args[0])
+			if err != nil {
+				return err
+			}
+			if cf.jsonOut {
+				return printJSON(cmd.OutOrStdout(), t)
+			}
+			return printTask(cmd.OutOrStdout(), t)
+		},
+	}
+	cf.add(cmd)
+	return cmd
+}
+
+func printTask(w io.Writer, t *orchestrator.Task) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	row := func(k, v string) { fmt.Fprintf(tw, "%s:\t%s\n", k, v) }
+	row("ID", t.ID)
+	row("State", string(t.State))
+	row("To", string(t.ToAgent))
+	row("Work type", t.WorkType)
+	row("Agent", dash(t.AgentID))
+	row("Request", t.RequestID)
+	row("Trace", t.TraceID)
+	row("Attempts", fmt.Sprint(t.Attempts))
+	row("Progress", fmt.Sprintf("%d%%", t.ProgressPercent))
+	row("Created", t.CreatedAt.Local().Format(time.DateTime))
+	if t.FinishedAt != nil {
+		row("Finished", t.FinishedAt.Local().Format(time.DateTime))
+	}
+	row("Output", fmt.Sprintf("%d bytes", t.OutputBytes))
+	if r := t.Result; r != nil {
+		row("Result", fmt.Sprintf("%s, exit %d", r.Status, r.ExitCode))
+		if u := r.ResourcesUsed; u != nil {
+			row("Resources", fmt.Sprintf("%d s, cpu %d ms, vram %d MB", u.DurationSeconds, u.CPUTimeMS, u.GPUVRAMMB))
+		}
+	}
+	if e := t.Error; e != nil {
+		row("Error", fmt.Sprintf("%d %s", e.Code, e.Message))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if len(t.Steps) == 0 {
+		return nil
+	}
+	fmt.Fprintln(w, "\nSteps:")
+	tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "  #\tNAME\tSTATUS")
+	for _, s := range t.Steps {
+		fmt.Fprintf(tw, "  %d\t%s\t%s\n", s.Number, s.Name, s.Status)
+	}
+	return tw.Flush()
+}
