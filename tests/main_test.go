@@ -43,9 +43,16 @@ type result struct {
 // chiffon runs the binary to completion with a deadline and returns its result.
 func chiffon(t *testing.T, env []string, stdin string, args ...string) result {
 	t.Helper()
+	return chiffonIn(t, "", env, stdin, args...)
+}
+
+// chiffonIn runs the binary in dir, to completion with a deadline.
+func chiffonIn(t *testing.T, dir string, env []string, stdin string, args ...string) result {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, chiffonBin, args...)
+	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), env...)
 	cmd.Stdin = strings.NewReader(stdin)
 	var out, errb bytes.Buffer
