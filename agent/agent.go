@@ -73,7 +73,7 @@ func New(cfg Config) (*Agent, error) {
 	a := &Agent{
 		cfg:      cfg,
 		log:      cfg.Logger.With("agent_id", cfg.ID),
-		subjects: broker.Subjects{Prefix: cfg.SubjectPrefix},
+		subjects: broker.Subjects{Prefix: cfg.NATS.Prefix},
 		agType:   envelope.AgentType(cfg.Type),
 		handlers: map[string]workType{},
 		ready:    make(chan struct{}),
@@ -132,7 +132,7 @@ func (a *Agent) Run(ctx context.Context) error {
 		}
 	}()
 	nc, err := broker.Connect(broker.ConnConfig{
-		URLs: a.cfg.NATSURLs, Name: "chiffon-agent-" + a.cfg.ID, Logger: a.log,
+		URLs: a.cfg.NATS.URLs, Name: "chiffon-agent-" + a.cfg.ID, Logger: a.log,
 		OnReconnect: func(*nats.Conn) { a.kickRegister() },
 	})
 	if err != nil {

@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"time"
 
+	"github.com/chiffon-dev/chiffon/broker"
 	"github.com/chiffon-dev/chiffon/envelope"
 	"gopkg.in/yaml.v3"
 )
@@ -53,10 +54,8 @@ type Config struct {
 	Type string `yaml:"type"`
 	// Name is a human-readable name; "" means the host name.
 	Name string `yaml:"name"`
-	// NATSURLs are the NATS servers to connect to.
-	NATSURLs []string `yaml:"nats_urls"`
-	// SubjectPrefix is the first token of every subject; "" means "chiffon".
-	SubjectPrefix string `yaml:"subject_prefix"`
+	// NATS says where the broker is and which subject prefix to use.
+	NATS broker.NATSConfig `yaml:"nats"`
 	// TokenFile holds this agent's own token; OrchestratorTokenFile the orchestrator's.
 	TokenFile             string `yaml:"token_file"`
 	OrchestratorTokenFile string `yaml:"orchestrator_token_file"`
@@ -154,8 +153,8 @@ func (c *Config) Validate() error {
 	if t := envelope.AgentType(c.Type); !t.Valid() || t == envelope.Orchestrator {
 		bad("type", "must be infra, desktop, code or research, got %q", c.Type)
 	}
-	if len(c.NATSURLs) == 0 {
-		bad("nats_urls", "at least one URL is required")
+	if len(c.NATS.URLs) == 0 {
+		bad("nats.urls", "at least one URL is required")
 	}
 	if c.Token == "" && c.TokenFile == "" {
 		bad("token_file", "is required")

@@ -16,7 +16,7 @@ func Example() {
 	defer srv.Shutdown()
 	dir, _ := os.MkdirTemp("", "agent")
 	defer os.RemoveAll(dir)
-	a, err := agent.New(agent.Config{ID: "desk-1", Type: "desktop", NATSURLs: []string{srv.ClientURL()},
+	a, err := agent.New(agent.Config{ID: "desk-1", Type: "desktop", NATS: broker.NATSConfig{URLs: []string{srv.ClientURL()}},
 		DataDir: dir, Token: broker.NewToken(), OrchestratorToken: broker.NewToken()})
 	if err != nil {
 		panic(err)

@@ -52,7 +52,7 @@ func newHarness(t *testing.T, mutate func(*agent.Config)) *harness {
 	h.srv = testnats.Start(t, broker.ServerConfig{})
 	h.nc = testnats.Connect(t, h.srv)
 	h.cfg = agent.Config{
-		ID: "code-1", Type: "code", NATSURLs: []string{h.srv.ClientURL()}, DataDir: t.TempDir(),
+		ID: "code-1", Type: "code", NATS: broker.NATSConfig{URLs: []string{h.srv.ClientURL()}}, DataDir: t.TempDir(),
 		Token: h.agentToken, OrchestratorToken: h.orchToken, MaxConcurrency: 4,
 		KeepaliveInterval: agent.Duration(time.Second), DrainTimeout: agent.Duration(wait),
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),

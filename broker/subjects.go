@@ -49,3 +49,12 @@ func (s Subjects) Discover() string { return s.join("registry", "discover") }
 func TaskIDFromSubject(subject string) string {
 	return subject[strings.LastIndexByte(subject, '.')+1:]
 }
+
+// NATSConfig is the `nats` section of a daemon's config file: where the broker is and
+// which subject prefix to use.
+type NATSConfig struct {
+	// URLs of the NATS servers; several give failover within a cluster.
+	URLs []string `yaml:"urls"`
+	// Prefix is the first token of every subject; "" means DefaultPrefix.
+	Prefix string `yaml:"prefix"`
+}

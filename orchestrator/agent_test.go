@@ -10,13 +10,14 @@ import (
 	"time"
 
 	"github.com/chiffon-dev/chiffon/agent"
+	"github.com/chiffon-dev/chiffon/broker"
 	"github.com/chiffon-dev/chiffon/orchestrator"
 )
 
 // realAgent runs an agent.Agent of type code against e's broker until the test ends.
 func (e *env) realAgent(id string, h agent.Handler) {
 	e.t.Helper()
-	a, err := agent.New(agent.Config{ID: id, Type: "code", NATSURLs: []string{e.srv.ClientURL()},
+	a, err := agent.New(agent.Config{ID: id, Type: "code", NATS: broker.NATSConfig{URLs: []string{e.srv.ClientURL()}},
 		DataDir: e.t.TempDir(), Token: e.tokens[id], OrchestratorToken: e.cfg.Token, MaxConcurrency: 4,
 		HeartbeatInterval: agent.Duration(time.Second), KeepaliveInterval: agent.Duration(10 * time.Second),
 		DrainTimeout: agent.Duration(time.Second),

@@ -20,7 +20,7 @@ type Config struct {
 	// a new one written there on first start.
 	ID string `yaml:"id"`
 	// NATS says where the broker is.
-	NATS NATSConfig `yaml:"nats"`
+	NATS broker.NATSConfig `yaml:"nats"`
 	// TokenFile holds the orchestrator's own bearer token, which agents check.
 	TokenFile string `yaml:"token_file"`
 	// APITokenFile holds the bearer token HTTP API clients must send.
@@ -44,14 +44,6 @@ type Config struct {
 	// embedding program) instead of naming files.
 	Token    string `yaml:"-"`
 	APIToken string `yaml:"-"`
-}
-
-// NATSConfig says where the broker is.
-type NATSConfig struct {
-	// URLs of the NATS servers; several give failover within a cluster.
-	URLs []string `yaml:"urls"`
-	// Prefix is the first token of every subject; "" means "chiffon".
-	Prefix string `yaml:"prefix"`
 }
 
 // HTTPConfig configures the API server.

@@ -61,7 +61,7 @@ type env struct {
 func newEnv(t *testing.T, agentIDs ...string) *env {
 	e := &env{t: t, srv: testnats.Start(t, broker.ServerConfig{}), tokens: map[string]string{}, logs: &syncBuf{}}
 	e.cfg = orchestrator.Config{
-		NATS:    orchestrator.NATSConfig{URLs: []string{e.srv.ClientURL()}},
+		NATS:    broker.NATSConfig{URLs: []string{e.srv.ClientURL()}},
 		DataDir: t.TempDir(), Token: broker.NewToken(), APIToken: broker.NewToken(),
 		Timeouts: orchestrator.TimeoutConfig{Ack: 2 * time.Second, Inactivity: 2 * time.Second,
 			DeadlineGrace: 10 * time.Millisecond, Control: 2 * time.Second},

@@ -94,10 +94,10 @@ func (f *agentFlags) merged() (agent.Config, error) {
 		}
 	}
 	if len(f.nats) > 0 {
-		cfg.NATSURLs = nil
+		cfg.NATS.URLs = nil
 		for _, u := range f.nats {
 			if u = strings.TrimSpace(u); u != "" {
-				cfg.NATSURLs = append(cfg.NATSURLs, u)
+				cfg.NATS.URLs = append(cfg.NATS.URLs, u)
 			}
 		}
 	}

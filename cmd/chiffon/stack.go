@@ -75,7 +75,7 @@ func startStack(cfg stackConfig) (_ *stack, err error) {
 		if ac.Token, err = tokens.agent(ac.ID); err != nil {
 			return nil, err
 		}
-		ac.NATSURLs = []string{s.NATSURL}
+		ac.NATS.URLs = []string{s.NATSURL}
 		ac.TokenFile = ""
 		ac.OrchestratorToken, ac.OrchestratorTokenFile = tokens.orch, ""
 		ac.DataDir = filepath.Join(cfg.DataDir, "agents", ac.ID)
@@ -90,7 +90,7 @@ func startStack(cfg stackConfig) (_ *stack, err error) {
 	}
 	s.APIURL = "http://" + ln.Addr().String()
 	s.orch, err = orchestrator.Open(orchestrator.Config{
-		NATS:     orchestrator.NATSConfig{URLs: []string{s.NATSURL}},
+		NATS:     broker.NATSConfig{URLs: []string{s.NATSURL}},
 		DataDir:  filepath.Join(cfg.DataDir, "orchestrator"),
 		Agents:   agentsAllowed,
 		Token:    tokens.orch,
