@@ -88,6 +88,7 @@ func (a *Agent) registerOnce() bool {
 	switch p := env.Payload.(type) {
 	case *envelope.RegisterAck:
 		a.log.Info("registered", "orchestrator_id", p.OrchestratorID, "protocol_version", p.ProtocolVersion)
+		a.markHealthy()
 		return true
 	case *envelope.ErrorPayload:
 		a.log.Error("registration refused", "error_code", p.ErrorCode, "error_message", p.ErrorMessage)
@@ -118,6 +119,7 @@ func (a *Agent) sendHeartbeat() {
 		ActiveTaskIDs: ids, Resources: machineResources(a.cfg.DataDir),
 	}
 	a.pub.publish(a.subjects.Heartbeat(), envelope.New(a.agType, envelope.Orchestrator, "", "", hb))
+	a.markHealthy()
 }
 
 // onDiscover registers again when an orchestrator asks agents of this type to.

@@ -46,6 +46,9 @@ func newRootCmd() *cobra.Command {
 		newAgentCmd(),
 		newOrchestratorCmd(),
 		newTokenCmd(),
+		newInitCmd(),
+		newConfigCmd(),
+		newHealthcheckCmd(),
 		newUpCmd(),
 		newDemoCmd(),
 		newSubmitCmd(),
@@ -55,6 +58,7 @@ func newRootCmd() *cobra.Command {
 		newWatchCmd(),
 		newCancelCmd(),
 		newAgentsCmd(),
+		newBenchCmd(),
 	)
 	return root
 }

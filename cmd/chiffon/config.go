@@ -1,0 +1,175 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"maps"
+	"os"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/chiffon-dev/chiffon/agent"
+	"github.com/chiffon-dev/chiffon/orchestrator"
+	"github.com/spf13/cobra"
+	"gopkg.in/yaml.v3"
+)
+
+func newConfigCmd() *cobra.Command {
+	cmd := &cobra.Command{Use: "config", Short: "Work with daemon config files"}
+	var kind string
+	check := &cobra.Command{
+		Use:   "check FILE...",
+		Short: "Validate agent or orchestrator config files, naming the key of each error",
+		Long: `Reads each file strictly (unknown keys are errors) and checks every value. The kind
+is told by the file (an agent config has a "type" key) unless --kind says it. Token
+files that cannot be read here are reported as warnings: they may live on another host.
+Exits 0 when every file is valid, 1 when any is not, 2 on a usage error.`,
+		Args: cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if kind != "" && kind != "agent" && kind != "orchestrator" {
+				return usagef("--kind must be agent or orchestrator")
+			}
+			ok := true
+			for _, path := range args {
+				ok = checkConfigFile(cmd.OutOrStdout(), path, kind) && ok
+			}
+			if !ok {
+				return exitCode(1, nil)
+			}
+			return nil
+		},
+	}
+	check.Flags().StringVar(&kind, "kind", "", "agent or orchestrator (default: told by the file)")
+	cmd.AddCommand(check)
+	return cmd
+}
+
+// checkConfigFile prints "<path>: ok (...)" or one line per error, and reports validity.
+func checkConfigFile(w io.Writer, path, kind string) bool {
+	if kind == "" {
+		var err error
+		if kind, err = configKind(path); err != nil {
+			fmt.Fprintf(w, "%s: %v\n", path, err)
+			return false
+		}
+	}
+	var (
+		desc       string
+		tokenFiles map[string]string
+		err        error
+	)
+	switch kind {
+	case "agent":
+		var c agent.Config
+		if c, err = agent.LoadConfig(path); err == nil {
+			desc = fmt.Sprintf("agent %s (%s), work types: %s", c.ID, c.Type, strings.Join(slices.Sorted(maps.Keys(c.WorkTypes)), ", "))
+			tokenFiles = map[string]string{"token_file": c.TokenFile, "orchestrator_token_file": c.OrchestratorTokenFile}
+		}
+	default:
+		var c orchestrator.Config
+		if c, err = orchestrator.LoadConfig(path); err == nil {
+			desc = fmt.Sprintf("orchestrator, %d agents allowed", len(c.Agents))
+			tokenFiles = map[string]string{"token_file": c.TokenFile, "api_token_file": c.APITokenFile}
+			for i, a := range c.Agents {
+				tokenFiles[fmt.Sprintf("agents[%d].token_file", i)] = a.TokenFile
+			}
+		}
+	}
+	if err != nil {
+		// LoadConfig names the file itself; print each problem on a line of its own,
+		// naming the key of a YAML error that gives only a line number.
+		src, _ := os.ReadFile(path)
+		msg := strings.TrimPrefix(err.Error(), "config "+path+": ")
+		for _, line := range strings.Split(msg, "\n") {
+			line = strings.TrimSpace(line)
+			if line == "" || line == "yaml: unmarshal errors:" {
+				continue
+			}
+			fmt.Fprintf(w, "%s: %s\n", path, withKey(src, line))
+		}
+		return false
+	}
+	fmt.Fprintf(w, "%s: ok: %s\n", path, desc)
+	for _, key := range slices.Sorted(maps.Keys(tokenFiles)) {
+		file := tokenFiles[key]
+		if file == "" {
+			continue
+		}
+		if _, err := os.Stat(file); err != nil {
+			fmt.Fprintf(w, "%s: warning: %s: %s is not readable here\n", path, key, file)
+		}
+	}
+	return true
+}
+
+// configKind tells an agent config (it has a type key) from an orchestrator's.
+func configKind(path string) (string, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return "", err
+	}
+	var top map[string]any
+	if err := yaml.Unmarshal(b, &top); err != nil {
+		return "", fmt.Errorf("not YAML: %v", err)
+	}
+	if _, ok := top["type"]; ok {
+		return "agent", nil
+	}
+	return "orchestrator", nil
+}
+
+var yamlLine = regexp.MustCompile(`^line (\d+): `)
+
+// withKey rewrites a YAML error "line N: ..." as "line N: <key>: ...", where key is the
+// dotted path of the key on that line.
+func withKey(src []byte, msg string) string {
+	m := yamlLine.FindStringSubmatch(msg)
+	if m == nil {
+		return msg
+	}
+	n, _ := strconv.Atoi(m[1])
+	var root yaml.Node
+	if yaml.Unmarshal(src, &root) != nil || len(root.Content) == 0 {
+		return msg
+	}
+	key := keyAtLine(root.Content[0], n, "")
+	if key == "" {
+		return msg
+	}
+	rest := strings.TrimPrefix(msg, m[0])
+	if f := unknownField.FindStringSubmatch(rest); f != nil {
+		rest = "unknown key"
+	}
+	return m[0] + key + ": " + rest
+}
+
+var unknownField = regexp.MustCompile(`^field (\S+) not found in type`)
+
+// keyAtLine finds the dotted path of the mapping key written on line n.
+func keyAtLine(node *yaml.Node, n int, prefix string) string {
+	switch node.Kind {
+	case yaml.MappingNode:
+		for i := 0; i+1 < len(node.Content); i += 2 {
+			k, v := node.Content[i], node.Content[i+1]
+			path := k.Value
+			if prefix != "" {
+				path = prefix + "." + k.Value
+			}
+			if k.Line == n {
+				return path
+			}
+			if found := keyAtLine(v, n, path); found != "" {
+				return found
+			}
+		}
+	case yaml.SequenceNode:
+		for i, c := range node.Content {
+			if found := keyAtLine(c, n, fmt.Sprintf("%s[%d]", prefix, i)); found != "" {
+				return found
+			}
+		}
+	}
+	return ""
+}
