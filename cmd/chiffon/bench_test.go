@@ -1,0 +1,52 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"testing"
+)
+
+// benchAsCLIEnv makes this test binary act as the chiffon command, so that the bench
+// can start it as the idle agent and orchestrator.
+const benchAsCLIEnv = "CHIFFON_BENCH_TEST_AS_CLI"
+
+func init() {
+	if os.Getenv(benchAsCLIEnv) == "1" {
+		os.Exit(run(context.Background(), os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+	}
+}
+
+// TestBenchPrintsEveryFigure runs a short bench and checks that every key is there
+// with a sane value. It never asserts speed.
+func TestBenchPrintsEveryFigure(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts NATS, an orchestrator, an agent and two subprocesses")
+	}
+	t.Setenv(benchAsCLIEnv, "1") // for the subprocesses: this one has passed init
+	var out, errb bytes.Buffer
+	code := run(context.Background(), []string{"bench", "--tasks", "20", "--inflight", "4", "--json"}, nil, &out, &errb)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+	var res map[string]float64
+	if err := json.Unmarshal(out.Bytes(), &res); err != nil {
+		t.Fatalf("output is not one JSON object of numbers: %v\n%s", err, out.String())
+	}
+	for _, key := range []string{"raw_tasks_per_s", "chiffon_tasks_per_s", "throughput_ratio", "raw_p50_us",
+		"chiffon_p50_us", "chiffon_p99_us", "latency_ratio", "api_tasks_per_s", "chunk_mib_per_s",
+		"peak_rss_mib", "idle_agent_rss_mib", "idle_orchestrator_rss_mib"} {
+		v, ok := res[key]
+		if !ok {
+			t.Errorf("%s missing from %s", key, out.String())
+			continue
+		}
+		if v <= 0 || v > 1e9 {
+			t.Errorf("%s = %v, want a positive figure", key, v)
+		}
+	}
+	if res["chiffon_p99_us"] < res["chiffon_p50_us"] {
+		t.Errorf("chiffon p99 %v is below p50 %v", res["chiffon_p99_us"], res["chiffon_p50_us"])
+	}
+}

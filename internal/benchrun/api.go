@@ -1,0 +1,48 @@
+package benchrun
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+
+	"github.com/chiffon-dev/chiffon/orchestrator"
+)
+
+// runAPI measures the front door: POST /api/v1/tasks, then the task's event stream
+// until it ends, through orchestrator.Client over loopback HTTP. The rate is with
+// cfg.InFlight clients at once, the latency one at a time.
+func runAPI(ctx context.Context, st *stack, cfg Config) (stats, error) {
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.MaxIdleConnsPerHost = 2 * cfg.InFlight
+	defer tr.CloseIdleConnections()
+	c := &orchestrator.Client{BaseURL: st.apiURL, Token: st.apiToken, HTTP: &http.Client{Transport: tr}}
+	req := noopRequest(cfg.Size)
+	one := func(int) error {
+		t, err := c.Submit(ctx, req)
+		if err != nil {
+			return err
+		}
+		var last orchestrator.State
+		err = c.Events(ctx, t.ID, func(ev *orchestrator.Event) error {
+			last = ev.State
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		if last != orchestrator.StateSucceeded {
+			return fmt.Errorf("task %s ended %s", t.ID, last)
+		}
+		return nil
+	}
+	n := max(cfg.Tasks/4, 1)
+	seq, err := measure(ctx, n, 1, one)
+	if err != nil {
+		return stats{}, err
+	}
+	par, err := measure(ctx, cfg.Tasks, cfg.InFlight, one)
+	if err != nil {
+		return stats{}, err
+	}
+	return stats{perSecond: par.perSecond, p50: seq.p50, p99: seq.p99}, nil
+}

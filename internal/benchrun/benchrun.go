@@ -1,0 +1,218 @@
+// Package benchrun measures Chiffon against raw NATS on one server, in one process:
+// the request/reply baseline, end-to-end no-op tasks through the orchestrator and an
+// agent, the same through the HTTP API, chunked output, and memory. The chiffon
+// command's bench subcommand runs it; each phase lives in its own file.
+package benchrun
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"slices"
+	"time"
+
+	"github.com/chiffon-dev/chiffon/broker"
+	"github.com/nats-io/nats.go"
+)
+
+// Config says what to measure. Zero values mean the defaults.
+type Config struct {
+	// NATSURL is the server to use; "" starts an embedded one on 127.0.0.1.
+	NATSURL string
+	// Tasks is the number of tasks (or raw requests) per phase; 0 means 2000.
+	Tasks int
+	// InFlight is the concurrency of the throughput runs; 0 means 64.
+	InFlight int
+	// Size is the payload size in bytes of each request and reply; 0 means 256.
+	Size int
+	// ChunkBytes is the output of the chunks phase's one task; 0 means 10 MiB.
+	ChunkBytes int
+	// Executable is the chiffon binary started for the idle-RSS figures; "" skips
+	// them. ExecEnv is added to its environment.
+	Executable string
+	ExecEnv    []string
+	// Progress receives one line per phase; nil means none.
+	Progress io.Writer
+}
+
+func (c Config) withDefaults() Config {
+	if c.Tasks <= 0 {
+		c.Tasks = 2000
+	}
+	if c.InFlight <= 0 {
+		c.InFlight = 64
+	}
+	if c.Size <= 0 {
+		c.Size = 256
+	}
+	if c.ChunkBytes <= 0 {
+		c.ChunkBytes = 10 << 20
+	}
+	if c.Progress == nil {
+		c.Progress = io.Discard
+	}
+	return c
+}
+
+// Result holds every figure of one run. Rates are per second, latencies in
+// microseconds, memory in MiB.
+type Result struct {
+	Tasks    int `json:"tasks"`
+	InFlight int `json:"inflight"`
+	Size     int `json:"size_bytes"`
+
+	RawTasksPerS float64 `json:"raw_tasks_per_s"`
+	RawP50US     float64 `json:"raw_p50_us"`
+	RawP99US     float64 `json:"raw_p99_us"`
+
+	ChiffonTasksPerS float64 `json:"chiffon_tasks_per_s"`
+	ChiffonP50US     float64 `json:"chiffon_p50_us"`
+	ChiffonP99US     float64 `json:"chiffon_p99_us"`
+
+	// ThroughputRatio is chiffon / raw tasks per second at the same concurrency;
+	// LatencyRatio is chiffon p50 / raw p50, one at a time.
+	ThroughputRatio float64 `json:"throughput_ratio"`
+	LatencyRatio    float64 `json:"latency_ratio"`
+
+	APITasksPerS float64 `json:"api_tasks_per_s"`
+	APIP50US     float64 `json:"api_p50_us"`
+
+	ChunkMiBPerS float64 `json:"chunk_mib_per_s"`
+
+	PeakRSSMiB             float64 `json:"peak_rss_mib"`
+	IdleAgentRSSMiB        float64 `json:"idle_agent_rss_mib,omitempty"`
+	IdleOrchestratorRSSMiB float64 `json:"idle_orchestrator_rss_mib,omitempty"`
+}
+
+// Run runs every phase in order and returns the figures.
+func Run(ctx context.Context, cfg Config) (*Result, error) {
+	cfg = cfg.withDefaults()
+	url := cfg.NATSURL
+	if url == "" {
+		srv, err := broker.StartServer(broker.ServerConfig{})
+		if err != nil {
+			return nil, err
+		}
+		defer srv.Shutdown()
+		url = srv.ClientURL()
+	}
+	res := &Result{Tasks: cfg.Tasks, InFlight: cfg.InFlight, Size: cfg.Size}
+	progress := func(format string, args ...any) { fmt.Fprintf(cfg.Progress, format+"\n", args...) }
+
+	raw, err := runRaw(ctx, url, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("raw: %w", err)
+	}
+	res.RawTasksPerS, res.RawP50US, res.RawP99US = raw.perSecond, raw.p50, raw.p99
+	progress("raw:     %8.0f req/s  p50 %7.1f µs  p99 %7.1f µs", raw.perSecond, raw.p50, raw.p99)
+
+	dir, err := os.MkdirTemp("", "chiffon-bench-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(dir)
+	st, err := startStack(ctx, url, dir, cfg.InFlight)
+	if err != nil {
+		return nil, fmt.Errorf("start orchestrator and agent: %w", err)
+	}
+	defer st.close()
+
+	ch, err := runChiffon(ctx, st, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("chiffon: %w", err)
+	}
+	res.ChiffonTasksPerS, res.ChiffonP50US, res.ChiffonP99US = ch.perSecond, ch.p50, ch.p99
+	progress("chiffon: %8.0f task/s p50 %7.1f µs  p99 %7.1f µs", ch.perSecond, ch.p50, ch.p99)
+	res.ThroughputRatio = ratio(res.ChiffonTasksPerS, res.RawTasksPerS)
+	res.LatencyRatio = ratio(res.ChiffonP50US, res.RawP50US)
+
+	api, err := runAPI(ctx, st, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("api: %w", err)
+	}
+	res.APITasksPerS, res.APIP50US = api.perSecond, api.p50
+	progress("api:     %8.0f task/s p50 %7.1f µs", api.perSecond, api.p50)
+
+	if res.ChunkMiBPerS, err = runChunks(ctx, st, cfg); err != nil {
+		return nil, fmt.Errorf("chunks: %w", err)
+	}
+	progress("chunks:  %8.1f MiB/s", res.ChunkMiBPerS)
+
+	res.PeakRSSMiB = peakRSSMiB()
+	if cfg.Executable != "" {
+		if res.IdleAgentRSSMiB, res.IdleOrchestratorRSSMiB, err = idleRSS(ctx, url, dir, cfg); err != nil {
+			return nil, fmt.Errorf("idle rss: %w", err)
+		}
+		progress("idle:    agent %.1f MiB, orchestrator %.1f MiB", res.IdleAgentRSSMiB, res.IdleOrchestratorRSSMiB)
+	}
+	progress("peak:    %.1f MiB", res.PeakRSSMiB)
+	return res, nil
+}
+
+// stats are the figures of one phase.
+type stats struct {
+	perSecond float64
+	p50, p99  float64 // µs
+}
+
+// measure runs one(i) for i in [0, n) with k at once and returns the rate; when
+// k == 1 it also returns the latency percentiles.
+func measure(ctx context.Context, n, k int, one func(i int) error) (stats, error) {
+	lat := make([]time.Duration, n)
+	next := make(chan int, n)
+	for i := range n {
+		next <- i
+	}
+	close(next)
+	errc := make(chan error, k)
+	start := time.Now()
+	for range k {
+		go func() {
+			for i := range next {
+				if err := ctx.Err(); err != nil {
+					errc <- err
+					return
+				}
+				t0 := time.Now()
+				if err := one(i); err != nil {
+					errc <- err
+					return
+				}
+				lat[i] = time.Since(t0)
+			}
+			errc <- nil
+		}()
+	}
+	var first error
+	for range k {
+		if err := <-errc; err != nil && first == nil {
+			first = err
+		}
+	}
+	if first != nil {
+		return stats{}, first
+	}
+	elapsed := time.Since(start)
+	slices.Sort(lat)
+	return stats{
+		perSecond: float64(n) / elapsed.Seconds(),
+		p50:       micros(lat[n*50/100]),
+		p99:       micros(lat[min(n-1, n*99/100)]),
+	}, nil
+}
+
+func micros(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e3 }
+
+func ratio(a, b float64) float64 {
+	if b == 0 {
+		return 0
+	}
+	return a / b
+}
+
+// connect dials url the way the daemons do.
+func connect(url, name string) (*nats.Conn, error) {
+	return broker.Connect(broker.ConnConfig{URLs: []string{url}, Name: name, Logger: slog.New(slog.DiscardHandler)})
+}

@@ -1,0 +1,55 @@
+package benchrun
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/chiffon-dev/chiffon/envelope"
+	"github.com/chiffon-dev/chiffon/orchestrator"
+)
+
+// noopRequest is the task of the chiffon and api phases: a no-op work type whose
+// parameters carry size bytes.
+func noopRequest(size int) orchestrator.SubmitRequest {
+	return orchestrator.SubmitRequest{ToAgent: envelope.Infra, WorkType: workNoop,
+		Parameters: map[string]any{"data": strings.Repeat("x", size)}}
+}
+
+// runChiffon measures no-op tasks end to end through the real code path:
+// orchestrator.Submit stores the task, routes it, passes the agent's breaker and
+// publishes the work_request; the agent checks the token, decodes, writes its dedupe
+// entry, acknowledges, runs nothing and sends the result; the orchestrator records
+// the result. A task counts when orchestrator.Wait sees it succeeded. One at a time
+// for latency, cfg.InFlight at once for throughput.
+func runChiffon(ctx context.Context, st *stack, cfg Config) (stats, error) {
+	req := noopRequest(cfg.Size)
+	one := func(int) error {
+		t, err := st.orch.Submit(ctx, req)
+		if err != nil {
+			return err
+		}
+		t, err = st.orch.Wait(ctx, t.ID)
+		if err != nil {
+			return err
+		}
+		if t.State != orchestrator.StateSucceeded {
+			return fmt.Errorf("task %s ended %s: %+v", t.ID, t.State, t.Error)
+		}
+		return nil
+	}
+	// A short warm-up so that the first figures are not Badger's and the Go
+	// runtime's start-up.
+	if _, err := measure(ctx, min(cfg.Tasks, 50), 1, one); err != nil {
+		return stats{}, err
+	}
+	seq, err := measure(ctx, cfg.Tasks, 1, one)
+	if err != nil {
+		return stats{}, err
+	}
+	par, err := measure(ctx, cfg.Tasks, cfg.InFlight, one)
+	if err != nil {
+		return stats{}, err
+	}
+	return stats{perSecond: par.perSecond, p50: seq.p50, p99: seq.p99}, nil
+}

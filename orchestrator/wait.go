@@ -1,0 +1,30 @@
+package orchestrator
+
+import "context"
+
+// Wait blocks until task id has finished, ctx ends or the orchestrator closes, and
+// returns a snapshot of the task. It lets an embedding program (and the bench) wait
+// for a result without polling.
+func (o *Orchestrator) Wait(ctx context.Context, id string) (*Task, error) {
+	for {
+		o.mu.Lock()
+		w := o.watch(id)
+		o.mu.Unlock()
+		if w == nil { // finished, unknown, or closed
+			return o.Task(id)
+		}
+		for open := true; open; {
+			select {
+			case _, open = <-w.ch:
+			case <-ctx.Done():
+				o.unwatch(id, w)
+				return nil, ctx.Err()
+			}
+		}
+		// The stream ends at the task's end, or early for a watcher that fell behind.
+		t, err := o.Task(id)
+		if err != nil || t.State.Final() {
+			return t, err
+		}
+	}
+}
