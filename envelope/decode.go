@@ -1,7 +1,6 @@
 package envelope
 
 import (
-	"encoding/json"
 	"slices"
 	"strings"
 	"time"
@@ -46,7 +45,7 @@ func (d *Decoder) decode(data []byte) (*Envelope, *errcodes.Error) {
 	if !utf8.Valid(data) {
 		return nil, errcodes.NewInvalidMessage("", "message is not valid UTF-8")
 	}
-	if !json.Valid(data) {
+	if !validJSON(data) {
 		return nil, errcodes.NewInvalidMessage("", "message is not valid JSON")
 	}
 	o := openObject(data, "")

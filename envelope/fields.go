@@ -13,21 +13,19 @@ import (
 // in err and later reads become no-ops, so a schema reads as a straight list of fields.
 type object struct {
 	path string
-	m    map[string]json.RawMessage
+	ms   []member
 	err  *errcodes.Error
 }
 
-// openObject parses raw as a JSON object at path. A value that is not an object
-// (null included) is reported on path.
+// openObject reads raw, a part of input validJSON has accepted, as a JSON object at
+// path. A value that is not an object (null included) is reported on path.
 func openObject(raw json.RawMessage, path string) *object {
 	o := &object{path: path}
 	if kind(raw) != "object" {
 		o.err = errcodes.NewInvalidMessage(path, "must be an object, got %s", kind(raw))
 		return o
 	}
-	if err := json.Unmarshal(raw, &o.m); err != nil {
-		o.err = errcodes.NewInvalidMessage(path, "malformed object: %v", err)
-	}
+	o.ms = splitObject(raw)
 	return o
 }
 
@@ -51,9 +49,9 @@ func (o *object) close(known ...string) *errcodes.Error {
 		return o.err
 	}
 	var unknown []string
-	for k := range o.m {
-		if !slices.Contains(known, k) {
-			unknown = append(unknown, k)
+	for _, m := range o.ms {
+		if !slices.Contains(known, m.key) {
+			unknown = append(unknown, m.key)
 		}
 	}
 	if len(unknown) > 0 {
@@ -94,13 +92,14 @@ func (o *object) member(key string, required bool) (json.RawMessage, bool) {
 	if o.err != nil {
 		return nil, false
 	}
-	raw, ok := o.m[key]
-	if !ok {
+	j := indexMember(o.ms, key)
+	if j < 0 {
 		if required {
 			o.fail(key, "required field is missing")
 		}
 		return nil, false
 	}
+	raw := o.ms[j].raw
 	if kind(raw) == "null" {
 		o.fail(key, "must not be null")
 		return nil, false
@@ -118,11 +117,7 @@ func (o *object) str(key string, required bool) string {
 		o.fail(key, "must be a string, got %s", kind(raw))
 		return ""
 	}
-	var s string
-	if err := json.Unmarshal(raw, &s); err != nil {
-		o.fail(key, "malformed string: %v", err)
-	}
-	return s
+	return unquote(raw)
 }
 
 // integer reads an integer member; 0 when absent. Only integer literals are accepted:
@@ -228,10 +223,7 @@ func (o *object) anyMap(key string, required bool) map[string]any {
 	return m
 }
 
-func (o *object) has(key string) bool {
-	_, ok := o.m[key]
-	return ok
-}
+func (o *object) has(key string) bool { return indexMember(o.ms, key) >= 0 }
 
 // decodeFreeObject decodes a JSON object of any content, keeping numbers exact.
 func decodeFreeObject(raw json.RawMessage) (map[string]any, string) {

@@ -51,8 +51,8 @@ func readHints(o *object) *Hints {
 		MaxMemoryMB:        h.intRange("max_memory_mb", false, 1, 1<<40),
 		AgentID:            h.agentID("agent_id", false),
 	}
-	for k, v := range h.m {
-		switch k {
+	for _, m := range h.ms {
+		switch k, v := m.key, m.raw; k {
 		case "max_duration_seconds", "max_memory_mb", "agent_id":
 		default:
 			if out.Extra == nil {
