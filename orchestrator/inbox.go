@@ -35,6 +35,9 @@ func (o *Orchestrator) handleTaskMsg(msg *nats.Msg) {
 		o.log.Warn("invalid message on task inbox dropped", "task_id", taskID, "agent_id", agentID, "err", err)
 		return
 	}
+	if faultDropIncoming(env.Type) {
+		return // test builds only: a lost message
+	}
 	o.metrics.messages.WithLabelValues("in", string(env.Type)).Inc()
 	o.mu.Lock()
 	defer o.mu.Unlock()

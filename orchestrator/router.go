@@ -81,13 +81,19 @@ func better(a, b *agentEntry, avoid string) bool {
 	return a.id < b.id
 }
 
-// enqueue puts r at the end of its type's queue. Called with o.mu held.
+// enqueue puts r at the end of its type's queue, or at its head when r was
+// dispatched before (a retry), so that a retry is not delayed behind every task
+// submitted since. Called with o.mu held.
 func (o *Orchestrator) enqueue(r *run) {
 	if r.queued {
 		return
 	}
 	r.queued = true
-	o.queues[r.t.ToAgent] = append(o.queues[r.t.ToAgent], r.t.ID)
+	if r.t.Attempts > 0 {
+		o.queues[r.t.ToAgent] = slices.Insert(o.queues[r.t.ToAgent], 0, r.t.ID)
+	} else {
+		o.queues[r.t.ToAgent] = append(o.queues[r.t.ToAgent], r.t.ID)
+	}
 	o.taskLog(r.t).Info("task queued: every candidate agent is at capacity", "agent_type", r.t.ToAgent)
 }
 
@@ -99,7 +105,13 @@ func (o *Orchestrator) drainQueue(typ envelope.AgentType) {
 		return
 	}
 	kept := q[:0:0]
-	for _, id := range q {
+	for i, id := range q {
+		if !o.hasRoom(typ) {
+			// Nothing more can go now: keep the rest without routing each of them,
+			// which made a long queue cost O(len(queue)) per finished task.
+			kept = append(kept, q[i:]...)
+			break
+		}
 		r := o.runs[id]
 		if r == nil || !r.queued {
 			continue
@@ -114,6 +126,17 @@ func (o *Orchestrator) drainQueue(typ envelope.AgentType) {
 	}
 	// route may have queued more tasks behind the ones looked at.
 	o.queues[typ] = append(kept, o.queues[typ][len(q):]...)
+}
+
+// hasRoom reports whether an online, non-draining agent of typ has a free slot.
+// Called with o.mu held.
+func (o *Orchestrator) hasRoom(typ envelope.AgentType) bool {
+	for _, a := range o.agents {
+		if a.typ == typ && a.online && a.inflight < a.capacity && a.status != "draining" {
+			return true
+		}
+	}
+	return false
 }
 
 // unqueue removes a task from its queue. Called with o.mu held.

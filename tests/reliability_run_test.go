@@ -1,0 +1,405 @@
+package tests
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/chiffon-dev/chiffon/orchestrator"
+)
+
+// soak reports whether CHIFFON_SOAK=1 asks for the large counts.
+func soak() bool { return os.Getenv("CHIFFON_SOAK") == "1" }
+
+// scenario is one reliability scenario: a workload of "count" tasks, faults injected
+// while it runs, and the checks every scenario ends with.
+type scenario struct {
+	// tasks and soakTasks are the default and CHIFFON_SOAK=1 task counts.
+	tasks, soakTasks int
+	agents           int
+	// sleep gives task i's SLEEP parameter ("" for none).
+	sleep func(i int) string
+	// faults is the orchestrator's CHIFFON_FAULTS (test builds only).
+	faults   string
+	logLevel string
+	// bound is the longest a task may take from its first dispatch to its end.
+	bound time.Duration
+	// interrupted allows failed tasks that the agent reported interrupted (137).
+	interrupted bool
+	// inject breaks things while the tasks run; done reports how many ended.
+	inject func(c *cluster, w *watch)
+}
+
+// watch follows a running workload from the orchestrator's metrics.
+type watch struct {
+	c     *cluster
+	total int
+}
+
+// finished returns how many tasks are in a final state, or -1 while the
+// orchestrator does not answer.
+func (w *watch) finished() int {
+	m, err := w.c.metrics()
+	if err != nil {
+		return -1
+	}
+	n := 0
+	for _, s := range []string{"succeeded", "failed", "cancelled", "error"} {
+		n += int(m[`chiffon_orchestrator_tasks{state="`+s+`"}`])
+	}
+	return n
+}
+
+// atFraction waits until frac of the tasks have ended.
+func (w *watch) atFraction(frac float64) {
+	want := int(frac * float64(w.total))
+	w.c.waitFor(fmt.Sprintf("%d of %d tasks finished", want, w.total), 30*time.Minute, func() bool {
+		return w.finished() >= want
+	})
+}
+
+// report is what one scenario measured.
+type report struct {
+	submitted int
+	byState   map[string]int
+	submit    time.Duration
+	run       time.Duration
+	maxTask   time.Duration
+}
+
+// runScenario runs sc on a fresh cluster and checks the guarantees.
+func runScenario(t *testing.T, sc scenario) (*cluster, report) {
+	n := sc.tasks
+	if soak() {
+		n = sc.soakTasks
+	}
+	c := newCluster(t, sc.agents)
+	if sc.logLevel != "" {
+		c.logLevel = sc.logLevel
+	}
+	if sc.faults != "" {
+		c.orchEnv = []string{"CHIFFON_FAULTS=" + sc.faults}
+	}
+	c.start()
+	base := c.resources()
+
+	rep := report{submitted: n, byState: map[string]int{}}
+	start := time.Now()
+	ids := c.submitAll(n, sc.sleep)
+	rep.submit = time.Since(start)
+
+	w := &watch{c: c, total: n}
+	injected := make(chan struct{})
+	go func() {
+		defer close(injected)
+		if sc.inject != nil {
+			sc.inject(c, w)
+		}
+	}()
+	deadline := 2*time.Minute + time.Duration(n)*50*time.Millisecond
+	c.waitFor(fmt.Sprintf("all %d tasks finished", n), deadline, func() bool { return w.finished() == n })
+	<-injected
+	rep.run = time.Since(start)
+
+	c.verify(t, sc, ids, &rep)
+	c.checkResources(t, base)
+	lines := c.assertNoTokenLogged()
+	t.Logf("%d tasks: submitted in %s, all ended %s after the first submit (%.0f tasks/s); by state %v; slowest task %s; %d log lines scanned for tokens",
+		n, rep.submit.Round(time.Millisecond), rep.run.Round(time.Millisecond), float64(n)/rep.run.Seconds(),
+		rep.byState, rep.maxTask.Round(time.Millisecond), lines)
+	return c, rep
+}
+
+// submitAll submits n count tasks over 4 connections and returns their parameter
+// n by task id.
+func (c *cluster) submitAll(n int, sleep func(int) string) map[string]int {
+	c.t.Helper()
+	ids := make(map[string]int, n)
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	next := make(chan int)
+	errs := make(chan error, 4)
+	for range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				params := map[string]any{"n": i}
+				if sleep != nil {
+					if s := sleep(i); s != "" {
+						params["sleep"] = s
+					}
+				}
+				ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+				task, err := c.client.Submit(ctx, orchestrator.SubmitRequest{ToAgent: "code", WorkType: "count", Parameters: params})
+				cancel()
+				if err != nil {
+					errs <- fmt.Errorf("submit task %d: %w", i, err)
+					for range next {
+					}
+					return
+				}
+				mu.Lock()
+				ids[task.ID] = i
+				mu.Unlock()
+			}
+		}()
+	}
+	for i := range n {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		c.t.Fatal(err)
+	}
+	return ids
+}
+
+// runs counts, by request_id, how often the count work type started.
+func (c *cluster) runs() map[string]int {
+	c.t.Helper()
+	runs := map[string]int{}
+	f, err := os.Open(c.runsFile)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		runs[strings.TrimSpace(sc.Text())]++
+	}
+	return runs
+}
+
+// verify checks the guarantees of docs/reliability.md on every task.
+func (c *cluster) verify(t *testing.T, sc scenario, ids map[string]int, rep *report) {
+	t.Helper()
+	runs := c.runs()
+	type checked struct {
+		task   *orchestrator.Task
+		output string
+		err    error
+	}
+	results := make(chan checked)
+	work := make(chan string)
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for id := range work {
+				ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+				task, err := c.client.Get(ctx, id)
+				var out bytes.Buffer
+				if err == nil && task.State == orchestrator.StateSucceeded {
+					_, err = c.client.Output(ctx, id, &out)
+				}
+				cancel()
+				results <- checked{task, out.String(), err}
+			}
+		}()
+	}
+	go func() {
+		for id := range ids {
+			work <- id
+		}
+		close(work)
+		wg.Wait()
+		close(results)
+	}()
+	known := map[string]bool{}
+	bad := 0
+	fail := func(format string, args ...any) {
+		if bad++; bad <= 20 {
+			t.Errorf(format, args...)
+		}
+	}
+	for r := range results {
+		if r.err != nil {
+			fail("read task: %v", r.err)
+			continue
+		}
+		task := r.task
+		known[task.RequestID] = true
+		rep.byState[string(task.State)]++
+		if !task.State.Final() || task.FinishedAt == nil {
+			fail("task %s is %s, not finished", task.ID, task.State)
+			continue
+		}
+		from := task.CreatedAt
+		if task.FirstDispatchAt != nil {
+			from = *task.FirstDispatchAt
+		}
+		if d := task.FinishedAt.Sub(from); d > sc.bound {
+			fail("task %s took %s from its first dispatch, over the bound of %s (attempts %d, retries %+v)", task.ID, d, sc.bound, task.Attempts, task.Retries)
+		} else if d > rep.maxTask {
+			rep.maxTask = d
+		}
+		ran := runs[task.RequestID]
+		if ran > 1 {
+			fail("task %s (request %s) ran %d times", task.ID, task.RequestID, ran)
+		}
+		switch {
+		case task.State == orchestrator.StateSucceeded:
+			want := fmt.Sprintf("out %d %s\n", ids[task.ID], task.RequestID)
+			if ran != 1 || r.output != want || !task.OutputComplete || task.Result == nil || task.Result.ExitCode != 0 {
+				fail("succeeded task %s: ran %d times, output %q (complete %v), want %q", task.ID, ran, r.output, task.OutputComplete, want)
+			}
+		case task.State == orchestrator.StateFailed && sc.interrupted && task.Result != nil && task.Result.ExitCode == 137:
+			// The agent died while it ran: reported interrupted, never run again.
+		default:
+			fail("task %s ended %s: result %+v, error %+v, retries %+v", task.ID, task.State, task.Result, task.Error, task.Retries)
+		}
+	}
+	for reqID, n := range runs {
+		if !known[reqID] {
+			fail("runs file names request %q (%d runs) that no task has", reqID, n)
+		}
+	}
+	m, err := c.metrics()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := 0
+	for _, s := range orchestrator.States {
+		got := int(m[`chiffon_orchestrator_tasks{state="`+string(s)+`"}`])
+		sum += got
+		if got != rep.byState[string(s)] {
+			t.Errorf("metrics count %d %s tasks, the API %d", got, s, rep.byState[string(s)])
+		}
+	}
+	if sum != len(ids) {
+		t.Errorf("counts by state add up to %d, submitted %d", sum, len(ids))
+	}
+}
+
+var metricLine = regexp.MustCompile(`^([a-z_]+(?:\{[^}]*\})?) ([0-9.e+-]+)$`)
+
+// metrics scrapes the orchestrator's /metrics into name{labels} -> value.
+func (c *cluster) metrics() (map[string]float64, error) {
+	resp, err := c.http.Get("http://" + c.httpAddr + "/metrics")
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("metrics: %s", resp.Status)
+	}
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return nil, err
+	}
+	m := map[string]float64{}
+	for _, l := range strings.Split(string(b), "\n") {
+		if g := metricLine.FindStringSubmatch(l); g != nil {
+			v, _ := strconv.ParseFloat(g[2], 64)
+			m[g[1]] = v
+		}
+	}
+	return m, nil
+}
+
+// usage is one process's goroutines and resident memory.
+type usage struct {
+	pid        int
+	goroutines int
+	rssKiB     int
+}
+
+// resources measures the orchestrator and every agent that is running.
+func (c *cluster) resources() map[string]usage {
+	c.t.Helper()
+	out := map[string]usage{}
+	c.http.CloseIdleConnections()
+	if m, err := c.metrics(); err == nil && c.orch.alive() {
+		out["orchestrator"] = usage{pid: c.orch.pid(), goroutines: int(m["go_goroutines"]), rssKiB: rss(c.orch.pid())}
+	}
+	for id, p := range c.agents {
+		if !p.alive() {
+			continue
+		}
+		out[id] = usage{pid: p.pid(), goroutines: c.agentGoroutines(id, p), rssKiB: rss(p.pid())}
+	}
+	return out
+}
+
+// agentGoroutines asks an agent (built with chiffonfaults) for its goroutine count.
+func (c *cluster) agentGoroutines(id string, p *proc) int {
+	path := c.statsFile(id)
+	_ = os.Remove(path)
+	_ = p.cmd.Process.Signal(syscall.SIGUSR1)
+	n := -1
+	c.waitFor("goroutine count of "+id, 10*time.Second, func() bool {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return false
+		}
+		n, err = strconv.Atoi(strings.TrimSpace(string(b)))
+		return err == nil
+	})
+	return n
+}
+
+// rss reads VmRSS of pid in KiB.
+func rss(pid int) int {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return -1
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(l, "VmRSS:"); ok {
+			n, _ := strconv.Atoi(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")))
+			return n
+		}
+	}
+	return -1
+}
+
+// checkResources compares every process still running since base was taken with its
+// numbers then: goroutines must come back near their idle count (polled, since tasks
+// end asynchronously), and resident memory is reported.
+func (c *cluster) checkResources(t *testing.T, base map[string]usage) {
+	t.Helper()
+	const slack = 10
+	var now map[string]usage
+	settled := func() bool {
+		now = c.resources()
+		for name, b := range base {
+			if u, ok := now[name]; ok && u.pid == b.pid && u.goroutines > b.goroutines+slack {
+				return false
+			}
+		}
+		return true
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for !settled() && time.Now().Before(deadline) {
+		time.Sleep(500 * time.Millisecond) // polling other processes; nothing to wait on
+	}
+	for name, b := range base {
+		u, ok := now[name]
+		if !ok || u.pid != b.pid {
+			t.Logf("resources %s: restarted during the run (start: %d goroutines, %d MiB RSS)", name, b.goroutines, b.rssKiB>>10)
+			continue
+		}
+		t.Logf("resources %s: goroutines %d -> %d, RSS %d -> %d MiB", name, b.goroutines, u.goroutines, b.rssKiB>>10, u.rssKiB>>10)
+		if u.goroutines > b.goroutines+slack {
+			t.Errorf("%s: %d goroutines after the run, %d before", name, u.goroutines, b.goroutines)
+		}
+		if u.rssKiB > b.rssKiB+256<<10 {
+			t.Errorf("%s: RSS grew from %d to %d MiB", name, b.rssKiB>>10, u.rssKiB>>10)
+		}
+	}
+}

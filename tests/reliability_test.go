@@ -1,0 +1,150 @@
+package tests
+
+import (
+	"bytes"
+	"os/exec"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// The reliability scenarios of docs/reliability.md. Each runs "count" tasks (a shell
+// work type that records its request_id in a file before doing anything) across a
+// real broker, orchestrator and agents, breaks something mid-run, and then checks:
+// every task ended within its bound, no request ran twice, every succeeded task holds
+// the output its run printed, and the counts by state add up. CHIFFON_SOAK=1 runs the
+// large counts.
+
+// sleepEvery gives every k-th task a SLEEP of d, so that tasks are running when a
+// fault hits; the others run as fast as a shell starts.
+func sleepEvery(k int, d string) func(int) string {
+	return func(i int) string {
+		if i%k == 0 {
+			return d
+		}
+		return ""
+	}
+}
+
+// killAgent kills agent id with SIGKILL and starts it again on the same data dir.
+func killAgent(c *cluster, id string) {
+	c.agents[id].kill(c.t)
+	c.startAgent(id)
+}
+
+// restartBroker kills the broker with SIGKILL, starts it again on the same port, and
+// waits until every agent has registered again.
+func restartBroker(c *cluster) {
+	since := time.Now()
+	c.broker.kill(c.t)
+	c.startBroker()
+	for _, id := range c.agentIDs {
+		c.waitAgentOnline(id, since)
+	}
+}
+
+// restartOrchestrator kills the orchestrator with SIGKILL and starts it again on the
+// same data dir.
+func restartOrchestrator(c *cluster) {
+	c.orch.kill(c.t)
+	c.startOrchestrator()
+}
+
+// stallAgent stops agent id (SIGSTOP) for d, longer than the inactivity timeout, and
+// lets it go on.
+func stallAgent(c *cluster, id string, d time.Duration) {
+	p := c.agents[id]
+	_ = p.cmd.Process.Signal(syscall.SIGSTOP)
+	time.Sleep(d) // the fault is the passing of time
+	_ = p.cmd.Process.Signal(syscall.SIGCONT)
+}
+
+func TestReliabilityAgentKilled(t *testing.T) {
+	runScenario(t, scenario{tasks: 200, soakTasks: 5000, agents: 3, sleep: sleepEvery(2, "0.2"),
+		bound: time.Minute, interrupted: true,
+		inject: func(c *cluster, w *watch) {
+			w.atFraction(0.3)
+			killAgent(c, "code-2")
+		}})
+}
+
+func TestReliabilityBrokerRestart(t *testing.T) {
+	runScenario(t, scenario{tasks: 200, soakTasks: 2000, agents: 3, sleep: sleepEvery(3, "0.1"),
+		bound: time.Minute,
+		inject: func(c *cluster, w *watch) {
+			w.atFraction(0.25)
+			restartBroker(c)
+			w.atFraction(0.6)
+			restartBroker(c)
+		}})
+}
+
+func TestReliabilityOrchestratorRestart(t *testing.T) {
+	runScenario(t, scenario{tasks: 200, soakTasks: 2000, agents: 3, sleep: sleepEvery(3, "0.1"),
+		bound: time.Minute,
+		inject: func(c *cluster, w *watch) {
+			w.atFraction(0.3)
+			restartOrchestrator(c)
+		}})
+}
+
+// TestReliabilityLossyNetwork also runs at debug log level and checks that no
+// process logged a token (runScenario scans every log line of every process).
+func TestReliabilityLossyNetwork(t *testing.T) {
+	runScenario(t, scenario{tasks: 200, soakTasks: 5000, agents: 3,
+		faults: "drop_status=0.05,drop_result=0.05,dup_request=0.05", logLevel: "debug",
+		bound: time.Minute})
+}
+
+func TestReliabilitySlowAgent(t *testing.T) {
+	// Every third task runs past the inactivity timeout (only keepalives keep it
+	// alive), and one agent is stopped outright for longer than that timeout.
+	runScenario(t, scenario{tasks: 60, soakTasks: 600, agents: 3,
+		sleep: sleepEvery(3, "3"), // seconds, over relInactivity
+		bound: time.Minute,
+		inject: func(c *cluster, w *watch) {
+			w.atFraction(0.2)
+			stallAgent(c, "code-1", 2*relInactivity+time.Second)
+		}})
+}
+
+func TestReliabilityAllAtOnce(t *testing.T) {
+	runScenario(t, scenario{tasks: 1000, soakTasks: 20000, agents: 3, sleep: sleepEvery(10, "0.2"),
+		faults: "drop_status=0.05,drop_result=0.05,dup_request=0.05",
+		bound:  2 * time.Minute, interrupted: true,
+		inject: func(c *cluster, w *watch) {
+			w.atFraction(0.1)
+			killAgent(c, "code-3")
+			w.atFraction(0.25)
+			restartBroker(c)
+			w.atFraction(0.4)
+			restartOrchestrator(c)
+			w.atFraction(0.55)
+			stallAgent(c, "code-1", 2*relInactivity+time.Second)
+			w.atFraction(0.7)
+			restartBroker(c)
+			w.atFraction(0.85)
+			killAgent(c, "code-2")
+		}})
+}
+
+// TestFaultHooksNotInProductionBuild checks that the binary built without the
+// chiffonfaults tag holds none of the fault hooks.
+func TestFaultHooksNotInProductionBuild(t *testing.T) {
+	out, err := exec.Command("go", "tool", "nm", chiffonBin).Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	faults, err := exec.Command("go", "tool", "nm", faultsBinary(t)).Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, sym := range []string{"orchestrator.parseFaultRates", "orchestrator.faultHit"} {
+		if bytes.Contains(out, []byte(sym)) {
+			t.Errorf("production binary holds %s", sym)
+		}
+		if !bytes.Contains(faults, []byte(sym)) {
+			t.Errorf("chiffonfaults binary lacks %s: the check is looking for the wrong name", sym)
+		}
+	}
+}
