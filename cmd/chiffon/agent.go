@@ -38,7 +38,7 @@ before. The first SIGTERM or SIGINT drains (running work finishes, up to the dra
 timeout); a second one cancels running work at once.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			applyAgentEnv(cmd.Flags())
+			applyEnv(cmd.Flags(), agentEnv)
 			cfg, err := f.merged()
 			if err != nil {
 				return err
@@ -51,7 +51,12 @@ timeout); a second one cancels running work at once.`,
 			return runAgent(cmd.Context(), a)
 		},
 	}
-	fl := cmd.Flags()
+	f.register(cmd.Flags())
+	return cmd
+}
+
+// register defines the agent's flags on fl.
+func (f *agentFlags) register(fl *pflag.FlagSet) {
 	fl.StringVar(&f.config, "config", "", "YAML config file (env CHIFFON_AGENT_CONFIG)")
 	fl.StringVar(&f.id, "id", "", "agent instance id (env CHIFFON_AGENT_ID)")
 	fl.StringVar(&f.typ, "type", "", "agent type: infra, desktop, code, research (env CHIFFON_AGENT_TYPE)")
@@ -61,18 +66,6 @@ timeout); a second one cancels running work at once.`,
 	fl.StringVar(&f.orchTokenFile, "orchestrator-token-file", "", "the orchestrator's token file (env CHIFFON_ORCHESTRATOR_TOKEN_FILE)")
 	fl.StringVar(&f.dataDir, "data-dir", "", "data directory, holds the dedupe cache (env CHIFFON_DATA_DIR)")
 	fl.IntVar(&f.maxConcurrency, "max-concurrency", 0, "tasks run at once (default from config, else 4)")
-	return cmd
-}
-
-// applyAgentEnv sets each flag not given on the command line from its environment
-// variable.
-func applyAgentEnv(fl *pflag.FlagSet) {
-	for name, env := range agentEnv {
-		if v, ok := os.LookupEnv(env); ok && v != "" && !fl.Changed(name) {
-			_ = fl.Set(name, v)
-			fl.Lookup(name).Changed = true
-		}
-	}
 }
 
 // merged reads the file, if any, and lays the set flags over it.

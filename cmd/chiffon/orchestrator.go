@@ -48,7 +48,12 @@ the store and resume at the next start.`,
 			return errors.Join(runErr, o.Close())
 		},
 	}
-	fl := cmd.Flags()
+	f.register(cmd.Flags())
+	return cmd
+}
+
+// register defines the orchestrator's flags on fl.
+func (f *orchFlags) register(fl *pflag.FlagSet) {
 	fl.StringVar(&f.config, "config", "", "YAML config file (env CHIFFON_ORCHESTRATOR_CONFIG)")
 	fl.StringVar(&f.id, "id", "", "orch_id; default: the one kept in the data dir (env CHIFFON_ORCH_ID)")
 	fl.StringSliceVar(&f.nats, "nats", nil, "NATS URL, repeatable or comma-separated (env CHIFFON_NATS_URL)")
@@ -56,17 +61,6 @@ the store and resume at the next start.`,
 	fl.StringVar(&f.apiTokenFile, "api-token-file", "", "HTTP API token file (env CHIFFON_API_TOKEN_FILE)")
 	fl.StringVar(&f.listen, "listen", "", "HTTP API address, such as 127.0.0.1:8080 (env CHIFFON_LISTEN)")
 	fl.StringVar(&f.dataDir, "data-dir", "", "data directory, holds orch_id and the task store (env CHIFFON_DATA_DIR)")
-	return cmd
-}
-
-// applyEnv sets each flag not given on the command line from its environment variable.
-func applyEnv(fl *pflag.FlagSet, env map[string]string) {
-	for name, key := range env {
-		if v, ok := os.LookupEnv(key); ok && v != "" && !fl.Changed(name) {
-			_ = fl.Set(name, v)
-			fl.Lookup(name).Changed = true
-		}
-	}
 }
 
 // merged reads the file, if any, lays the set flags over it and validates the result.
