@@ -1,0 +1,76 @@
+package agent
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chiffon-dev/chiffon/envelope"
+)
+
+func benchCache(b *testing.B) *DedupeCache {
+	b.Helper()
+	c, err := OpenDedupeCache(b.TempDir(), time.Hour, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { c.Close() })
+	return c
+}
+
+func benchEntry() *cacheEntry {
+	return &cacheEntry{State: stateRunning, TaskID: envelope.NewID(), WorkType: "run_playbook", StartedAt: time.Now()}
+}
+
+// BenchmarkDedupeLookup is the check every work_request makes: a miss, then a hit.
+func BenchmarkDedupeLookup(b *testing.B) {
+	c := benchCache(b)
+	known := envelope.NewID()
+	if err := c.put(known, benchEntry()); err != nil {
+		b.Fatal(err)
+	}
+	b.Run("miss", func(b *testing.B) {
+		id := envelope.NewID()
+		b.ReportAllocs()
+		for b.Loop() {
+			if e, err := c.get(id); err != nil || e != nil {
+				b.Fatal(e, err)
+			}
+		}
+	})
+	b.Run("hit", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if e, err := c.get(known); err != nil || e == nil {
+				b.Fatal(e, err)
+			}
+		}
+	})
+}
+
+// BenchmarkDedupeWrite is the running entry written before a handler starts, and a
+// finished entry with 64 KiB of output.
+func BenchmarkDedupeWrite(b *testing.B) {
+	c := benchCache(b)
+	b.Run("running", func(b *testing.B) {
+		e := benchEntry()
+		b.ReportAllocs()
+		for b.Loop() {
+			if err := c.put(envelope.NewID(), e); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("finished_64KiB", func(b *testing.B) {
+		out := strings.Repeat("x", 64<<10)
+		b.ReportAllocs()
+		b.SetBytes(int64(len(out)))
+		for b.Loop() {
+			e := benchEntry()
+			e.Result = &envelope.WorkResult{TaskID: e.TaskID, Status: envelope.ResultSuccess}
+			if err := c.finish(envelope.NewID(), e, out); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}

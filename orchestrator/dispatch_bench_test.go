@@ -1,0 +1,91 @@
+package orchestrator_test
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/chiffon-dev/chiffon/agent"
+	"github.com/chiffon-dev/chiffon/broker"
+	"github.com/chiffon-dev/chiffon/envelope"
+	"github.com/chiffon-dev/chiffon/orchestrator"
+)
+
+// benchStack opens an orchestrator and a real agent with a no-op work type on an
+// embedded server, with Badger stores in b.TempDir(), and waits until the agent is
+// online.
+func benchStack(b *testing.B, capacity int) *orchestrator.Orchestrator {
+	b.Helper()
+	srv, err := broker.StartServer(broker.ServerConfig{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(srv.Shutdown)
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	nats := broker.NATSConfig{URLs: []string{srv.ClientURL()}}
+	orchToken, agentToken := broker.NewToken(), broker.NewToken()
+	dir := b.TempDir()
+	o, err := orchestrator.Open(orchestrator.Config{NATS: nats, DataDir: filepath.Join(dir, "orch"),
+		Agents: []orchestrator.AgentConfig{{ID: "bench-1", Token: agentToken}}, Token: orchToken,
+		APIToken: broker.NewToken()}, orchestrator.Options{Logger: log})
+	if err != nil {
+		b.Fatal(err)
+	}
+	a, err := agent.New(agent.Config{ID: "bench-1", Type: "infra", NATS: nats, DataDir: filepath.Join(dir, "agent"),
+		MaxConcurrency: capacity, Token: agentToken, OrchestratorToken: orchToken, Logger: log})
+	if err != nil {
+		b.Fatal(err)
+	}
+	a.Handle("noop", func(context.Context, *agent.Request, agent.Progress) (agent.Result, error) {
+		return agent.Result{}, nil
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- a.Run(ctx) }()
+	b.Cleanup(func() { cancel(); <-done; o.Close() })
+	deadline := time.Now().Add(wait)
+	for {
+		if as := o.Agents(); len(as) == 1 && as[0].State == "online" {
+			return o
+		}
+		if time.Now().After(deadline) {
+			b.Fatal("agent not online")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func runNoop(b *testing.B, o *orchestrator.Orchestrator) {
+	t, err := o.Submit(context.Background(), orchestrator.SubmitRequest{ToAgent: envelope.Infra, WorkType: "noop"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if t, err = o.Wait(context.Background(), t.ID); err != nil || t.State != orchestrator.StateSucceeded {
+		b.Fatalf("task ended %v: %v", t, err)
+	}
+}
+
+// BenchmarkDispatch is one no-op task at a time from Submit to its recorded result:
+// store, routing, breaker, publish, the agent's checks and dedupe write, ack, result.
+func BenchmarkDispatch(b *testing.B) {
+	o := benchStack(b, 4)
+	b.ReportAllocs()
+	for b.Loop() {
+		runNoop(b, o)
+	}
+}
+
+// BenchmarkDispatchParallel is the same with many tasks in flight.
+func BenchmarkDispatchParallel(b *testing.B) {
+	o := benchStack(b, 256)
+	b.ReportAllocs()
+	b.SetParallelism(32)
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			runNoop(b, o)
+		}
+	})
+}
