@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // Client talks to an orchestrator's HTTP API.
@@ -142,10 +143,24 @@ func (c *Client) Agents(ctx context.Context) ([]AgentInfo, error) {
 // dropped stream is resumed from the last event seen.
 func (c *Client) Events(ctx context.Context, id string, fn func(*Event) error) error {
 	var last int64
+	wait := time.Duration(0)
 	for {
+		before := last
 		final, err := c.events(ctx, id, &last, fn)
 		if err != nil || final {
 			return err
+		}
+		// A stream that keeps ending with nothing new (a proxy cutting it, a server
+		// that is shutting down) is retried with a growing wait, not in a tight loop.
+		if last > before {
+			wait = 0
+		} else {
+			wait = min(max(2*wait, 50*time.Millisecond), 5*time.Second)
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(wait):
+			}
 		}
 		t, err := c.Get(ctx, id)
 		if err != nil {

@@ -113,6 +113,7 @@ func runScenario(t *testing.T, sc scenario) (*cluster, report) {
 	rep.run = time.Since(start)
 
 	c.verify(t, sc, ids, &rep)
+	t.Logf("faults seen: %s", c.evidence())
 	c.checkResources(t, base)
 	lines := c.assertNoTokenLogged()
 	t.Logf("%d tasks: submitted in %s, all ended %s after the first submit (%.0f tasks/s); by state %v; slowest task %s; %d log lines scanned for tokens",
@@ -402,4 +403,33 @@ func (c *cluster) checkResources(t *testing.T, base map[string]usage) {
 			t.Errorf("%s: RSS grew from %d to %d MiB", name, b.rssKiB>>10, u.rssKiB>>10)
 		}
 	}
+}
+
+// evidence summarizes what the faults did: the orchestrator's retries by code (since
+// its last start) and what the agents logged about duplicates and interrupted tasks.
+func (c *cluster) evidence() string {
+	var parts []string
+	if m, err := c.metrics(); err == nil {
+		for _, code := range []string{"5001", "5002", "5005"} {
+			parts = append(parts, fmt.Sprintf("retries %s: %.0f", code, m[`chiffon_orchestrator_retries_total{code="`+code+`"}`]))
+		}
+	}
+	counts := map[string]int{}
+	needles := []string{"duplicate of a running request", "duplicate of a finished request", "answered as interrupted", "request refused"}
+	for file, ls := range c.logs() {
+		if !strings.HasPrefix(file, "code-") {
+			continue
+		}
+		for _, l := range ls {
+			for _, n := range needles {
+				if strings.Contains(l, n) {
+					counts[n]++
+				}
+			}
+		}
+	}
+	for _, n := range needles {
+		parts = append(parts, fmt.Sprintf("%s: %d", n, counts[n]))
+	}
+	return strings.Join(parts, "; ")
 }
