@@ -121,20 +121,30 @@ func (o *Orchestrator) Submit(_ context.Context, req SubmitRequest) (*Task, erro
 	if t.Hints != nil && *t.Hints == (Hints{}) {
 		t.Hints = nil
 	}
+	r := o.newRun(t)
+	o.mu.Lock()
+	if o.closed {
+		o.mu.Unlock()
+		return nil, ErrClosed
+	}
+	o.wg.Add(1) // Close waits for the write below before it closes the store
+	o.mu.Unlock()
+	// The task is written before anything is sent. Nothing else knows it yet, so it
+	// is written without o.mu: concurrent submissions commit together, and the
+	// lock is not held across the write.
+	err := o.write(r, &Event{Type: EventState, Message: "submitted"})
+	o.wg.Done()
+	if err != nil {
+		return nil, err
+	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if o.closed {
-		return nil, ErrClosed
+		// Stored as pending: it resumes at the next Open, as a queued task does.
+		return cloneTask(t), nil
 	}
-	r := o.newRun(t)
 	o.runs[t.ID] = r
 	o.metrics.tasks.WithLabelValues(string(StatePending)).Inc()
-	// The task is written before anything is sent.
-	if err := o.save(r, &Event{Type: EventState, Message: "submitted"}); err != nil {
-		delete(o.runs, t.ID)
-		o.metrics.tasks.WithLabelValues(string(StatePending)).Dec()
-		return nil, err
-	}
 	o.taskLog(t).Info("task submitted", "to_agent", t.ToAgent, "work_type", t.WorkType)
 	o.schedule(r)
 	return cloneTask(r.t), nil
@@ -331,6 +341,16 @@ func (o *Orchestrator) setState(t *Task, s State) {
 // save writes r's task and one event in one transaction, then sends the event to the
 // task's SSE streams. Called with o.mu held.
 func (o *Orchestrator) save(r *run, ev *Event) error {
+	if err := o.write(r, ev); err != nil {
+		return err
+	}
+	o.notify(r.t.ID, ev)
+	return nil
+}
+
+// write numbers ev and writes r's task and ev in one transaction. It touches only r:
+// a run nobody else knows yet may be written without o.mu.
+func (o *Orchestrator) write(r *run, ev *Event) error {
 	t := r.t
 	t.UpdatedAt = time.Now().UTC()
 	r.seq++
@@ -343,7 +363,6 @@ func (o *Orchestrator) save(r *run, ev *Event) error {
 		o.taskLog(t).Error("store task", "err", err)
 		return err
 	}
-	o.notify(t.ID, ev)
 	return nil
 }
 
