@@ -319,10 +319,11 @@ func (o *Orchestrator) finish(r *run, state State, ev *Event, msg string) {
 	if o.closed {
 		return
 	}
+	lastSeq, withOutput := r.seq, len(r.cov.spans) > 0
 	o.wg.Add(1)
 	go func() {
 		defer o.wg.Done()
-		if err := o.st.expire(t.ID, o.cfg.Retention); err != nil {
+		if err := o.st.expire(t.ID, o.cfg.Retention, lastSeq, withOutput); err != nil {
 			o.log.Warn("set retention on task", "task_id", t.ID, "err", err)
 		}
 	}()

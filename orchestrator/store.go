@@ -251,28 +251,46 @@ func (s *store) writeOutput(id string, w io.Writer) (int64, error) {
 	return n, err
 }
 
-// expire rewrites every key of task id with a TTL, once the task has finished.
-func (s *store) expire(id string, ttl time.Duration) error {
+// expire rewrites the keys of finished task id that have no TTL yet with ttl: its
+// events before lastSeq and, when withOutput, its output pieces. The task and its
+// last event were written with the TTL by the final save. Events are read by key
+// (their numbers are known): a prefix iterator seeks every table, which made this
+// the orchestrator's costliest step for a short task.
+func (s *store) expire(id string, ttl time.Duration, lastSeq int64, withOutput bool) error {
 	if ttl <= 0 {
 		return nil
 	}
 	wb := s.db.NewWriteBatch()
 	defer wb.Cancel()
+	rewrite := func(item *badger.Item) error {
+		v, err := item.ValueCopy(nil)
+		if err != nil {
+			return err
+		}
+		return wb.SetEntry(badger.NewEntry(item.KeyCopy(nil), v).WithTTL(ttl))
+	}
 	err := s.db.View(func(txn *badger.Txn) error {
-		for _, p := range [][]byte{taskKey(id), eventPrefix(id), outputPrefix(id)} {
-			it := txn.NewIterator(badger.IteratorOptions{Prefix: p})
-			for it.Rewind(); it.Valid(); it.Next() {
-				k := it.Item().KeyCopy(nil)
-				v, err := it.Item().ValueCopy(nil)
-				if err == nil {
-					err = wb.SetEntry(badger.NewEntry(k, v).WithTTL(ttl))
-				}
-				if err != nil {
-					it.Close()
-					return err
-				}
+		for seq := int64(1); seq < lastSeq; seq++ {
+			item, err := txn.Get(numKey("e/", id, seq))
+			if errors.Is(err, badger.ErrKeyNotFound) {
+				continue
 			}
-			it.Close()
+			if err == nil {
+				err = rewrite(item)
+			}
+			if err != nil {
+				return err
+			}
+		}
+		if !withOutput {
+			return nil
+		}
+		it := txn.NewIterator(badger.IteratorOptions{Prefix: outputPrefix(id)})
+		defer it.Close()
+		for it.Rewind(); it.Valid(); it.Next() {
+			if err := rewrite(it.Item()); err != nil {
+				return err
+			}
 		}
 		return nil
 	})
