@@ -115,16 +115,21 @@ func (c *DedupeCache) put(requestID string, e *cacheEntry) error {
 	return nil
 }
 
-// finish stores the output, in rune-aligned pieces of at most 256 KiB (one
-// transaction each, since Badger bounds a transaction's size), and then the finished
-// entry, so a finished entry always has its whole output.
+// finish stores the output, in rune-aligned pieces of at most 256 KiB, and then the
+// finished entry, so a finished entry always has its whole output. The pieces go in
+// one write batch, which splits itself where Badger bounds a transaction's size and
+// commits the parts without waiting for each in turn.
 func (c *DedupeCache) finish(requestID string, e *cacheEntry, output string) error {
 	pieces := envelope.SplitOutput(output, envelope.MaxChunkSize)
-	for i, p := range pieces {
-		err := c.db.Update(func(txn *badger.Txn) error {
-			return txn.SetEntry(badger.NewEntry(pieceKey(requestID, i), []byte(p.Data)).WithTTL(c.ttl))
-		})
-		if err != nil {
+	if len(pieces) > 0 {
+		wb := c.db.NewWriteBatch()
+		defer wb.Cancel()
+		for i, p := range pieces {
+			if err := wb.SetEntry(badger.NewEntry(pieceKey(requestID, i), []byte(p.Data)).WithTTL(c.ttl)); err != nil {
+				return fmt.Errorf("dedupe cache: write output of %s: %w", requestID, err)
+			}
+		}
+		if err := wb.Flush(); err != nil {
 			return fmt.Errorf("dedupe cache: write output of %s: %w", requestID, err)
 		}
 	}

@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -49,7 +50,7 @@ func BenchmarkDedupeLookup(b *testing.B) {
 }
 
 // BenchmarkDedupeWrite is the running entry written before a handler starts, and a
-// finished entry with 64 KiB of output.
+// finished entry with 64 KiB and 10 MiB of output.
 func BenchmarkDedupeWrite(b *testing.B) {
 	c := benchCache(b)
 	b.Run("running", func(b *testing.B) {
@@ -61,16 +62,20 @@ func BenchmarkDedupeWrite(b *testing.B) {
 			}
 		}
 	})
-	b.Run("finished_64KiB", func(b *testing.B) {
-		out := strings.Repeat("x", 64<<10)
-		b.ReportAllocs()
-		b.SetBytes(int64(len(out)))
-		for b.Loop() {
-			e := benchEntry()
-			e.Result = &envelope.WorkResult{TaskID: e.TaskID, Status: envelope.ResultSuccess}
-			if err := c.finish(envelope.NewID(), e, out); err != nil {
-				b.Fatal(err)
-			}
+	for _, size := range []int{64 << 10, 10 << 20} {
+		b.Run(fmt.Sprintf("finished_%dKiB", size>>10), func(b *testing.B) { benchFinish(b, c, size) })
+	}
+}
+
+func benchFinish(b *testing.B, c *DedupeCache, size int) {
+	out := strings.Repeat("x", size)
+	b.ReportAllocs()
+	b.SetBytes(int64(len(out)))
+	for b.Loop() {
+		e := benchEntry()
+		e.Result = &envelope.WorkResult{TaskID: e.TaskID, Status: envelope.ResultSuccess}
+		if err := c.finish(envelope.NewID(), e, out); err != nil {
+			b.Fatal(err)
 		}
-	})
+	}
 }
