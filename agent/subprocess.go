@@ -173,6 +173,7 @@ func (s *subprocess) run(ctx context.Context, req *Request, p Progress) (Result,
 	cmd.Stdin = bytes.NewReader(params)
 	cmd.Stdout, cmd.Stderr = lines, p
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	setParentDeathSignal(cmd.SysProcAttr)
 	cmd.WaitDelay = killWait
 	if err := cmd.Start(); err != nil {
 		return Result{ExitCode: 127}, fmt.Errorf("start %s: %w", cmd.Path, err)

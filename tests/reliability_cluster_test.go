@@ -246,6 +246,8 @@ work_types:
     env: [PATH]
     set_env: {RUNS_FILE: %s}
     timeout: 2m
+  hang:
+    command: [sleep, "{{.seconds}}"]
 `, id, c.agentType, c.natsURL(), c.tokenFile(id), c.tokenFile("orchestrator"),
 		filepath.Join(c.dir, "data", id), relHeartbeat, relKeepalive,
 		indent(workScript, "      "), c.runsFile)

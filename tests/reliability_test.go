@@ -2,10 +2,16 @@ package tests
 
 import (
 	"bytes"
+	"context"
+	"fmt"
+	"os"
 	"os/exec"
+	"strconv"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/chiffon-dev/chiffon/orchestrator"
 )
 
 // The reliability scenarios of docs/reliability.md. Each runs "count" tasks (a shell
@@ -147,4 +153,58 @@ func TestFaultHooksNotInProductionBuild(t *testing.T) {
 			t.Errorf("chiffonfaults binary lacks %s: the check is looking for the wrong name", sym)
 		}
 	}
+}
+
+// TestReliabilityAgentKillEndsItsSubprocess kills an agent while a subprocess runs for
+// it: the subprocess must die with the agent rather than run on unsupervised, and the
+// restarted agent must report the request interrupted without running it again.
+func TestReliabilityAgentKillEndsItsSubprocess(t *testing.T) {
+	c := newCluster(t, 1)
+	c.start()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	task, err := c.client.Submit(ctx, orchestrator.SubmitRequest{ToAgent: "code", WorkType: "hang",
+		Parameters: map[string]any{"seconds": 120}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pids []int
+	c.waitFor("the hang subprocess started", 20*time.Second, func() bool {
+		pids = processesWithEnv("CHIFFON_REQUEST_ID=" + task.RequestID)
+		return len(pids) > 0
+	})
+	killAgent(c, "code-1")
+	c.waitFor(fmt.Sprintf("subprocess %v gone with its agent", pids), 10*time.Second, func() bool {
+		return len(processesWithEnv("CHIFFON_REQUEST_ID="+task.RequestID)) == 0
+	})
+	c.waitFor("task finished", time.Minute, func() bool {
+		got, err := c.client.Get(ctx, task.ID)
+		return err == nil && got.State.Final()
+	})
+	got, err := c.client.Get(ctx, task.ID)
+	if err != nil || got.State != orchestrator.StateFailed || got.Result == nil || got.Result.ExitCode != 137 {
+		t.Fatalf("task after its agent was killed: %+v, %v; want failed with exit code 137", got, err)
+	}
+}
+
+// processesWithEnv lists the pids of this user's processes whose environment holds kv.
+func processesWithEnv(kv string) []int {
+	var pids []int
+	dirs, _ := os.ReadDir("/proc")
+	for _, d := range dirs {
+		pid, err := strconv.Atoi(d.Name())
+		if err != nil {
+			continue
+		}
+		env, err := os.ReadFile("/proc/" + d.Name() + "/environ")
+		if err != nil {
+			continue
+		}
+		for _, e := range bytes.Split(env, []byte{0}) {
+			if string(e) == kv {
+				pids = append(pids, pid)
+			}
+		}
+	}
+	return pids
 }
