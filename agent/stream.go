@@ -127,7 +127,10 @@ func (s *taskStream) flushLoop() {
 func (s *taskStream) Write(p []byte) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	data := append(s.partial, p...)
+	data := p // p is only read here: what is kept is copied
+	if len(s.partial) > 0 {
+		data = append(s.partial, p...)
+	}
 	cut := len(data)
 	// Hold back a rune cut in two by the writer; the next write completes it.
 	for i := 1; i < utf8.UTFMax && i <= len(data); i++ {
@@ -139,11 +142,24 @@ func (s *taskStream) Write(p []byte) (int, error) {
 		}
 	}
 	s.partial = append([]byte(nil), data[cut:]...)
-	s.appendLocked(envelope.SanitizeOutput(data[:cut]))
+	s.appendBytesLocked(data[:cut])
 	if len(s.out)-s.sent >= flushBytes {
 		s.flushLocked()
 	}
 	return len(p), nil
+}
+
+// appendBytesLocked is appendLocked for bytes: valid UTF-8 within the cap, the usual
+// case, is appended without first being copied into a string.
+func (s *taskStream) appendBytesLocked(b []byte) {
+	if s.dropped {
+		return
+	}
+	if int64(len(s.out)+len(b)) > s.maxOutput || !utf8.Valid(b) {
+		s.appendLocked(envelope.SanitizeOutput(b))
+		return
+	}
+	s.out = append(s.out, b...)
 }
 
 func (s *taskStream) appendLocked(text string) {
@@ -190,11 +206,11 @@ func (s *taskStream) sendStatusLocked(subjects []string, data string, offset int
 			Step: envelope.Step{Number: s.stepNum, Name: s.stepName}}
 	}
 	b := outputBatch{data: data, offset: offset, total: int64(len(data)), chunked: len(data) > envelope.MaxChunkSize}
-	for _, data := range statusEnvelopes(s.req, *ws, b, s.pub.maxMessage()) {
+	statusEnvelopes(s.req, *ws, b, s.pub.maxMessage(), func(enc []byte) {
 		for _, subj := range subjects {
-			s.pub.publishEncoded(subj, data)
+			s.pub.publishEncoded(subj, enc)
 		}
-	}
+	})
 }
 
 // outputBatch is output to send: data starts at offset in the task's whole output.
@@ -206,46 +222,64 @@ type outputBatch struct {
 	chunked     bool
 }
 
-// statusEnvelopes builds the work_status replies to req carrying b, halving the chunk
-// size until each fits in limit bytes (JSON escaping can grow text up to 6x).
-func statusEnvelopes(req *envelope.Envelope, ws envelope.WorkStatus, b outputBatch, limit int) [][]byte {
-	size := envelope.MaxChunkSize
-	for {
-		var envs [][]byte
-		fits := true
-		add := func(st envelope.WorkStatus, off int64, withOffset bool) {
-			env := req.Reply(&st)
-			if withOffset {
-				env.XCustomFields = map[string]any{FieldOutputOffset: off}
-			}
-			enc, err := envelope.Encode(env)
-			if err != nil || len(enc) > limit {
-				fits = false
-			}
-			envs = append(envs, enc)
+// statusEnvelopes builds the work_status replies to req carrying b and passes each to
+// emit as soon as it is encoded, so the first chunk of a large batch is on the wire
+// while the next is encoded. A piece whose envelope is over limit (JSON escaping can
+// grow text up to 6x) is cut again at half the size, down to 4 KiB, and the rest of
+// the batch keeps the smaller size; each chunk names its own range.
+func statusEnvelopes(req *envelope.Envelope, ws envelope.WorkStatus, b outputBatch, limit int, emit func([]byte)) {
+	encode := func(st envelope.WorkStatus, off int64, withOffset bool) []byte {
+		env := req.Reply(&st)
+		if withOffset {
+			env.XCustomFields = map[string]any{FieldOutputOffset: off}
 		}
-		switch {
-		case b.data == "":
-			add(ws, 0, false)
-		case !b.chunked && size == envelope.MaxChunkSize:
-			ws.Step.Output = b.data
-			add(ws, b.offset, true)
-		default:
-			for _, c := range envelope.SplitOutput(b.data, size) {
-				st := ws
-				r := envelope.ChunkRange{Start: b.base + c.Range.Start, End: b.base + c.Range.End, Total: b.total}
-				if !b.chunked {
-					r.Total = int64(len(b.data))
-				}
-				st.Step.Output, st.Step.OutputChunk = c.Data, r.String()
-				add(st, b.offset+c.Range.Start, true)
-			}
+		enc, err := envelope.Encode(env)
+		if err != nil {
+			return nil
 		}
-		if fits || size <= 4<<10 {
-			return envs
-		}
-		size /= 2
+		return enc
 	}
+	if b.data == "" {
+		emit(encode(ws, 0, false))
+		return
+	}
+	if !b.chunked {
+		st := ws
+		st.Step.Output = b.data
+		if enc := encode(st, b.offset, true); enc != nil && len(enc) <= limit {
+			emit(enc)
+			return
+		}
+	}
+	size := envelope.MaxChunkSize
+	if !b.chunked {
+		size /= 2 // it did not fit whole
+	}
+	for pos := 0; pos < len(b.data); {
+		piece := firstPiece(b.data[pos:], size)
+		st := ws
+		r := envelope.ChunkRange{Start: b.base + int64(pos), End: b.base + int64(pos+len(piece)), Total: b.total}
+		if !b.chunked {
+			r.Total = int64(len(b.data))
+		}
+		st.Step.Output, st.Step.OutputChunk = piece, r.String()
+		enc := encode(st, b.offset+int64(pos), true)
+		if (enc == nil || len(enc) > limit) && size > 4<<10 {
+			size /= 2
+			continue
+		}
+		emit(enc)
+		pos += len(piece)
+	}
+}
+
+// firstPiece is the first chunk of s at most size bytes long, ending on a rune
+// boundary as envelope.SplitOutput cuts.
+func firstPiece(s string, size int) string {
+	if len(s) <= size {
+		return s
+	}
+	return envelope.SplitOutput(s[:size+utf8.UTFMax], size)[0].Data
 }
 
 // closeOutput stops the flusher and sends the rest of the output. It returns the

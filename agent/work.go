@@ -177,9 +177,7 @@ func (a *Agent) replay(reply string, env *envelope.Envelope, e *cacheEntry) {
 	a.pub.publish(reply, env.Reply(&ws)) // acknowledgement
 	err := a.cache.eachPiece(env.RequestID, e, func(off int64, data string) error {
 		b := outputBatch{data: data, offset: off, base: off, total: e.OutputLen, chunked: true}
-		for _, st := range statusEnvelopes(env, ws, b, limit) {
-			a.pub.publishEncoded(reply, st)
-		}
+		statusEnvelopes(env, ws, b, limit, func(st []byte) { a.pub.publishEncoded(reply, st) })
 		return nil
 	})
 	if err != nil {
