@@ -31,6 +31,7 @@ type run struct {
 	stick    string          // the agent the next dispatch must go to
 	avoid    string          // an agent to pass over when others can take the task
 	cov      coverage        // which output bytes are held
+	written  chan struct{}   // closed when the last saveAsync write is committed
 	seqs     map[int64]*chunkSeq
 	reasks   int // re-requests for a truncated result with a gap
 }
@@ -202,9 +203,7 @@ func (o *Orchestrator) dispatch(r *run, a *agentEntry, agentID string) {
 			version = a.version
 		}
 	}
-	if err := o.save(r, &Event{Type: EventState, Message: fmt.Sprintf("dispatched to %s (attempt %d)", agentID, t.Attempts)}); err != nil {
-		o.taskLog(t).Error("store task before dispatch", "err", err)
-	}
+	o.saveAsync(r, &Event{Type: EventState, Message: fmt.Sprintf("dispatched to %s (attempt %d)", agentID, t.Attempts)})
 	o.armTimers(r)
 	env := envelope.New(envelope.Orchestrator, t.ToAgent, t.RequestID, t.TraceID,
 		&envelope.WorkRequest{TaskID: t.ID, WorkType: t.WorkType, Parameters: t.Parameters, Hints: t.Hints.envelope()})
@@ -349,17 +348,47 @@ func (o *Orchestrator) save(r *run, ev *Event) error {
 	return nil
 }
 
-// write numbers ev and writes r's task and ev in one transaction. It touches only r:
-// a run nobody else knows yet may be written without o.mu.
-func (o *Orchestrator) write(r *run, ev *Event) error {
+// saveAsync is save for a step a crash may lose: the task then resumes from its
+// previous state and is sent again with its request_id, which the agent's dedupe
+// cache answers. The write is queued in order behind the earlier ones and not waited
+// for, so o.mu is not held across a commit; r.written is closed once it is done, and
+// a reader of the stored history waits on it. Called with o.mu held.
+func (o *Orchestrator) saveAsync(r *run, ev *Event) {
+	t := r.t
+	ttl := o.stamp(r, ev)
+	written := make(chan struct{})
+	err := o.st.saveTaskAsync(t, ev, ttl, func(err error) {
+		if err != nil {
+			o.log.Error("store task", "task_id", t.ID, "err", err)
+		}
+		close(written)
+	})
+	if err != nil {
+		o.taskLog(t).Error("store task", "err", err)
+		return
+	}
+	r.written = written
+	o.notify(t.ID, ev)
+}
+
+// stamp numbers ev for r and returns the TTL of its write: the retention once the
+// task is final.
+func (o *Orchestrator) stamp(r *run, ev *Event) time.Duration {
 	t := r.t
 	t.UpdatedAt = time.Now().UTC()
 	r.seq++
 	ev.Seq, ev.At, ev.State = r.seq, t.UpdatedAt, t.State
-	var ttl time.Duration
 	if t.State.Final() {
-		ttl = o.cfg.Retention
+		return o.cfg.Retention
 	}
+	return 0
+}
+
+// write numbers ev and writes r's task and ev in one transaction. It touches only r:
+// a run nobody else knows yet may be written without o.mu.
+func (o *Orchestrator) write(r *run, ev *Event) error {
+	t := r.t
+	ttl := o.stamp(r, ev)
 	if err := o.st.saveTask(t, ev, ttl); err != nil {
 		o.taskLog(t).Error("store task", "err", err)
 		return err

@@ -103,7 +103,7 @@ func (o *Orchestrator) onStatus(r *run, env *envelope.Envelope, st *envelope.Wor
 		o.metrics.invalid.Inc()
 		o.taskLog(t).Warn("output piece rejected", "step", st.Step.Number, "err", err)
 	}
-	_ = o.save(r, &Event{Type: EventStatus, Status: st, OutputOffset: off})
+	o.saveAsync(r, &Event{Type: EventStatus, Status: st, OutputOffset: off})
 }
 
 func (o *Orchestrator) updateStep(t *Task, st *envelope.WorkStatus, now time.Time) {

@@ -94,12 +94,20 @@ func (o *Orchestrator) serveEvents(w http.ResponseWriter, req *http.Request, id 
 		writeError(w, http.StatusInternalServerError, "internal", "", "streaming unsupported")
 		return
 	}
-	// Subscribe before reading the history, so no event falls between the two.
+	// Subscribe before reading the history, so no event falls between the two, and
+	// let the writes of the events sent so far land first (saveAsync).
 	o.mu.Lock()
 	live := o.watch(id)
+	var written chan struct{}
+	if r := o.runs[id]; r != nil {
+		written = r.written
+	}
 	o.mu.Unlock()
 	if live != nil {
 		defer o.unwatch(id, live)
+	}
+	if written != nil {
+		<-written
 	}
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-cache")

@@ -314,18 +314,50 @@ func (badgerLogger) Debugf(string, ...any) {}
 
 // saveTask writes t and one of its events in one transaction.
 func (s *store) saveTask(t *Task, ev *Event, ttl time.Duration) error {
-	tb, err := json.Marshal(t)
-	if err != nil {
-		return err
-	}
-	eb, err := json.Marshal(ev)
+	entries, err := taskEntries(t, ev, ttl)
 	if err != nil {
 		return err
 	}
 	return s.db.Update(func(txn *badger.Txn) error {
-		if err := txn.SetEntry(setTTL(badger.NewEntry(taskKey(t.ID), tb), ttl)); err != nil {
+		for _, e := range entries {
+			if err := txn.SetEntry(e); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// saveTaskAsync is saveTask without waiting for the commit: t and ev are encoded now,
+// the write is queued behind the earlier ones (Badger commits in order), and done
+// runs once it is committed or has failed.
+func (s *store) saveTaskAsync(t *Task, ev *Event, ttl time.Duration, done func(error)) error {
+	entries, err := taskEntries(t, ev, ttl)
+	if err != nil {
+		return err
+	}
+	txn := s.db.NewTransaction(true)
+	for _, e := range entries {
+		if err := txn.SetEntry(e); err != nil {
+			txn.Discard()
 			return err
 		}
-		return txn.SetEntry(setTTL(badger.NewEntry(numKey("e/", t.ID, ev.Seq), eb), ttl))
-	})
+	}
+	txn.CommitWith(done)
+	return nil
+}
+
+func taskEntries(t *Task, ev *Event, ttl time.Duration) ([]*badger.Entry, error) {
+	tb, err := json.Marshal(t)
+	if err != nil {
+		return nil, err
+	}
+	eb, err := json.Marshal(ev)
+	if err != nil {
+		return nil, err
+	}
+	return []*badger.Entry{
+		setTTL(badger.NewEntry(taskKey(t.ID), tb), ttl),
+		setTTL(badger.NewEntry(numKey("e/", t.ID, ev.Seq), eb), ttl),
+	}, nil
 }
