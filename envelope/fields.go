@@ -225,26 +225,65 @@ func (o *object) anyMap(key string, required bool) map[string]any {
 
 func (o *object) has(key string) bool { return indexMember(o.ms, key) >= 0 }
 
-// decodeFreeObject decodes a JSON object of any content, keeping numbers exact.
+// decodeFreeObject decodes a JSON object of any content from input validJSON has
+// accepted, as json.Decoder with UseNumber would: numbers as json.Number, nested
+// objects and arrays never nil, a repeated key keeping its last value.
 func decodeFreeObject(raw json.RawMessage) (map[string]any, string) {
 	if kind(raw) != "object" {
 		return nil, "must be an object, got " + kind(raw)
 	}
-	d := json.NewDecoder(bytes.NewReader(raw))
-	d.UseNumber()
-	var m map[string]any
-	if err := d.Decode(&m); err != nil {
-		return nil, "malformed object: " + err.Error()
-	}
+	m := freeObject(raw)
 	if len(m) == 0 {
 		return nil, "" // an empty object and an absent one mean the same
 	}
 	return m, ""
 }
 
+func freeValue(raw []byte) any {
+	switch raw[0] {
+	case '{':
+		return freeObject(raw)
+	case '[':
+		return freeArray(raw)
+	case '"':
+		return unquote(raw)
+	case 't':
+		return true
+	case 'f':
+		return false
+	case 'n':
+		return nil
+	}
+	return json.Number(raw)
+}
+
+func freeObject(raw []byte) map[string]any {
+	ms := splitObject(raw)
+	m := make(map[string]any, len(ms))
+	for _, mb := range ms {
+		m[mb.key] = freeValue(mb.raw)
+	}
+	return m
+}
+
+func freeArray(raw []byte) []any {
+	out := []any{}
+	i := skipWS(raw, skipWS(raw, 0)+1)
+	for raw[i] != ']' {
+		end := skipValue(raw, i)
+		out = append(out, freeValue(raw[i:end]))
+		if i = skipWS(raw, end); raw[i] == ',' {
+			i = skipWS(raw, i+1)
+		}
+	}
+	return out
+}
+
 // kind names the JSON type of a raw value by its first byte.
 func kind(raw []byte) string {
-	raw = bytes.TrimLeft(raw, " \t\r\n")
+	if len(raw) > 0 && isWS(raw[0]) {
+		raw = bytes.TrimLeft(raw, " \t\r\n")
+	}
 	if len(raw) == 0 {
 		return "nothing"
 	}

@@ -221,8 +221,8 @@ type member struct {
 // splitObject returns the members of the valid JSON object raw, in input order. A
 // key given twice keeps its last value, as json.Unmarshal into a map does.
 func splitObject(raw []byte) []member {
-	var out []member
-	i := skipWS(raw, 0) + 1 // past '{'
+	out := make([]member, 0, 8) // the protocol's objects have a handful of members
+	i := skipWS(raw, 0) + 1     // past '{'
 	for {
 		i = skipWS(raw, i)
 		if raw[i] == '}' {

@@ -1,6 +1,7 @@
 package envelope
 
 import (
+	"bytes"
 	"encoding/json"
 	"reflect"
 	"strings"
@@ -61,6 +62,9 @@ func FuzzSplitObjectMatchesUnmarshal(f *testing.F) {
 		if !reflect.DeepEqual(got, want) {
 			t.Fatalf("splitObject(%q) = %q, want %q", data, got, want)
 		}
+		if got, msg := decodeFreeObject(data); msg != "" || !reflect.DeepEqual(got, freeObjectReference(t, data)) {
+			t.Fatalf("decodeFreeObject(%q) = %#v (%s), json.Decoder says %#v", data, got, msg, freeObjectReference(t, data))
+		}
 		for k, raw := range got {
 			if kind(raw) != "string" {
 				continue
@@ -74,4 +78,18 @@ func FuzzSplitObjectMatchesUnmarshal(f *testing.F) {
 			}
 		}
 	})
+}
+
+// freeObjectReference is what decodeFreeObject did before the single-pass decoder.
+func freeObjectReference(t *testing.T, raw []byte) map[string]any {
+	d := json.NewDecoder(bytes.NewReader(raw))
+	d.UseNumber()
+	var m map[string]any
+	if err := d.Decode(&m); err != nil {
+		t.Fatal(err)
+	}
+	if len(m) == 0 {
+		return nil
+	}
+	return m
 }
