@@ -42,11 +42,10 @@ type task struct {
 }
 
 func (a *Agent) taskLog(env *envelope.Envelope) *slog.Logger {
-	l := a.log.With("request_id", env.RequestID, "trace_id", env.TraceID)
 	if wr, ok := env.Payload.(*envelope.WorkRequest); ok {
-		l = l.With("task_id", wr.TaskID, "work_type", wr.WorkType)
+		return a.log.With("request_id", env.RequestID, "trace_id", env.TraceID, "task_id", wr.TaskID, "work_type", wr.WorkType)
 	}
-	return l
+	return a.log.With("request_id", env.RequestID, "trace_id", env.TraceID)
 }
 
 func (a *Agent) newTask(reply string, env *envelope.Envelope) *task {

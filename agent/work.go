@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/chiffon-dev/chiffon/broker"
@@ -71,27 +72,27 @@ func (a *Agent) checkRequest(msg *nats.Msg) (*envelope.Envelope, *errcodes.Error
 // the agent has room. Duplicates skip the capacity checks: they run nothing.
 func (a *Agent) dispatch(reply string, env *envelope.Envelope) *errcodes.Error {
 	wr := env.Payload.(*envelope.WorkRequest)
-	log := a.taskLog(env)
+	log := func() *slog.Logger { return a.taskLog(env) } // only the rare paths log
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if t, ok := a.running[env.RequestID]; ok {
-		log.Info("duplicate of a running request: re-attached")
+		log().Info("duplicate of a running request: re-attached")
 		t.stream.attach(reply)
 		return nil
 	}
 	entry, err := a.cache.get(env.RequestID)
 	if err != nil {
-		log.Error("dedupe cache", "err", err)
+		log().Error("dedupe cache", "err", err)
 		return errcodes.NewResourceLimitExceeded("dedupe_cache", 0, 1)
 	}
 	switch {
 	case entry != nil && entry.State == stateFinished:
-		log.Info("duplicate of a finished request: replaying")
+		log().Info("duplicate of a finished request: replaying")
 		a.tasks.Add(1)
 		go func() { defer a.tasks.Done(); a.replay(reply, env, entry) }()
 		return nil
 	case entry != nil:
-		log.Warn("request was running when the agent stopped: answered as interrupted")
+		log().Warn("request was running when the agent stopped: answered as interrupted")
 		a.interrupted(reply, env, entry)
 		return nil
 	}
@@ -101,7 +102,7 @@ func (a *Agent) dispatch(reply string, env *envelope.Envelope) *errcodes.Error {
 	t := a.newTask(reply, env)
 	if err := a.cache.put(env.RequestID, &cacheEntry{State: stateRunning, TaskID: wr.TaskID,
 		WorkType: wr.WorkType, StartedAt: t.started}); err != nil {
-		log.Error("dedupe cache", "err", err)
+		log().Error("dedupe cache", "err", err)
 		return errcodes.NewResourceLimitExceeded("dedupe_cache", 0, 1)
 	}
 	a.running[env.RequestID] = t

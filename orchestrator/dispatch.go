@@ -48,6 +48,7 @@ func (r *run) stopTimers() {
 const maxReasks = 2
 
 func (o *Orchestrator) newRun(t *Task) *run {
+	t.log = o.taskLog(t)
 	left := max(o.cfg.Retry.MaxRetries-len(t.Retries), 0)
 	b := &backoff.ExponentialBackOff{
 		InitialInterval:     o.cfg.Retry.Initial,

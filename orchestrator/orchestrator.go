@@ -363,7 +363,11 @@ func (o *Orchestrator) gcLoop() {
 	}
 }
 
-// taskLog returns a logger carrying a task's ids.
+// taskLog returns a logger carrying a task's ids: the one newRun made for a live
+// task (a handler's With formats its attributes, several times per task otherwise).
 func (o *Orchestrator) taskLog(t *Task) *slog.Logger {
+	if t.log != nil {
+		return t.log
+	}
 	return o.log.With("task_id", t.ID, "request_id", t.RequestID, "trace_id", t.TraceID)
 }

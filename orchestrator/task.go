@@ -1,6 +1,7 @@
 package orchestrator
 
 import (
+	"log/slog"
 	"time"
 
 	"github.com/chiffon-dev/chiffon/envelope"
@@ -98,6 +99,9 @@ type Task struct {
 	FirstDispatchAt *time.Time `json:"first_dispatch_at,omitempty"`
 	LastAttemptAt   *time.Time `json:"last_attempt_at,omitempty"`
 	FinishedAt      *time.Time `json:"finished_at,omitempty"`
+
+	// log carries the task's ids; set once by newRun, then only read (see taskLog).
+	log *slog.Logger
 }
 
 // Retry records one retry of a task.
