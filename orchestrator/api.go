@@ -183,6 +183,7 @@ func (o *Orchestrator) apiList(w http.ResponseWriter, r *http.Request) {
 }
 
 func (o *Orchestrator) apiOutput(w http.ResponseWriter, _ *http.Request, id string) {
+	o.waitWritten(id) // the output placed so far is stored
 	t, err := o.Task(id)
 	if err != nil {
 		writeTaskErr(w, err)

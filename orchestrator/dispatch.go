@@ -10,6 +10,7 @@ import (
 	"github.com/cenkalti/backoff/v4"
 	"github.com/chiffon-dev/chiffon/envelope"
 	"github.com/chiffon-dev/chiffon/errcodes"
+	"github.com/dgraph-io/badger/v4"
 )
 
 // run is the live state of one unfinished task. Guarded by Orchestrator.mu.
@@ -349,12 +350,13 @@ func (o *Orchestrator) save(r *run, ev *Event) error {
 	return nil
 }
 
-// saveAsync is save for a step a crash may lose: the task then resumes from its
+// saveAsync is save, with extra entries in the same transaction, for a step a crash
+// may lose: the task then resumes from its
 // previous state and is sent again with its request_id, which the agent's dedupe
 // cache answers. The write is queued in order behind the earlier ones and not waited
 // for, so o.mu is not held across a commit; r.written is closed once it is done, and
 // a reader of the stored history waits on it. Called with o.mu held.
-func (o *Orchestrator) saveAsync(r *run, ev *Event) {
+func (o *Orchestrator) saveAsync(r *run, ev *Event, extra ...*badger.Entry) {
 	t := r.t
 	ttl := o.stamp(r, ev)
 	written := make(chan struct{})
@@ -363,13 +365,27 @@ func (o *Orchestrator) saveAsync(r *run, ev *Event) {
 			o.log.Error("store task", "task_id", t.ID, "err", err)
 		}
 		close(written)
-	})
+	}, extra...)
 	if err != nil {
 		o.taskLog(t).Error("store task", "err", err)
 		return
 	}
 	r.written = written
 	o.notify(t.ID, ev)
+}
+
+// waitWritten waits until every saveAsync write of live task id so far is
+// committed, so that a read of its stored history or output sees what was sent.
+func (o *Orchestrator) waitWritten(id string) {
+	o.mu.Lock()
+	var written chan struct{}
+	if r := o.runs[id]; r != nil {
+		written = r.written
+	}
+	o.mu.Unlock()
+	if written != nil {
+		<-written
+	}
 }
 
 // stamp numbers ev for r and returns the TTL of its write: the retention once the

@@ -98,12 +98,12 @@ func (o *Orchestrator) onStatus(r *run, env *envelope.Envelope, st *envelope.Wor
 	o.touch(r)
 	t.ProgressPercent = st.ProgressPercent
 	o.updateStep(t, st, now)
-	off, err := o.placeOutput(r, env, st)
+	off, piece, err := o.placeOutput(r, env, st)
 	if err != nil {
 		o.metrics.invalid.Inc()
 		o.taskLog(t).Warn("output piece rejected", "step", st.Step.Number, "err", err)
 	}
-	o.saveAsync(r, &Event{Type: EventStatus, Status: st, OutputOffset: off})
+	o.saveAsync(r, &Event{Type: EventStatus, Status: st, OutputOffset: off}, piece)
 }
 
 func (o *Orchestrator) updateStep(t *Task, st *envelope.WorkStatus, now time.Time) {
@@ -128,6 +128,9 @@ func (o *Orchestrator) onResult(r *run, env *envelope.Envelope, res *envelope.Wo
 		// r.cov holds what the store holds (recover rebuilds it): with no output
 		// either side there is nothing to replace, and no write to wait for.
 		if res.Output != "" || len(r.cov.spans) > 0 {
+			if r.written != nil {
+				<-r.written // replaceOutput reads the pieces stored so far
+			}
 			if err := o.st.replaceOutput(t.ID, res.Output); err != nil {
 				log.Error("store result output", "err", err)
 			}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/chiffon-dev/chiffon/envelope"
+	"github.com/dgraph-io/badger/v4"
 )
 
 // span is the byte range [start, end) of the output.
@@ -59,16 +60,17 @@ type chunkSeq struct {
 	r    envelope.Reassembler
 }
 
-// placeOutput stores a work_status's output at its x_custom_fields.output_offset,
-// checking chunk sequences per step. It returns the offset used, or nil when the
-// status carried no output. Called with o.mu held.
-func (o *Orchestrator) placeOutput(r *run, env *envelope.Envelope, st *envelope.WorkStatus) (*int64, error) {
+// placeOutput places a work_status's output at its x_custom_fields.output_offset,
+// checking chunk sequences per step. It returns the offset used and the store entry
+// of the piece, to be written with the status (nil when the status carried no
+// output). Called with o.mu held.
+func (o *Orchestrator) placeOutput(r *run, env *envelope.Envelope, st *envelope.WorkStatus) (*int64, *badger.Entry, error) {
 	data := st.Step.Output
 	off, hasOff := xInt(env.XCustomFields, "output_offset")
 	if st.Step.OutputChunk != "" {
 		cr, err := envelope.ParseChunkRange(st.Step.OutputChunk)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		seq := r.seqs[st.Step.Number]
 		if cr.Start == 0 {
@@ -78,10 +80,10 @@ func (o *Orchestrator) placeOutput(r *run, env *envelope.Envelope, st *envelope.
 			}
 			r.seqs[st.Step.Number] = seq
 		} else if seq == nil {
-			return nil, fmt.Errorf("step %d: chunk %s arrived without the chunks before it", st.Step.Number, cr)
+			return nil, nil, fmt.Errorf("step %d: chunk %s arrived without the chunks before it", st.Step.Number, cr)
 		}
 		if err := seq.r.Add(cr, data); err != nil {
-			return nil, fmt.Errorf("step %d: %w", st.Step.Number, err)
+			return nil, nil, fmt.Errorf("step %d: %w", st.Step.Number, err)
 		}
 		if !hasOff {
 			off = seq.base + cr.Start
@@ -90,19 +92,16 @@ func (o *Orchestrator) placeOutput(r *run, env *envelope.Envelope, st *envelope.
 			delete(r.seqs, st.Step.Number)
 		}
 	} else if data == "" {
-		return nil, nil
+		return nil, nil, nil
 	} else if !hasOff {
 		off = r.cov.contiguous()
 	}
 	if off < 0 {
-		return nil, fmt.Errorf("output_offset %d is negative", off)
-	}
-	if err := o.st.putOutput(r.t.ID, off, data); err != nil {
-		return nil, err
+		return nil, nil, fmt.Errorf("output_offset %d is negative", off)
 	}
 	r.cov.add(span{off, off + int64(len(data))})
 	r.t.OutputBytes = r.cov.contiguous()
-	return &off, nil
+	return &off, outputEntry(r.t.ID, off, data), nil
 }
 
 // xInt reads an integer from x_custom_fields.

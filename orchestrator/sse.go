@@ -95,20 +95,14 @@ func (o *Orchestrator) serveEvents(w http.ResponseWriter, req *http.Request, id 
 		return
 	}
 	// Subscribe before reading the history, so no event falls between the two, and
-	// let the writes of the events sent so far land first (saveAsync).
+	// let the writes of the events sent so far land first.
 	o.mu.Lock()
 	live := o.watch(id)
-	var written chan struct{}
-	if r := o.runs[id]; r != nil {
-		written = r.written
-	}
 	o.mu.Unlock()
 	if live != nil {
 		defer o.unwatch(id, live)
 	}
-	if written != nil {
-		<-written
-	}
+	o.waitWritten(id)
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-cache")
 	w.Header().Set("X-Accel-Buffering", "no")

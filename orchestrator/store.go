@@ -1,6 +1,7 @@
 package orchestrator
 
 import (
+	"bytes"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
@@ -168,14 +169,13 @@ func (s *store) lastEventSeq(id string) (int64, error) {
 	return seq, err
 }
 
-// putOutput stores one piece of output at its offset in the whole output.
-func (s *store) putOutput(id string, offset int64, data string) error {
+// outputEntry is the store entry of one piece of output at its offset in the whole
+// output, or nil for no output.
+func outputEntry(id string, offset int64, data string) *badger.Entry {
 	if data == "" {
 		return nil
 	}
-	return s.db.Update(func(txn *badger.Txn) error {
-		return txn.Set(numKey("o/", id, offset), []byte(data))
-	})
+	return badger.NewEntry(numKey("o/", id, offset), []byte(data))
 }
 
 // replaceOutput makes data the whole output of task id.
@@ -328,13 +328,19 @@ func (s *store) saveTask(t *Task, ev *Event, ttl time.Duration) error {
 	})
 }
 
-// saveTaskAsync is saveTask without waiting for the commit: t and ev are encoded now,
-// the write is queued behind the earlier ones (Badger commits in order), and done
-// runs once it is committed or has failed.
-func (s *store) saveTaskAsync(t *Task, ev *Event, ttl time.Duration, done func(error)) error {
+// saveTaskAsync is saveTask without waiting for the commit, with extra entries (nil
+// ones skipped) in the same transaction: t and ev are encoded now, the write is
+// queued behind the earlier ones (Badger commits in order), and done runs once it is
+// committed or has failed.
+func (s *store) saveTaskAsync(t *Task, ev *Event, ttl time.Duration, done func(error), extra ...*badger.Entry) error {
 	entries, err := taskEntries(t, ev, ttl)
 	if err != nil {
 		return err
+	}
+	for _, e := range extra {
+		if e != nil {
+			entries = append(entries, e)
+		}
 	}
 	txn := s.db.NewTransaction(true)
 	for _, e := range entries {
@@ -348,11 +354,11 @@ func (s *store) saveTaskAsync(t *Task, ev *Event, ttl time.Duration, done func(e
 }
 
 func taskEntries(t *Task, ev *Event, ttl time.Duration) ([]*badger.Entry, error) {
-	tb, err := json.Marshal(t)
+	tb, err := marshalStored(t)
 	if err != nil {
 		return nil, err
 	}
-	eb, err := json.Marshal(ev)
+	eb, err := marshalStored(ev)
 	if err != nil {
 		return nil, err
 	}
@@ -360,4 +366,16 @@ func taskEntries(t *Task, ev *Event, ttl time.Duration) ([]*badger.Entry, error)
 		setTTL(badger.NewEntry(taskKey(t.ID), tb), ttl),
 		setTTL(badger.NewEntry(numKey("e/", t.ID, ev.Seq), eb), ttl),
 	}, nil
+}
+
+// marshalStored is json.Marshal without HTML escaping: output text such as "<200>" is
+// stored as written rather than as \u003c escapes (readers decode both alike).
+func marshalStored(v any) ([]byte, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
 }
