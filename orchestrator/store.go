@@ -136,15 +136,49 @@ func (s *store) putEvent(id string, ev *Event) error {
 	})
 }
 
-// events calls fn for each stored event of task id with Seq > after, in order.
+// storedEvent is an Event as stored. A status event's output is not stored twice:
+// the output piece written in the same transaction holds it, and OutputLen says how
+// many bytes to read back at OutputOffset.
+type storedEvent struct {
+	*Event
+	OutputLen int64 `json:"output_len,omitempty"`
+}
+
+// storedForm returns what to store for ev: ev itself, or a copy without the output
+// of a status whose output is stored as a piece at ev.OutputOffset.
+func storedForm(ev *Event) any {
+	if ev.Status == nil || ev.Status.Step.Output == "" || ev.OutputOffset == nil {
+		return ev
+	}
+	st, c := *ev.Status, *ev
+	st.Step.Output = ""
+	c.Status = &st
+	return storedEvent{Event: &c, OutputLen: int64(len(ev.Status.Step.Output))}
+}
+
+// events calls fn for each stored event of task id with Seq > after, in order, with
+// the output of status events read back from the output pieces.
 func (s *store) events(id string, after int64, fn func(*Event) error) error {
 	return s.db.View(func(txn *badger.Txn) error {
+		var pieces []storedPiece
+		loaded := false
 		it := txn.NewIterator(badger.IteratorOptions{Prefix: eventPrefix(id)})
 		defer it.Close()
 		for it.Seek(numKey("e/", id, after+1)); it.Valid(); it.Next() {
 			var ev Event
-			if err := it.Item().Value(func(v []byte) error { return json.Unmarshal(v, &ev) }); err != nil {
+			se := storedEvent{Event: &ev}
+			if err := it.Item().Value(func(v []byte) error { return json.Unmarshal(v, &se) }); err != nil {
 				return err
+			}
+			if se.OutputLen > 0 && ev.Status != nil && ev.OutputOffset != nil {
+				if !loaded {
+					var err error
+					if pieces, err = loadPieces(txn, id); err != nil {
+						return err
+					}
+					loaded = true
+				}
+				ev.Status.Step.Output = sliceOutput(pieces, *ev.OutputOffset, se.OutputLen)
 			}
 			if err := fn(&ev); err != nil {
 				return err
@@ -152,6 +186,47 @@ func (s *store) events(id string, after int64, fn func(*Event) error) error {
 		}
 		return nil
 	})
+}
+
+// storedPiece is one stored piece of output.
+type storedPiece struct {
+	start int64
+	data  []byte
+}
+
+// loadPieces reads every output piece of task id, in offset order.
+func loadPieces(txn *badger.Txn, id string) ([]storedPiece, error) {
+	var out []storedPiece
+	it := txn.NewIterator(badger.IteratorOptions{Prefix: outputPrefix(id)})
+	defer it.Close()
+	for it.Rewind(); it.Valid(); it.Next() {
+		v, err := it.Item().ValueCopy(nil)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, storedPiece{keyNum(it.Item().Key()), v})
+	}
+	return out, nil
+}
+
+// sliceOutput returns bytes [off, off+n) of the output held in pieces, stopping at a
+// gap.
+func sliceOutput(pieces []storedPiece, off, n int64) string {
+	var b strings.Builder
+	pos, end := off, off+n
+	for _, p := range pieces {
+		pend := p.start + int64(len(p.data))
+		if pend <= pos {
+			continue
+		}
+		if p.start > pos || pos >= end {
+			break
+		}
+		take := min(pend, end)
+		b.Write(p.data[pos-p.start : take-p.start])
+		pos = take
+	}
+	return b.String()
 }
 
 // lastEventSeq returns the highest stored event number of task id, or 0.
@@ -358,7 +433,7 @@ func taskEntries(t *Task, ev *Event, ttl time.Duration) ([]*badger.Entry, error)
 	if err != nil {
 		return nil, err
 	}
-	eb, err := marshalStored(ev)
+	eb, err := marshalStored(storedForm(ev))
 	if err != nil {
 		return nil, err
 	}
