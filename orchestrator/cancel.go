@@ -136,6 +136,9 @@ func (o *Orchestrator) recover() error {
 		if t.AgentID != "" {
 			log.Info("resuming task on its agent", "agent_id", t.AgentID, "state", t.State)
 			r.stick = t.AgentID
+			if mayHaveStarted(t) {
+				r.pinned = t.AgentID
+			}
 			o.schedule(r)
 			continue
 		}

@@ -31,6 +31,11 @@ type run struct {
 	bo       backoff.BackOff // waits between retries
 	stick    string          // the agent the next dispatch must go to
 	avoid    string          // an agent to pass over when others can take the task
+	// pinned is the agent that may have started the request (it acknowledged an
+	// attempt, or one timed out there). Every later dispatch goes to it, even after
+	// an attempt that provably never reached it: only its dedupe cache can tell
+	// whether the request ran, and another agent would run it a second time.
+	pinned string
 	cov      coverage        // which output bytes are held
 	written  chan struct{}   // closed when the last saveAsync write is committed
 	seqs     map[int64]*chunkSeq
@@ -264,11 +269,14 @@ func (o *Orchestrator) failAttempt(r *run, e *errcodes.Error, neverStarted bool)
 		AgentID: t.AgentID, WaitMS: wait.Milliseconds(), At: time.Now().UTC()})
 	t.Error = taskError(e)
 	o.metrics.retries.WithLabelValues(fmt.Sprint(int(e.Code))).Inc()
-	if neverStarted {
-		r.stick, r.avoid = "", t.AgentID
-	} else {
+	if !neverStarted || r.accepted {
 		// The agent accepted it, or may have: only its cache knows the outcome.
-		r.stick, r.avoid = t.AgentID, ""
+		r.pinned = t.AgentID
+	}
+	if r.pinned != "" {
+		r.stick, r.avoid = r.pinned, ""
+	} else {
+		r.stick, r.avoid = "", t.AgentID
 	}
 	o.setState(t, StatePending)
 	_ = o.save(r, &Event{Type: EventRetry, Error: taskError(e), Message: fmt.Sprintf("retry %d in %s", len(t.Retries), wait)})
@@ -431,4 +439,22 @@ func cloneTask(t *Task) *Task {
 		c.Error = &e
 	}
 	return &c
+}
+
+// mayHaveStarted reports whether t's agent may hold t's request in its dedupe cache:
+// an attempt was in flight or acknowledged, or one timed out. Every such attempt went
+// to the pinned agent, which t.AgentID then names.
+func mayHaveStarted(t *Task) bool {
+	if t.AgentID == "" {
+		return false
+	}
+	if t.State == StateDispatched || t.State == StateRunning || len(t.Steps) > 0 {
+		return true
+	}
+	for _, rt := range t.Retries {
+		if rt.Code == int(errcodes.Timeout) && rt.AgentID == t.AgentID {
+			return true
+		}
+	}
+	return false
 }

@@ -175,3 +175,36 @@ func TestAgentOfflineAfterThreeMissedHeartbeats(t *testing.T) {
 	a.publishAs(a.subj.Heartbeat(), a.token, hb)
 	waitFor(t, "agent online", func() bool { g := o.Agents()[0]; return g.State == "online" && g.LastHeartbeat != nil })
 }
+
+// TestRetryNeverLeavesTheAgentThatMayHaveRunIt: once an agent acknowledged a request,
+// a later attempt that provably never reached it (no responders) must not send the
+// request to another agent, which would run it a second time.
+func TestRetryNeverLeavesTheAgentThatMayHaveRunIt(t *testing.T) {
+	e := newEnv(t, "code-1", "code-2")
+	e.cfg.Timeouts.Ack, e.cfg.Timeouts.Inactivity = 300*time.Millisecond, 300*time.Millisecond
+	o := e.open()
+	a := e.fakeAgent("code-1")
+	a.register(1)
+	a.listen()
+	task := submit(t, o, nil)
+	a.ack(a.next()) // code-1 has started it ...
+	a.nc.Close()    // ... and goes away: later attempts get no responders
+	b := e.fakeAgent("code-2")
+	b.register(1)
+	b.listen()
+
+	final := waitFinal(t, o, task.ID)
+	if final.State != orchestrator.StateError || final.Error == nil || final.Error.Code != 5002 {
+		t.Fatalf("task ended %s %+v, want error 5002 after its retries", final.State, final.Error)
+	}
+	for _, r := range final.Retries {
+		if r.AgentID != "code-1" {
+			t.Errorf("retry %+v went to %s", r, r.AgentID)
+		}
+	}
+	select {
+	case w := <-b.work:
+		t.Fatalf("code-2 got request %s, which code-1 may have run", w.env.RequestID)
+	default:
+	}
+}

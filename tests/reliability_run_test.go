@@ -318,6 +318,7 @@ type usage struct {
 	pid        int
 	goroutines int
 	rssKiB     int
+	heapKiB    int // Go heap in use; known for the orchestrator only
 }
 
 // resources measures the orchestrator and every agent that is running.
@@ -326,7 +327,8 @@ func (c *cluster) resources() map[string]usage {
 	out := map[string]usage{}
 	c.http.CloseIdleConnections()
 	if m, err := c.metrics(); err == nil && c.orch.alive() {
-		out["orchestrator"] = usage{pid: c.orch.pid(), goroutines: int(m["go_goroutines"]), rssKiB: rss(c.orch.pid())}
+		out["orchestrator"] = usage{pid: c.orch.pid(), goroutines: int(m["go_goroutines"]), rssKiB: rss(c.orch.pid()),
+			heapKiB: int(m["go_memstats_heap_inuse_bytes"]) >> 10}
 	}
 	for id, p := range c.agents {
 		if !p.alive() {
@@ -395,7 +397,11 @@ func (c *cluster) checkResources(t *testing.T, base map[string]usage) {
 			t.Logf("resources %s: restarted during the run (start: %d goroutines, %d MiB RSS)", name, b.goroutines, b.rssKiB>>10)
 			continue
 		}
-		t.Logf("resources %s: goroutines %d -> %d, RSS %d -> %d MiB", name, b.goroutines, u.goroutines, b.rssKiB>>10, u.rssKiB>>10)
+		heap := ""
+		if b.heapKiB > 0 {
+			heap = fmt.Sprintf(", Go heap in use %d -> %d MiB", b.heapKiB>>10, u.heapKiB>>10)
+		}
+		t.Logf("resources %s: goroutines %d -> %d, RSS %d -> %d MiB%s", name, b.goroutines, u.goroutines, b.rssKiB>>10, u.rssKiB>>10, heap)
 		if u.goroutines > b.goroutines+slack {
 			t.Errorf("%s: %d goroutines after the run, %d before", name, u.goroutines, b.goroutines)
 		}
