@@ -35,11 +35,11 @@ type run struct {
 	// attempt, or one timed out there). Every later dispatch goes to it, even after
 	// an attempt that provably never reached it: only its dedupe cache can tell
 	// whether the request ran, and another agent would run it a second time.
-	pinned string
-	cov      coverage        // which output bytes are held
-	written  chan struct{}   // closed when the last saveAsync write is committed
-	seqs     map[int64]*chunkSeq
-	reasks   int // re-requests for a truncated result with a gap
+	pinned  string
+	cov     coverage      // which output bytes are held
+	written chan struct{} // closed when the last saveAsync write is committed
+	seqs    map[int64]*chunkSeq
+	reasks  int // re-requests for a truncated result with a gap
 }
 
 func (r *run) stopTimers() {
