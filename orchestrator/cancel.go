@@ -116,6 +116,7 @@ func (o *Orchestrator) recover() error {
 	for i := len(tasks) - 1; i >= 0; i-- { // oldest first
 		t := tasks[i]
 		r := o.newRun(t)
+		r.recovered = true
 		if r.seq, err = o.st.lastEventSeq(t.ID); err != nil {
 			return err
 		}

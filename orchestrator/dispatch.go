@@ -35,11 +35,12 @@ type run struct {
 	// attempt, or one timed out there). Every later dispatch goes to it, even after
 	// an attempt that provably never reached it: only its dedupe cache can tell
 	// whether the request ran, and another agent would run it a second time.
-	pinned  string
-	cov     coverage      // which output bytes are held
-	written chan struct{} // closed when the last saveAsync write is committed
-	seqs    map[int64]*chunkSeq
-	reasks  int // re-requests for a truncated result with a gap
+	pinned    string
+	cov       coverage      // which output bytes are held
+	written   chan struct{} // closed when the last saveAsync write is committed
+	recovered bool          // resumed from the store: its keys may predate liveTTL
+	seqs      map[int64]*chunkSeq
+	reasks    int // re-requests for a truncated result with a gap
 }
 
 func (r *run) stopTimers() {
@@ -327,6 +328,9 @@ func (o *Orchestrator) finish(r *run, state State, ev *Event, msg string) {
 	o.taskLog(t).Info("task finished", "state", state, "attempts", t.Attempts, "agent_id", t.AgentID)
 	if o.closed {
 		return
+	}
+	if !r.recovered && now.Sub(t.CreatedAt) <= expireSlack {
+		return // every key was written with a TTL that outlives the record (liveTTL)
 	}
 	lastSeq, withOutput := r.seq, len(r.cov.spans) > 0
 	o.wg.Add(1)

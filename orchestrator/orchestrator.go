@@ -97,6 +97,7 @@ func Open(cfg Config, opts Options) (*Orchestrator, error) {
 	if o.st, err = openStore(filepath.Join(cfg.DataDir, "tasks"), o.log); err != nil {
 		return nil, err
 	}
+	o.st.retention = cfg.Retention
 	o.nc = opts.Conn
 	if o.nc == nil {
 		o.ownConn = true

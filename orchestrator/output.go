@@ -101,7 +101,7 @@ func (o *Orchestrator) placeOutput(r *run, env *envelope.Envelope, st *envelope.
 	}
 	r.cov.add(span{off, off + int64(len(data))})
 	r.t.OutputBytes = r.cov.contiguous()
-	return &off, outputEntry(r.t.ID, off, data), nil
+	return &off, o.st.outputEntry(r.t.ID, off, data), nil
 }
 
 // xInt reads an integer from x_custom_fields.

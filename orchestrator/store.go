@@ -2,6 +2,7 @@ package orchestrator
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
@@ -39,6 +40,23 @@ func outputPrefix(id string) []byte { return []byte("o/" + id + "/") }
 // store keeps tasks, their events and their output in Badger.
 type store struct {
 	db *badger.DB
+	// retention is the TTL of a finished task's keys. Events and output pieces are
+	// written with retention+expireSlack from the start, so a task that ends within
+	// expireSlack of its creation needs no rewrite: its keys expire at most
+	// expireSlack after its record, never before it.
+	retention time.Duration
+}
+
+// expireSlack bounds how long after a finished task's record its events and output
+// may remain, for a task that ended within expireSlack of its creation.
+const expireSlack = time.Hour
+
+// liveTTL is the TTL of an event or output piece written before the task ends.
+func (s *store) liveTTL() time.Duration {
+	if s.retention <= 0 {
+		return 0 // nothing expires
+	}
+	return s.retention + expireSlack
 }
 
 // openStore opens the Badger store in dir, tuned to stay small in memory: an idle
@@ -246,11 +264,11 @@ func (s *store) lastEventSeq(id string) (int64, error) {
 
 // outputEntry is the store entry of one piece of output at its offset in the whole
 // output, or nil for no output.
-func outputEntry(id string, offset int64, data string) *badger.Entry {
+func (s *store) outputEntry(id string, offset int64, data string) *badger.Entry {
 	if data == "" {
 		return nil
 	}
-	return badger.NewEntry(numKey("o/", id, offset), []byte(data))
+	return setTTL(badger.NewEntry(numKey("o/", id, offset), []byte(data)), s.liveTTL())
 }
 
 // replaceOutput makes data the whole output of task id.
@@ -274,7 +292,7 @@ func (s *store) replaceOutput(id, data string) error {
 		}
 	}
 	for _, c := range chunks {
-		if err := wb.Set(numKey("o/", id, c.Range.Start), []byte(c.Data)); err != nil {
+		if err := wb.SetEntry(s.outputEntry(id, c.Range.Start, c.Data)); err != nil {
 			return err
 		}
 	}
@@ -326,8 +344,10 @@ func (s *store) writeOutput(id string, w io.Writer) (int64, error) {
 	return n, err
 }
 
-// expire rewrites the keys of finished task id that have no TTL yet with ttl: its
-// events before lastSeq and, when withOutput, its output pieces. The task and its
+// expire rewrites the keys of finished task id with ttl, for a task that ran longer
+// than expireSlack or was resumed after a restart (its keys may expire before its
+// record, or never): its events before lastSeq and, when withOutput, its output
+// pieces. The task and its
 // last event were written with the TTL by the final save. Events are read by key
 // (their numbers are known): a prefix iterator seeks every table, which made this
 // the orchestrator's costliest step for a short task.
@@ -389,7 +409,7 @@ func (badgerLogger) Debugf(string, ...any) {}
 
 // saveTask writes t and one of its events in one transaction.
 func (s *store) saveTask(t *Task, ev *Event, ttl time.Duration) error {
-	entries, err := taskEntries(t, ev, ttl)
+	entries, err := s.taskEntries(t, ev, ttl)
 	if err != nil {
 		return err
 	}
@@ -408,7 +428,7 @@ func (s *store) saveTask(t *Task, ev *Event, ttl time.Duration) error {
 // queued behind the earlier ones (Badger commits in order), and done runs once it is
 // committed or has failed.
 func (s *store) saveTaskAsync(t *Task, ev *Event, ttl time.Duration, done func(error), extra ...*badger.Entry) error {
-	entries, err := taskEntries(t, ev, ttl)
+	entries, err := s.taskEntries(t, ev, ttl)
 	if err != nil {
 		return err
 	}
@@ -428,7 +448,9 @@ func (s *store) saveTaskAsync(t *Task, ev *Event, ttl time.Duration, done func(e
 	return nil
 }
 
-func taskEntries(t *Task, ev *Event, ttl time.Duration) ([]*badger.Entry, error) {
+// taskEntries are the entries of t and ev: with ttl (a finished task), or the task
+// without one and the event with liveTTL.
+func (s *store) taskEntries(t *Task, ev *Event, ttl time.Duration) ([]*badger.Entry, error) {
 	tb, err := marshalStored(t)
 	if err != nil {
 		return nil, err
@@ -439,7 +461,7 @@ func taskEntries(t *Task, ev *Event, ttl time.Duration) ([]*badger.Entry, error)
 	}
 	return []*badger.Entry{
 		setTTL(badger.NewEntry(taskKey(t.ID), tb), ttl),
-		setTTL(badger.NewEntry(numKey("e/", t.ID, ev.Seq), eb), ttl),
+		setTTL(badger.NewEntry(numKey("e/", t.ID, ev.Seq), eb), cmp.Or(ttl, s.liveTTL())),
 	}, nil
 }
 
