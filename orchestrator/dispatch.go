@@ -324,7 +324,9 @@ func (o *Orchestrator) finish(r *run, state State, ev *Event, msg string) {
 		o.taskLog(t).Error("store finished task", "err", err)
 	}
 	delete(o.runs, t.ID)
-	o.closeWatchers(t.ID)
+	if len(o.watchers[t.ID]) > 0 {
+		o.closeWatchers(t.ID, cloneTask(t))
+	}
 	o.taskLog(t).Info("task finished", "state", state, "attempts", t.Attempts, "agent_id", t.AgentID)
 	if o.closed {
 		return

@@ -13,10 +13,11 @@ import (
 // stream is ended (it reconnects with Last-Event-ID and replays from the store).
 const watcherBuffer = 512
 
-// watcher is one live SSE stream of one task.
+// watcher is one live SSE stream of one task, or one Wait.
 type watcher struct {
 	ch     chan *Event
 	closed bool
+	final  *Task // the finished task, set before ch is closed at its end
 }
 
 func (w *watcher) close() {
@@ -64,10 +65,11 @@ func (o *Orchestrator) notify(id string, ev *Event) {
 	}
 }
 
-// closeWatchers ends task id's live streams after its last event. Called with o.mu
-// held.
-func (o *Orchestrator) closeWatchers(id string) {
+// closeWatchers ends task id's live streams after its last event, handing each the
+// finished task (shared: readers copy it). Called with o.mu held.
+func (o *Orchestrator) closeWatchers(id string, final *Task) {
 	for w := range o.watchers[id] {
+		w.final = final
 		w.close()
 	}
 	delete(o.watchers, id)

@@ -21,7 +21,11 @@ func (o *Orchestrator) Wait(ctx context.Context, id string) (*Task, error) {
 				return nil, ctx.Err()
 			}
 		}
-		// The stream ends at the task's end, or early for a watcher that fell behind.
+		// The stream ends at the task's end, with the task, or early for a watcher
+		// that fell behind.
+		if w.final != nil {
+			return cloneTask(w.final), nil
+		}
 		t, err := o.Task(id)
 		if err != nil || t.State.Final() {
 			return t, err
