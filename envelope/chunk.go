@@ -139,6 +139,9 @@ func SanitizeOutput(b []byte) string {
 	return strings.ToValidUTF8(string(b), "\uFFFD")
 }
 
+// reassemblyPrealloc bounds the buffer a Reassembler allocates on a sender's word.
+const reassemblyPrealloc = 16 << 20
+
 // Reassembler rebuilds one chunked output. Chunks must arrive in order and adjoin. A
 // chunk wholly inside the bytes already held, with the same content, is accepted and
 // ignored, so that a stream replayed after a retry can be fed again.
@@ -178,10 +181,11 @@ func (r *Reassembler) Add(cr ChunkRange, data string) error {
 		return fmt.Errorf("chunk %s overlaps the %d bytes already received", cr, have)
 	}
 	if r.buf == nil {
-		// The total comes from the sender: preallocate no more than one envelope's
-		// worth, and let append grow the buffer as bytes actually arrive.
+		// The total comes from the sender: preallocate it up to reassemblyPrealloc
+		// (growing a 10 MiB output by doubling copied 15 MiB), and let append grow
+		// the buffer past that as bytes actually arrive.
 		r.total = cr.Total
-		r.buf = make([]byte, 0, min(cr.Total, MaxEnvelopeSize))
+		r.buf = make([]byte, 0, min(cr.Total, reassemblyPrealloc))
 	}
 	r.buf = append(r.buf, data...)
 	return nil
