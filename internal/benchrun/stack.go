@@ -11,6 +11,7 @@ import (
 	"net"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/chiffon-dev/chiffon/agent"
@@ -69,7 +70,7 @@ func startStack(ctx context.Context, url, dir string, capacity int) (*stack, err
 	a.Handle(workNoop, func(context.Context, *agent.Request, agent.Progress) (agent.Result, error) {
 		return agent.Result{}, nil
 	})
-	a.Handle(workChunks, emitOutput)
+	a.Handle(workChunks, emitOutput(make(map[int64][]byte)))
 	s.goRun(func() error { return a.Run(ctx) })
 
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -86,16 +87,26 @@ func startStack(ctx context.Context, url, dir string, capacity int) (*stack, err
 	return s, nil
 }
 
-// emitOutput writes the number of bytes given in parameters.bytes in one write: the
-// agent sends it as chunked work_status messages.
-func emitOutput(_ context.Context, req *agent.Request, p agent.Progress) (agent.Result, error) {
-	n, err := paramInt(req.Parameters["bytes"])
-	if err != nil {
+// emitOutput returns the handler that writes the number of bytes given in
+// parameters.bytes in one write: the agent sends it as chunked work_status messages.
+// The text is built once per size, so the figure is Chiffon's, not the handler's.
+func emitOutput(texts map[int64][]byte) agent.Handler {
+	var mu sync.Mutex
+	return func(_ context.Context, req *agent.Request, p agent.Progress) (agent.Result, error) {
+		n, err := paramInt(req.Parameters["bytes"])
+		if err != nil {
+			return agent.Result{}, err
+		}
+		mu.Lock()
+		out, ok := texts[n]
+		if !ok {
+			out = []byte(strings.Repeat(benchLine, int(n)/len(benchLine)+1)[:n])
+			texts[n] = out
+		}
+		mu.Unlock()
+		_, err = p.Write(out)
 		return agent.Result{}, err
 	}
-	out := strings.Repeat(benchLine, int(n)/len(benchLine)+1)[:n]
-	_, err = io.WriteString(p, out)
-	return agent.Result{}, err
 }
 
 func paramInt(v any) (int64, error) {
