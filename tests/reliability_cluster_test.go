@@ -369,8 +369,24 @@ func (c *cluster) stopAll() {
 	c.mu.Lock()
 	procs := append([]*proc(nil), c.all...)
 	c.mu.Unlock()
-	for i := len(procs) - 1; i >= 0; i-- {
-		procs[i].stop(c.t)
+	rank := func(p *proc) int {
+		switch p.name {
+		case "broker":
+			return 2
+		case "orchestrator":
+			return 1
+		}
+		return 0
+	}
+	for r := range 3 {
+		var wg sync.WaitGroup
+		for _, p := range procs {
+			if rank(p) == r {
+				wg.Add(1)
+				go func() { defer wg.Done(); p.stop(c.t) }()
+			}
+		}
+		wg.Wait()
 	}
 }
 
