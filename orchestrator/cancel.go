@@ -105,7 +105,7 @@ func (o *Orchestrator) Tasks(opts ListOptions) ([]*Task, error) {
 
 // recover resumes every unfinished task found in the store. One that reached an agent
 // is sent again to that agent with its request_id, whose cache answers; one that did
-// not is routed again once the agents have had a moment to register.
+// not is queued until the agents register.
 func (o *Orchestrator) recover() error {
 	tasks, err := o.st.listTasks(func(t *Task) bool { return !t.State.Final() }, 0)
 	if err != nil {
@@ -143,11 +143,19 @@ func (o *Orchestrator) recover() error {
 			o.schedule(r)
 			continue
 		}
-		log.Info("resuming task: routing it again", "state", t.State)
-		r.retry = time.AfterFunc(o.cfg.Retry.Initial, func() {
+		// Never dispatched: it waits in its type's queue, which the agents'
+		// registrations drain. Routing it before they have registered would cost it a
+		// retry (5002 "no online agent") for no fault of theirs. When none of its type
+		// has registered after the ack timeout, it is routed as a new task would be.
+		log.Info("resuming task: queued until its agents register", "state", t.State)
+		o.enqueue(r)
+		r.retry = time.AfterFunc(o.cfg.Timeouts.Ack, func() {
 			o.mu.Lock()
 			defer o.mu.Unlock()
-			o.schedule(r)
+			if r.queued && !r.finished && !o.closed && !o.anyOnline(r.t.ToAgent) {
+				o.unqueue(r)
+				o.schedule(r)
+			}
 		})
 	}
 	return nil

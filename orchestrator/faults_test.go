@@ -208,3 +208,34 @@ func TestRetryNeverLeavesTheAgentThatMayHaveRunIt(t *testing.T) {
 	default:
 	}
 }
+
+// TestRestartKeepsQueuedTasksForTheAgentsInsteadOfFailingThem: a task that was still
+// queued when the orchestrator stopped waits for the agents to register after the
+// restart; it does not spend a retry on "no online agent" meanwhile.
+func TestRestartKeepsQueuedTasksForTheAgentsInsteadOfFailingThem(t *testing.T) {
+	e := newEnv(t, "code-1")
+	o := e.open()
+	a := e.fakeAgent("code-1")
+	a.register(1)
+	a.listen()
+	first := submit(t, o, nil)
+	a.next()
+	queued := submit(t, o, nil) // the agent is full: queued, never dispatched
+	if err := o.Close(); err != nil {
+		t.Fatal(err)
+	}
+	o2 := e.open()
+	// The agent registers late, well after the first retry wait (10 ms here).
+	time.Sleep(100 * time.Millisecond) // the passing of time is the point
+	a.register(2)
+	for range 2 {
+		w := a.next()
+		a.result(w, envelope.ResultSuccess, 0, "ok", nil)
+	}
+	for _, id := range []string{first.ID, queued.ID} {
+		final := waitFinal(t, o2, id)
+		if final.State != orchestrator.StateSucceeded || len(final.Retries) != 0 {
+			t.Errorf("task %s: %s with retries %+v, want succeeded with none", id, final.State, final.Retries)
+		}
+	}
+}

@@ -139,6 +139,16 @@ func (o *Orchestrator) hasRoom(typ envelope.AgentType) bool {
 	return false
 }
 
+// anyOnline reports whether an agent of typ is online. Called with o.mu held.
+func (o *Orchestrator) anyOnline(typ envelope.AgentType) bool {
+	for _, a := range o.agents {
+		if a.typ == typ && a.online {
+			return true
+		}
+	}
+	return false
+}
+
 // unqueue removes a task from its queue. Called with o.mu held.
 func (o *Orchestrator) unqueue(r *run) {
 	if !r.queued {

@@ -214,7 +214,7 @@ http: {listen: %s}
 data_dir: %s
 agents:
 %stimeouts: {ack: %s, inactivity: %s, deadline_grace: 1s, control: 2s}
-retry: {max_retries: 3, initial: 500ms, max: 4s}
+retry: {max_retries: 5, initial: 500ms, max: 4s}
 breaker: {failures: 5, open_for: 1s}
 `, c.natsURL(), c.tokenFile("orchestrator"), c.tokenFile("api"), c.httpAddr,
 		filepath.Join(c.dir, "data", "orchestrator"), agents.String(), relAck, relInactivity)

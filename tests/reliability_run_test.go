@@ -37,7 +37,8 @@ type scenario struct {
 	bound time.Duration
 	// interrupted allows failed tasks that the agent reported interrupted (137).
 	interrupted bool
-	// inject breaks things while the tasks run; done reports how many ended.
+	// inject breaks things while the tasks run, on the test's goroutine; w says how
+	// many tasks have ended.
 	inject func(c *cluster, w *watch)
 }
 
@@ -100,16 +101,11 @@ func runScenario(t *testing.T, sc scenario) (*cluster, report) {
 	rep.submit = time.Since(start)
 
 	w := &watch{c: c, total: n}
-	injected := make(chan struct{})
-	go func() {
-		defer close(injected)
-		if sc.inject != nil {
-			sc.inject(c, w)
-		}
-	}()
+	if sc.inject != nil {
+		sc.inject(c, w) // it returns after its last fault, before the last task ends
+	}
 	deadline := 2*time.Minute + time.Duration(n)*50*time.Millisecond
 	c.waitFor(fmt.Sprintf("all %d tasks finished", n), deadline, func() bool { return w.finished() == n })
-	<-injected
 	rep.run = time.Since(start)
 
 	c.verify(t, sc, ids, &rep)
