@@ -19,6 +19,7 @@ import (
 
 	"github.com/chiffon-dev/chiffon/broker"
 	"github.com/chiffon-dev/chiffon/envelope"
+	"github.com/chiffon-dev/chiffon/internal/kvstore"
 	"github.com/nats-io/nats.go"
 )
 
@@ -151,7 +152,7 @@ func (a *Agent) Run(ctx context.Context) error {
 	bgWG.Add(3)
 	go func() { defer bgWG.Done(); a.registerLoop(bg) }()
 	go func() { defer bgWG.Done(); a.heartbeatLoop(bg) }()
-	go func() { defer bgWG.Done(); cache.runGC(bg, 10*time.Minute) }()
+	go func() { defer bgWG.Done(); kvstore.RunGC(cache.db, 10*time.Minute, bg.Done()) }()
 	a.kickRegister()
 	close(a.ready)
 	a.log.Info("agent running", "type", a.cfg.Type, "work_types", a.WorkTypes())

@@ -1,7 +1,6 @@
 package agent
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -10,6 +9,7 @@ import (
 	"time"
 
 	"github.com/chiffon-dev/chiffon/envelope"
+	"github.com/chiffon-dev/chiffon/internal/kvstore"
 	"github.com/dgraph-io/badger/v4"
 )
 
@@ -45,21 +45,14 @@ func OpenDedupeCache(dir string, ttl time.Duration, log *slog.Logger) (*DedupeCa
 	if log == nil {
 		log = slog.Default()
 	}
-	// Badger's defaults take ~450 MiB of RSS (64 MiB memtables, a 256 MiB block
-	// cache, 1 GiB value log files). An agent's cache is small: shrink everything.
-	opts := badger.DefaultOptions(filepath.Join(dir, "dedupe")).
-		WithLogger(badgerLogger{log}).
-		WithMemTableSize(4 << 20).
-		WithNumMemtables(2).
-		WithNumLevelZeroTables(2).
-		WithNumLevelZeroTablesStall(4).
+	// An agent's cache is small: small tables and caches on top of kvstore's.
+	opts := kvstore.SmallOptions(filepath.Join(dir, "dedupe"), log).
 		WithBaseTableSize(1 << 20).
 		WithBaseLevelSize(4 << 20).
 		WithValueThreshold(1 << 10). // output pieces go to the value log, not memtables
 		WithValueLogFileSize(16 << 20).
 		WithBlockCacheSize(1 << 20).
 		WithIndexCacheSize(1 << 20).
-		WithNumCompactors(2).
 		WithNumGoroutines(2).
 		WithMetricsEnabled(false).
 		WithDetectConflicts(false)
@@ -164,29 +157,4 @@ func (c *DedupeCache) eachPiece(requestID string, e *cacheEntry, fn func(offset 
 	return nil
 }
 
-// runGC reclaims value log space every interval until ctx is done.
-func (c *DedupeCache) runGC(ctx context.Context, interval time.Duration) {
-	t := time.NewTicker(interval)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			for c.db.RunValueLogGC(0.5) == nil {
-			}
-		}
-	}
-}
-
 // badgerLogger routes Badger's logs to slog: errors and warnings only.
-type badgerLogger struct{ log *slog.Logger }
-
-func (l badgerLogger) Errorf(f string, a ...any) {
-	l.log.Error("badger: " + fmt.Sprintf(f, a...))
-}
-func (l badgerLogger) Warningf(f string, a ...any) {
-	l.log.Warn("badger: " + fmt.Sprintf(f, a...))
-}
-func (badgerLogger) Infof(string, ...any)  {}
-func (badgerLogger) Debugf(string, ...any) {}

@@ -24,6 +24,7 @@ import (
 	"github.com/chiffon-dev/chiffon/broker"
 	"github.com/chiffon-dev/chiffon/envelope"
 	"github.com/chiffon-dev/chiffon/errcodes"
+	"github.com/chiffon-dev/chiffon/internal/kvstore"
 	"github.com/nats-io/nats.go"
 )
 
@@ -144,7 +145,7 @@ func (o *Orchestrator) start() error {
 	}
 	o.discover()
 	o.wg.Add(1)
-	go o.gcLoop()
+	go func() { defer o.wg.Done(); kvstore.RunGC(o.st.db, 10*time.Minute, o.done) }()
 	return nil
 }
 
@@ -345,22 +346,6 @@ func (o *Orchestrator) rejectAuth(msg *nats.Msg, e *errcodes.Error) {
 	rep := envelope.New(envelope.Orchestrator, to, reqID, traceID, envelope.NewErrorPayload(e))
 	if err := o.publish(msg.Reply, "", broker.AgentIDOf(msg), rep); err != nil {
 		o.log.Warn("answer 5004", "err", err)
-	}
-}
-
-// gcLoop runs Badger's value log garbage collection now and then.
-func (o *Orchestrator) gcLoop() {
-	defer o.wg.Done()
-	t := time.NewTicker(10 * time.Minute)
-	defer t.Stop()
-	for {
-		select {
-		case <-o.done:
-			return
-		case <-t.C:
-			for o.st.db.RunValueLogGC(0.5) == nil {
-			}
-		}
 	}
 }
 

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/chiffon-dev/chiffon/envelope"
+	"github.com/chiffon-dev/chiffon/internal/kvstore"
 	"github.com/dgraph-io/badger/v4"
 )
 
@@ -62,18 +63,12 @@ func (s *store) liveTTL() time.Duration {
 // openStore opens the Badger store in dir, tuned to stay small in memory: an idle
 // orchestrator holds a few MiB of memtables and caches, not Badger's default ~200 MiB.
 func openStore(dir string, log *slog.Logger) (*store, error) {
-	opts := badger.DefaultOptions(dir).
-		WithLogger(badgerLogger{log}).
-		WithMemTableSize(4 << 20).
-		WithNumMemtables(2).
-		WithNumLevelZeroTables(2).
-		WithNumLevelZeroTablesStall(4).
+	opts := kvstore.SmallOptions(dir, log).
 		WithBaseTableSize(2 << 20).
 		WithBlockCacheSize(4 << 20).
 		WithIndexCacheSize(2 << 20).
 		WithValueLogFileSize(32 << 20).
 		WithValueThreshold(4 << 10).
-		WithNumCompactors(2).
 		WithCompactL0OnClose(false)
 	db, err := badger.Open(opts)
 	if err != nil {
@@ -396,17 +391,6 @@ func (s *store) expire(id string, ttl time.Duration, lastSeq int64, withOutput b
 }
 
 // badgerLogger passes Badger's warnings and errors to slog and drops its chatter.
-type badgerLogger struct{ log *slog.Logger }
-
-func (l badgerLogger) Errorf(f string, a ...any) {
-	l.log.Error("badger: " + strings.TrimSpace(fmt.Sprintf(f, a...)))
-}
-func (l badgerLogger) Warningf(f string, a ...any) {
-	l.log.Warn("badger: " + strings.TrimSpace(fmt.Sprintf(f, a...)))
-}
-func (badgerLogger) Infof(string, ...any)  {}
-func (badgerLogger) Debugf(string, ...any) {}
-
 // saveTask writes t and one of its events in one transaction.
 func (s *store) saveTask(t *Task, ev *Event, ttl time.Duration) error {
 	entries, err := s.taskEntries(t, ev, ttl)

@@ -1,0 +1,61 @@
+// Package kvstore holds what the agent's dedupe cache and the orchestrator's task store
+// share about Badger: options that keep an idle daemon small in memory, a logger that
+// goes through slog, and the value log's garbage collection.
+package kvstore
+
+import (
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/dgraph-io/badger/v4"
+)
+
+// SmallOptions returns Badger options for dir sized for a daemon's state rather than a
+// database server. Badger's defaults take ~450 MiB of RSS (64 MiB memtables, a 256 MiB
+// block cache, 1 GiB value log files); these keep it to a few MiB. Callers tune the
+// table, cache and value sizes of their own data on top.
+func SmallOptions(dir string, log *slog.Logger) badger.Options {
+	return badger.DefaultOptions(dir).
+		WithLogger(Logger{Log: log}).
+		WithMemTableSize(4 << 20).
+		WithNumMemtables(2).
+		WithNumLevelZeroTables(2).
+		WithNumLevelZeroTablesStall(4).
+		WithNumCompactors(2)
+}
+
+// Logger sends Badger's warnings and errors to slog and drops its chatter.
+type Logger struct{ Log *slog.Logger }
+
+// Errorf logs at error level.
+func (l Logger) Errorf(f string, a ...any) {
+	l.Log.Error("badger: " + strings.TrimSpace(fmt.Sprintf(f, a...)))
+}
+
+// Warningf logs at warn level.
+func (l Logger) Warningf(f string, a ...any) {
+	l.Log.Warn("badger: " + strings.TrimSpace(fmt.Sprintf(f, a...)))
+}
+
+// Infof drops Badger's informational messages.
+func (Logger) Infof(string, ...any) {}
+
+// Debugf drops Badger's debug messages.
+func (Logger) Debugf(string, ...any) {}
+
+// RunGC reclaims value log space every interval until done is closed.
+func RunGC(db *badger.DB, interval time.Duration, done <-chan struct{}) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-done:
+			return
+		case <-t.C:
+			for db.RunValueLogGC(0.5) == nil {
+			}
+		}
+	}
+}
