@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 
 	"github.com/chiffon-dev/chiffon/envelope"
 	"github.com/chiffon-dev/chiffon/orchestrator"
@@ -80,7 +81,7 @@ it was cancelled.`,
 	return cmd
 }
 
-func printJSON(w interface{ Write([]byte) (int, error) }, v any) error {
+func printJSON(w io.Writer, v any) error {
 	enc := json.NewEncoder(w)
 	enc.SetEscapeHTML(false)
 	enc.SetIndent("", "  ")
