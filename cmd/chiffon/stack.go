@@ -42,6 +42,7 @@ type stack struct {
 
 	srv    *broker.Server
 	orch   *orchestrator.Orchestrator
+	agents []*agent.Agent
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 	errs   chan error
@@ -111,6 +112,7 @@ func startStack(cfg stackConfig) (_ *stack, err error) {
 		if err != nil {
 			return nil, fmt.Errorf("agent %s: %w", ac.ID, err)
 		}
+		s.agents = append(s.agents, a)
 		ready = append(ready, a.Ready())
 		s.goRun(func() error { return a.Run(ctx) })
 	}
@@ -146,6 +148,13 @@ func (s *stack) Stop() {
 		_ = s.orch.Close()
 	}
 	s.srv.Shutdown()
+}
+
+// StopNow makes draining agents cancel their running work at once.
+func (s *stack) StopNow() {
+	for _, a := range s.agents {
+		a.StopNow()
+	}
 }
 
 // exampleAgentConfig reads the shipped example config of an agent type.

@@ -4,7 +4,9 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
 	"path/filepath"
+	"syscall"
 
 	"github.com/spf13/cobra"
 )
@@ -37,9 +39,11 @@ Ctrl-C stops everything cleanly: agents drain, stores close.`,
 				return err
 			}
 			printStack(cmd.OutOrStdout(), s, cfg.DataDir, logPath)
+			stopOnSecondSignal := watchSignals(s)
+			defer stopOnSecondSignal()
 			select {
 			case <-cmd.Context().Done():
-				fmt.Fprintln(cmd.OutOrStdout(), "stopping: agents drain, stores close ...")
+				fmt.Fprintln(cmd.OutOrStdout(), "stopping: agents drain (Ctrl-C again to cancel running work), stores close ...")
 			case err = <-s.Err():
 			}
 			s.Stop()
@@ -55,6 +59,30 @@ Ctrl-C stops everything cleanly: agents drain, stores close.`,
 	f.IntVar(&cfg.NATSPort, "nats-port", 4222, "NATS client port (0 picks a free one)")
 	f.IntVar(&cfg.HTTPPort, "http-port", 8080, "HTTP API port (0 picks a free one)")
 	return cmd
+}
+
+// watchSignals makes a second SIGINT or SIGTERM cancel the agents' running work at once;
+// the first one ends the command's context (see main). The returned func stops watching.
+func watchSignals(s *stack) (stop func()) {
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	done := make(chan struct{})
+	go func() {
+		for n := 1; ; n++ {
+			select {
+			case <-done:
+				return
+			case <-sigs:
+				if n >= 2 {
+					s.StopNow()
+				}
+			}
+		}
+	}()
+	return func() {
+		signal.Stop(sigs)
+		close(done)
+	}
 }
 
 func printStack(w io.Writer, s *stack, dataDir, logPath string) {
