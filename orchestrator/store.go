@@ -67,7 +67,9 @@ func openStore(dir string, log *slog.Logger) (*store, error) {
 		WithBaseTableSize(2 << 20).
 		WithBlockCacheSize(4 << 20).
 		WithIndexCacheSize(2 << 20).
-		WithValueLogFileSize(32 << 20).
+		// Badger msyncs a full value log file in the write path; larger files make
+		// that stall rarer (the mapping is virtual until written).
+		WithValueLogFileSize(128 << 20).
 		WithValueThreshold(4 << 10).
 		WithCompactL0OnClose(false)
 	db, err := badger.Open(opts)
