@@ -5,6 +5,7 @@ import (
 	"sync"
 	"time"
 	"unicode/utf8"
+	"unsafe"
 
 	"github.com/chiffon-dev/chiffon/broker"
 	"github.com/chiffon-dev/chiffon/envelope"
@@ -162,6 +163,17 @@ func (s *taskStream) appendBytesLocked(b []byte) {
 	s.out = append(s.out, b...)
 }
 
+// outString is s.out[from:to] as a string, without a copy. s.out is append-only:
+// bytes below its length are never written again (append writes past them, or into
+// a new array, leaving the old one to the strings that share it), so the string
+// never changes. Callers hold s.mu.
+func (s *taskStream) outString(from, to int) string {
+	if from >= to {
+		return ""
+	}
+	return unsafe.String(&s.out[from], to-from)
+}
+
 func (s *taskStream) appendLocked(text string) {
 	if s.dropped {
 		return
@@ -191,7 +203,7 @@ func (s *taskStream) Step(name string) {
 
 // flushLocked sends the unsent output, or an empty status, to every subject.
 func (s *taskStream) flushLocked() {
-	data := string(s.out[s.sent:])
+	data := s.outString(s.sent, len(s.out))
 	s.sendStatusLocked(s.subjects, data, int64(s.sent), nil)
 	s.sent = len(s.out)
 	s.dirty = false
@@ -296,7 +308,7 @@ func (s *taskStream) closeOutput() string {
 	if s.sent < len(s.out) {
 		s.flushLocked()
 	}
-	return string(s.out)
+	return s.outString(0, len(s.out))
 }
 
 // appendOutput adds text after the handler has returned (its Result.Output or error).
@@ -321,7 +333,7 @@ func (s *taskStream) publishResult(env *envelope.Envelope) {
 func (s *taskStream) attach(subject string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.sendStatusLocked([]string{subject}, string(s.out[:s.sent]), 0, nil)
+	s.sendStatusLocked([]string{subject}, s.outString(0, s.sent), 0, nil)
 	if s.result != nil {
 		s.pub.publish(subject, s.result)
 		return
