@@ -120,7 +120,7 @@ func (c *DedupeCache) finish(requestID string, e *cacheEntry, output string) err
 		wb := c.db.NewWriteBatch()
 		defer wb.Cancel()
 		for i, p := range pieces {
-			if err := wb.SetEntry(badger.NewEntry(pieceKey(requestID, i), []byte(p.Data)).WithTTL(c.ttl)); err != nil {
+			if err := wb.SetEntry(badger.NewEntry(pieceKey(requestID, i), kvstore.StringValue(p.Data)).WithTTL(c.ttl)); err != nil {
 				return fmt.Errorf("dedupe cache: write output of %s: %w", requestID, err)
 			}
 		}

@@ -265,7 +265,7 @@ func (s *store) outputEntry(id string, offset int64, data string) *badger.Entry 
 	if data == "" {
 		return nil
 	}
-	return setTTL(badger.NewEntry(numKey("o/", id, offset), []byte(data)), s.liveTTL())
+	return setTTL(badger.NewEntry(numKey("o/", id, offset), kvstore.StringValue(data)), s.liveTTL())
 }
 
 // replaceOutput makes data the whole output of task id.

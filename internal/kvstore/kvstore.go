@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"strings"
 	"time"
+	"unsafe"
 
 	"github.com/dgraph-io/badger/v4"
 )
@@ -58,4 +59,11 @@ func RunGC(db *badger.DB, interval time.Duration, done <-chan struct{}) {
 			}
 		}
 	}
+}
+
+// StringValue is s as an entry value, without a copy. Badger only reads a value it
+// is given (it copies it into its value log or memtable), and a string's bytes never
+// change, so a large output piece need not be duplicated to be stored.
+func StringValue(s string) []byte {
+	return unsafe.Slice(unsafe.StringData(s), len(s))
 }
