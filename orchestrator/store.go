@@ -71,7 +71,10 @@ func openStore(dir string, log *slog.Logger) (*store, error) {
 		// that stall rarer (the mapping is virtual until written).
 		WithValueLogFileSize(128 << 20).
 		WithValueThreshold(4 << 10).
-		WithCompactL0OnClose(false)
+		WithCompactL0OnClose(false).
+		// Every read-write transaction here only writes (reads are View or
+		// iterators in View): nothing can conflict, so no read/write sets to track.
+		WithDetectConflicts(false)
 	db, err := badger.Open(opts)
 	if err != nil {
 		return nil, fmt.Errorf("open task store %s: %w", dir, err)
