@@ -87,14 +87,15 @@ type taskStream struct {
 	lastSent time.Time
 	result   *envelope.Envelope
 
-	stop, stopped chan struct{}
+	flusher *time.Timer // flushTick, from start
+	closed  bool        // closeOutput has run: no more flushes
 }
 
 func newTaskStream(pub *publisher, log *slog.Logger, req *envelope.Envelope, subject string, keepalive time.Duration, maxOutput int64) *taskStream {
 	return &taskStream{
 		pub: pub, log: log, req: req, taskID: req.Payload.(*envelope.WorkRequest).TaskID,
 		keepalive: keepalive, maxOutput: maxOutput, subjects: []string{subject},
-		stepName: "accepted", stop: make(chan struct{}), stopped: make(chan struct{}),
+		stepName: "accepted",
 	}
 }
 
@@ -102,26 +103,25 @@ func newTaskStream(pub *publisher, log *slog.Logger, req *envelope.Envelope, sub
 func (s *taskStream) start() {
 	s.mu.Lock()
 	s.sendStatusLocked(s.subjects, "", 0, nil)
+	s.flusher = time.AfterFunc(s.flushEvery(), s.flushTick)
 	s.mu.Unlock()
-	go s.flushLoop()
 }
 
-func (s *taskStream) flushLoop() {
-	defer close(s.stopped)
-	t := time.NewTicker(min(flushInterval, s.keepalive))
-	defer t.Stop()
-	for {
-		select {
-		case <-s.stop:
-			return
-		case <-t.C:
-			s.mu.Lock()
-			if s.sent < len(s.out) || s.dirty || time.Since(s.lastSent) >= s.keepalive {
-				s.flushLocked()
-			}
-			s.mu.Unlock()
-		}
+func (s *taskStream) flushEvery() time.Duration { return min(flushInterval, s.keepalive) }
+
+// flushTick is the flusher: a timer rather than a goroutine per task, so that a short
+// task neither starts one nor waits for it to stop. It sends what is pending and
+// rearms itself, until closeOutput has closed the stream.
+func (s *taskStream) flushTick() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return
 	}
+	if s.sent < len(s.out) || s.dirty || time.Since(s.lastSent) >= s.keepalive {
+		s.flushLocked()
+	}
+	s.flusher.Reset(s.flushEvery())
 }
 
 // Write adds output. It never fails; output past the cap is dropped with a note.
@@ -297,10 +297,12 @@ func firstPiece(s string, size int) string {
 // closeOutput stops the flusher and sends the rest of the output. It returns the
 // whole output.
 func (s *taskStream) closeOutput() string {
-	close(s.stop)
-	<-s.stopped
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.closed = true
+	if s.flusher != nil {
+		s.flusher.Stop()
+	}
 	if len(s.partial) > 0 {
 		s.appendLocked(envelope.SanitizeOutput(s.partial))
 		s.partial = nil
