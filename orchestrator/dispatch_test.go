@@ -12,10 +12,7 @@ import (
 
 func TestRetryWaitsDoubleAndStopsAfterThree(t *testing.T) {
 	e := newEnv(t, "code-1")
-	o := e.open()
-	a := e.fakeAgent("code-1")
-	a.listen()
-	a.register(4)
+	o, a := e.openWithAgent("code-1", 4)
 	task := submit(t, o, nil)
 
 	var got []*workMsg
@@ -59,10 +56,7 @@ func TestRetryWaitsDoubleAndStopsAfterThree(t *testing.T) {
 
 func TestNonRetryableErrorFailsAtOnce(t *testing.T) {
 	e := newEnv(t, "code-1")
-	o := e.open()
-	a := e.fakeAgent("code-1")
-	a.listen()
-	a.register(4)
+	o, a := e.openWithAgent("code-1", 4)
 	task := submit(t, o, nil)
 	a.fail(a.next(), errcodes.NewUnsupportedWorkType("echo", []string{"other"}))
 	final := waitFinal(t, o, task.ID)
@@ -124,10 +118,7 @@ func TestInactivityTimeoutIs5001WithContext(t *testing.T) {
 	e := newEnv(t, "code-1")
 	e.cfg.Timeouts.Inactivity = 100 * time.Millisecond
 	e.cfg.Retry.MaxRetries = -1
-	o := e.open()
-	a := e.fakeAgent("code-1")
-	a.listen()
-	a.register(4)
+	o, a := e.openWithAgent("code-1", 4)
 	task := submit(t, o, nil)
 	w := a.next()
 	a.status(w, 10, 1, "some output", "", 0) // then silence
@@ -148,10 +139,7 @@ func TestMaxDurationReplacesAckAndInactivityTimeouts(t *testing.T) {
 	e := newEnv(t, "code-1")
 	e.cfg.Timeouts.Ack = 20 * time.Millisecond
 	e.cfg.Timeouts.Inactivity = 20 * time.Millisecond
-	o := e.open()
-	a := e.fakeAgent("code-1")
-	a.listen()
-	a.register(4)
+	o, a := e.openWithAgent("code-1", 4)
 	start := time.Now()
 	task := submit(t, o, &orchestrator.Hints{MaxDurationSeconds: 1})
 	a.next() // never answered
@@ -170,10 +158,7 @@ func TestMaxDurationReplacesAckAndInactivityTimeouts(t *testing.T) {
 
 func TestQueuedTaskDispatchedWhenAgentFrees(t *testing.T) {
 	e := newEnv(t, "code-1")
-	o := e.open()
-	a := e.fakeAgent("code-1")
-	a.listen()
-	a.register(1)
+	o, a := e.openWithAgent("code-1", 1)
 	first := submit(t, o, nil)
 	second := submit(t, o, nil)
 	w := a.next()

@@ -217,6 +217,17 @@ func (a *fakeAgent) publishAs(subject, token string, env *envelope.Envelope) {
 	}
 }
 
+// openWithAgent opens the orchestrator and registers a listening fake agent id with
+// the given capacity.
+func (e *env) openWithAgent(id string, capacity int) (*orchestrator.Orchestrator, *fakeAgent) {
+	e.t.Helper()
+	o := e.open()
+	a := e.fakeAgent(id)
+	a.listen()
+	a.register(capacity)
+	return o, a
+}
+
 // register registers the agent and returns the answer.
 func (a *fakeAgent) registerAs(token string, capacity int) *envelope.Envelope {
 	a.t.Helper()

@@ -30,10 +30,7 @@ func sendChunked(a *fakeAgent, w *workMsg, base int64, output string, skip int) 
 
 func TestChunkedOutputIsReassembled(t *testing.T) {
 	e := newEnv(t, "code-1")
-	o := e.open()
-	a := e.fakeAgent("code-1")
-	a.listen()
-	a.register(4)
+	o, a := e.openWithAgent("code-1", 4)
 	task := submit(t, o, nil)
 	w := a.next()
 	a.ack(w)
@@ -56,10 +53,7 @@ func TestChunkedOutputIsReassembled(t *testing.T) {
 
 func TestChunkGapIsRejectedAndOutputAskedAgain(t *testing.T) {
 	e := newEnv(t, "code-1")
-	o := e.open()
-	a := e.fakeAgent("code-1")
-	a.listen()
-	a.register(4)
+	o, a := e.openWithAgent("code-1", 4)
 	task := submit(t, o, nil)
 	w := a.next()
 	a.ack(w)
@@ -89,10 +83,7 @@ func TestChunkGapIsRejectedAndOutputAskedAgain(t *testing.T) {
 
 func TestResultOutputIsAuthoritativeWhenNotTruncated(t *testing.T) {
 	e := newEnv(t, "code-1")
-	o := e.open()
-	a := e.fakeAgent("code-1")
-	a.listen()
-	a.register(4)
+	o, a := e.openWithAgent("code-1", 4)
 	task := submit(t, o, nil)
 	w := a.next()
 	a.status(w, 10, 1, "partial garbage that is longer", "", 0)
