@@ -30,6 +30,9 @@ type Agent struct {
 	subjects broker.Subjects
 	agType   envelope.AgentType
 	handlers map[string]workType
+	// gpus are the GPUs found at start; registrations and heartbeats report their
+	// memory without running nvidia-smi every interval.
+	gpus []gpu
 
 	ready   chan struct{}
 	regKick chan struct{}
@@ -81,6 +84,7 @@ func New(cfg Config) (*Agent, error) {
 		regKick:  make(chan struct{}, 1),
 		stopNow:  make(chan struct{}),
 		running:  map[string]*task{},
+		gpus:     gpuMemory(),
 	}
 	a.addBuiltins()
 	for name, wt := range cfg.WorkTypes {

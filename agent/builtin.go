@@ -79,11 +79,12 @@ func number(v any) (float64, error) {
 
 // systemInfo reports CPU, memory, disk and GPU memory, as text and structured output.
 func systemInfo(dataDir string) (Result, error) {
-	r := machineResources(dataDir)
+	gpus := gpuMemory()
+	r := machineResources(dataDir, gpus)
 	info := map[string]any{
 		"os": runtime.GOOS, "arch": runtime.GOARCH,
 		"cpu_cores": r.CPUCores, "memory_total_mb": r.MemoryMB, "memory_available_mb": availableMemoryMB(),
-		"disk_free_mb": r.DiskFreeMB, "gpu_vram_mb": r.GPUVRAMMB, "gpus": gpuMemory(),
+		"disk_free_mb": r.DiskFreeMB, "gpu_vram_mb": r.GPUVRAMMB, "gpus": gpus,
 	}
 	b, err := json.Marshal(info)
 	if err != nil {

@@ -56,7 +56,7 @@ func (a *Agent) registerMessage() *envelope.Envelope {
 		Capabilities:        a.cfg.Capabilities,
 		MaxConcurrency:      a.cfg.MaxConcurrency,
 		HeartbeatIntervalMS: time.Duration(a.cfg.HeartbeatInterval).Milliseconds(),
-		Resources:           machineResources(a.cfg.DataDir),
+		Resources:           machineResources(a.cfg.DataDir, a.gpus),
 	})
 }
 
@@ -116,7 +116,7 @@ func (a *Agent) sendHeartbeat() {
 	status, ids := a.status()
 	hb := &envelope.Heartbeat{
 		AgentID: a.cfg.ID, Status: status, ActiveTasks: len(ids), MaxConcurrency: a.cfg.MaxConcurrency,
-		ActiveTaskIDs: ids, Resources: machineResources(a.cfg.DataDir),
+		ActiveTaskIDs: ids, Resources: machineResources(a.cfg.DataDir, a.gpus),
 	}
 	a.pub.publish(a.subjects.Heartbeat(), envelope.New(a.agType, envelope.Orchestrator, "", "", hb))
 	a.markHealthy()

@@ -14,17 +14,16 @@ import (
 	"github.com/chiffon-dev/chiffon/envelope"
 )
 
-// machineResources describes this machine; dir is where free disk is measured.
-func machineResources(dir string) *envelope.Resources {
+// machineResources describes this machine with the given GPUs; dir is where free disk
+// is measured.
+func machineResources(dir string, gpus []gpu) *envelope.Resources {
 	r := &envelope.Resources{CPUCores: int64(runtime.NumCPU()), MemoryMB: meminfoMB("MemTotal")}
 	var st syscall.Statfs_t
 	if syscall.Statfs(dir, &st) == nil {
 		r.DiskFreeMB = int64(st.Bavail) * int64(st.Bsize) >> 20
 	}
-	if gpus := gpuMemory(); len(gpus) > 0 {
-		for _, g := range gpus {
-			r.GPUVRAMMB += g.TotalMB
-		}
+	for _, g := range gpus {
+		r.GPUVRAMMB += g.TotalMB
 	}
 	return r
 }
