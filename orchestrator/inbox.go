@@ -24,12 +24,10 @@ func (o *Orchestrator) handleTaskMsg(msg *nats.Msg) {
 		o.noResponders(taskID)
 		return
 	}
-	agentID, aerr := o.authenticate(msg)
-	if aerr != nil {
-		o.rejectAuth(msg, aerr)
+	agentID, env, ok, err := o.receive(msg)
+	if !ok {
 		return
 	}
-	env, err := envelope.Decode(msg.Data)
 	if err != nil {
 		o.metrics.invalid.Inc()
 		o.log.Warn("invalid message on task inbox dropped", "task_id", taskID, "agent_id", agentID, "err", err)
@@ -38,7 +36,6 @@ func (o *Orchestrator) handleTaskMsg(msg *nats.Msg) {
 	if faultDropIncoming(env.Type) {
 		return // test builds only: a lost message
 	}
-	o.metrics.messages.WithLabelValues("in", string(env.Type)).Inc()
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	r := o.runs[taskID]

@@ -310,6 +310,23 @@ func (o *Orchestrator) request(ctx context.Context, agentID string, env *envelop
 	return rep, nil
 }
 
+// receive is how every message from an agent comes in: its token is checked against
+// the agent it names (a mismatch is answered with 5004 and dropped: ok is false), then
+// it is decoded and counted by type. A decode error is returned for the caller to
+// answer in the way its subject allows.
+func (o *Orchestrator) receive(msg *nats.Msg) (agentID string, env *envelope.Envelope, ok bool, err error) {
+	agentID, aerr := o.authenticate(msg)
+	if aerr != nil {
+		o.rejectAuth(msg, aerr)
+		return agentID, nil, false, nil
+	}
+	if env, err = envelope.Decode(msg.Data); err != nil {
+		return agentID, nil, true, err
+	}
+	o.metrics.messages.WithLabelValues("in", string(env.Type)).Inc()
+	return agentID, env, true, nil
+}
+
 // authenticate checks msg's bearer token against the token of the agent it names.
 // It returns that agent id, or a 5004 that never holds the token.
 func (o *Orchestrator) authenticate(msg *nats.Msg) (string, *errcodes.Error) {

@@ -94,18 +94,15 @@ func (o *Orchestrator) Agents() []AgentInfo {
 // handleRegister answers a registration with register_ack and the negotiated version,
 // or an error: 5004 for a bad token, 5006 with no common version.
 func (o *Orchestrator) handleRegister(msg *nats.Msg) {
-	agentID, aerr := o.authenticate(msg)
-	if aerr != nil {
-		o.rejectAuth(msg, aerr)
+	agentID, env, ok, err := o.receive(msg)
+	if !ok {
 		return
 	}
-	env, err := envelope.Decode(msg.Data)
 	if err != nil {
 		o.log.Warn("bad register message", "agent_id", agentID, "err", err)
 		o.replyError(msg, agentID, nil, asProtocolError(err))
 		return
 	}
-	o.metrics.messages.WithLabelValues("in", string(env.Type)).Inc()
 	reg, ok := env.Payload.(*envelope.Register)
 	if !ok || reg.AgentID != agentID || env.FromAgent == envelope.Orchestrator {
 		o.replyError(msg, agentID, env, errcodes.NewAuthenticationFailed(agentID, errcodes.TokenInvalid))
@@ -171,17 +168,14 @@ func (o *Orchestrator) seen(a *agentEntry, now time.Time) {
 
 // handleHeartbeat updates an agent's status and load.
 func (o *Orchestrator) handleHeartbeat(msg *nats.Msg) {
-	agentID, aerr := o.authenticate(msg)
-	if aerr != nil {
-		o.rejectAuth(msg, aerr)
+	agentID, env, ok, err := o.receive(msg)
+	if !ok {
 		return
 	}
-	env, err := envelope.Decode(msg.Data)
 	if err != nil {
 		o.log.Warn("bad heartbeat", "agent_id", agentID, "err", err)
 		return
 	}
-	o.metrics.messages.WithLabelValues("in", string(env.Type)).Inc()
 	hb, ok := env.Payload.(*envelope.Heartbeat)
 	if !ok || hb.AgentID != agentID {
 		o.log.Warn("heartbeat for another agent dropped", "agent_id", agentID)
