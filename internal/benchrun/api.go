@@ -35,14 +35,5 @@ func runAPI(ctx context.Context, st *stack, cfg Config) (stats, error) {
 		}
 		return nil
 	}
-	n := max(cfg.Tasks/4, 1)
-	seq, err := measure(ctx, n, 1, one)
-	if err != nil {
-		return stats{}, err
-	}
-	par, err := measure(ctx, cfg.Tasks, cfg.InFlight, one)
-	if err != nil {
-		return stats{}, err
-	}
-	return stats{perSecond: par.perSecond, p50: seq.p50, p99: seq.p99}, nil
+	return latencyAndRate(ctx, max(cfg.Tasks/4, 1), cfg.Tasks, cfg.InFlight, one)
 }

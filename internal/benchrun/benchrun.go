@@ -157,6 +157,20 @@ type stats struct {
 	p50, p99  float64 // µs
 }
 
+// latencyAndRate measures latency over seqN runs of one, one at a time, and the rate
+// over parN runs with k at once.
+func latencyAndRate(ctx context.Context, seqN, parN, k int, one func(i int) error) (stats, error) {
+	seq, err := measure(ctx, seqN, 1, one)
+	if err != nil {
+		return stats{}, err
+	}
+	par, err := measure(ctx, parN, k, one)
+	if err != nil {
+		return stats{}, err
+	}
+	return stats{perSecond: par.perSecond, p50: seq.p50, p99: seq.p99}, nil
+}
+
 // measure runs one(i) for i in [0, n) with k at once and returns the rate; when
 // k == 1 it also returns the latency percentiles.
 func measure(ctx context.Context, n, k int, one func(i int) error) (stats, error) {

@@ -43,13 +43,5 @@ func runChiffon(ctx context.Context, st *stack, cfg Config) (stats, error) {
 	if _, err := measure(ctx, min(cfg.Tasks, 50), 1, one); err != nil {
 		return stats{}, err
 	}
-	seq, err := measure(ctx, cfg.Tasks, 1, one)
-	if err != nil {
-		return stats{}, err
-	}
-	par, err := measure(ctx, cfg.Tasks, cfg.InFlight, one)
-	if err != nil {
-		return stats{}, err
-	}
-	return stats{perSecond: par.perSecond, p50: seq.p50, p99: seq.p99}, nil
+	return latencyAndRate(ctx, cfg.Tasks, cfg.Tasks, cfg.InFlight, one)
 }
