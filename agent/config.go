@@ -125,15 +125,25 @@ func LoadConfig(path string) (Config, error) {
 // environment variables can fill in keys before New validates. Unknown keys are
 // errors.
 func ReadConfig(path string) (Config, error) {
-	var c Config
 	b, err := os.ReadFile(path)
 	if err != nil {
-		return c, fmt.Errorf("config: %w", err)
+		return Config{}, fmt.Errorf("config: %w", err)
 	}
+	c, err := ParseConfig(b)
+	if err != nil {
+		return c, fmt.Errorf("config %s: %w", path, err)
+	}
+	return c, nil
+}
+
+// ParseConfig decodes YAML config text strictly (an unknown key is an error) without
+// validating it.
+func ParseConfig(b []byte) (Config, error) {
+	var c Config
 	dec := yaml.NewDecoder(bytes.NewReader(b))
 	dec.KnownFields(true)
 	if err := dec.Decode(&c); err != nil && !errors.Is(err, io.EOF) {
-		return c, fmt.Errorf("config %s: %w", path, err)
+		return c, err
 	}
 	return c, nil
 }

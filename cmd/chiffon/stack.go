@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -17,7 +16,6 @@ import (
 	"github.com/chiffon-dev/chiffon/envelope"
 	"github.com/chiffon-dev/chiffon/examples"
 	"github.com/chiffon-dev/chiffon/orchestrator"
-	"gopkg.in/yaml.v3"
 )
 
 // stackConfig describes a whole Chiffon in one process: an embedded broker, the
@@ -163,10 +161,8 @@ func exampleAgentConfig(agentType string) (*agent.Config, error) {
 	if err != nil {
 		return nil, err
 	}
-	var c agent.Config
-	dec := yaml.NewDecoder(bytes.NewReader(b))
-	dec.KnownFields(true)
-	if err := dec.Decode(&c); err != nil {
+	c, err := agent.ParseConfig(b)
+	if err != nil {
 		return nil, fmt.Errorf("example config %s: %w", agentType, err)
 	}
 	return &c, nil
