@@ -37,6 +37,7 @@ type cacheEntry struct {
 // a finished request's output and result. It lives in Badger, tuned to stay small.
 type DedupeCache struct {
 	db  *badger.DB
+	w   *kvstore.Batcher // every write: requests arriving together commit together
 	ttl time.Duration
 }
 
@@ -62,11 +63,14 @@ func OpenDedupeCache(dir string, ttl time.Duration, log *slog.Logger) (*DedupeCa
 	if err != nil {
 		return nil, fmt.Errorf("dedupe cache: %w", err)
 	}
-	return &DedupeCache{db: db, ttl: ttl}, nil
+	return &DedupeCache{db: db, w: kvstore.NewBatcher(db), ttl: ttl}, nil
 }
 
-// Close closes the cache.
-func (c *DedupeCache) Close() error { return c.db.Close() }
+// Close closes the cache once the writes handed to it are committed.
+func (c *DedupeCache) Close() error {
+	c.w.Close()
+	return c.db.Close()
+}
 
 func entryKey(requestID string) []byte { return []byte("r/" + requestID) }
 
@@ -96,42 +100,74 @@ func (c *DedupeCache) get(requestID string) (*cacheEntry, error) {
 	return e, nil
 }
 
-func (c *DedupeCache) put(requestID string, e *cacheEntry) error {
+func (c *DedupeCache) entry(requestID string, e *cacheEntry) (*badger.Entry, error) {
 	b, err := json.Marshal(e)
+	if err != nil {
+		return nil, fmt.Errorf("dedupe cache: encode %s: %w", requestID, err)
+	}
+	return badger.NewEntry(entryKey(requestID), b).WithTTL(c.ttl), nil
+}
+
+// putAsync writes e for requestID without waiting: done runs once the entry is
+// committed or the write has failed, on the goroutine of its batch, so it must not
+// block. The agent's one subscription thus goes on to the next request while this
+// one's entry commits, together with the others pending.
+func (c *DedupeCache) putAsync(requestID string, e *cacheEntry, done func(error)) {
+	ent, err := c.entry(requestID, e)
+	if err != nil {
+		go done(err)
+		return
+	}
+	c.w.Write([]*badger.Entry{ent}, func(err error) {
+		if err != nil {
+			err = fmt.Errorf("dedupe cache: write %s: %w", requestID, err)
+		}
+		done(err)
+	})
+}
+
+// finish stores the output, in rune-aligned pieces of at most 256 KiB, and the
+// finished entry, so a finished entry always has its whole output. They commit in
+// one transaction, shared with other writes pending; output too large for one goes
+// first in a write batch, which splits itself where Badger bounds a transaction's
+// size and commits the parts without waiting for each in turn, and the entry after.
+func (c *DedupeCache) finish(requestID string, e *cacheEntry, output string) error {
+	pieces := envelope.SplitOutput(output, envelope.MaxChunkSize)
+	e.State = stateFinished
+	e.OutputLen = int64(len(output))
+	e.OutputPieces = len(pieces)
+	ent, err := c.entry(requestID, e)
 	if err != nil {
 		return err
 	}
-	err = c.db.Update(func(txn *badger.Txn) error {
-		return txn.SetEntry(badger.NewEntry(entryKey(requestID), b).WithTTL(c.ttl))
-	})
+	entries := make([]*badger.Entry, 0, len(pieces)+1)
+	for i, p := range pieces {
+		entries = append(entries, badger.NewEntry(pieceKey(requestID, i), kvstore.StringValue(p.Data)).WithTTL(c.ttl))
+	}
+	err = c.w.WriteWait(append(entries, ent)...)
+	if errors.Is(err, badger.ErrTxnTooBig) {
+		err = c.finishLarge(entries, ent)
+	}
 	if err != nil {
-		return fmt.Errorf("dedupe cache: write %s: %w", requestID, err)
+		return fmt.Errorf("dedupe cache: write result of %s: %w", requestID, err)
 	}
 	return nil
 }
 
-// finish stores the output, in rune-aligned pieces of at most 256 KiB, and then the
-// finished entry, so a finished entry always has its whole output. The pieces go in
-// one write batch, which splits itself where Badger bounds a transaction's size and
-// commits the parts without waiting for each in turn.
-func (c *DedupeCache) finish(requestID string, e *cacheEntry, output string) error {
-	pieces := envelope.SplitOutput(output, envelope.MaxChunkSize)
-	if len(pieces) > 0 {
-		wb := c.db.NewWriteBatch()
-		defer wb.Cancel()
-		for i, p := range pieces {
-			if err := wb.SetEntry(badger.NewEntry(pieceKey(requestID, i), kvstore.StringValue(p.Data)).WithTTL(c.ttl)); err != nil {
-				return fmt.Errorf("dedupe cache: write output of %s: %w", requestID, err)
-			}
-		}
-		if err := wb.Flush(); err != nil {
-			return fmt.Errorf("dedupe cache: write output of %s: %w", requestID, err)
+// finishLarge writes output pieces too large for one transaction in a write batch,
+// then the entry.
+func (c *DedupeCache) finishLarge(pieces []*badger.Entry, entry *badger.Entry) error {
+	wb := c.db.NewWriteBatch()
+	defer wb.Cancel()
+	for _, p := range pieces {
+		if err := wb.SetEntry(p); err != nil {
+			return err
 		}
 	}
-	e.State = stateFinished
-	e.OutputLen = int64(len(output))
-	e.OutputPieces = len(pieces)
-	return c.put(requestID, e)
+	if err := wb.Flush(); err != nil {
+		return err
+	}
+	return c.w.WriteWait(entry)
 }
 
 // eachPiece calls fn with each cached output piece of a finished entry, in order.

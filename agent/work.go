@@ -100,15 +100,30 @@ func (a *Agent) dispatch(reply string, env *envelope.Envelope) *errcodes.Error {
 		return perr
 	}
 	t := a.newTask(reply, env)
-	if err := a.cache.put(env.RequestID, &cacheEntry{State: stateRunning, TaskID: wr.TaskID,
-		WorkType: wr.WorkType, StartedAt: t.started}); err != nil {
-		log().Error("dedupe cache", "err", err)
-		return errcodes.NewResourceLimitExceeded("dedupe_cache", 0, 1)
-	}
 	a.running[env.RequestID] = t
 	a.tasks.Add(1)
-	go a.runTask(t)
+	// The handler starts once the running entry is committed, so that a crash can
+	// never leave a request that ran without a trace. This subscription does not
+	// wait for the commit: it takes the next request, whose entry commits with it.
+	a.cache.putAsync(env.RequestID, &cacheEntry{State: stateRunning, TaskID: wr.TaskID,
+		WorkType: wr.WorkType, StartedAt: t.started}, func(err error) { go a.started(t, reply, err) })
 	return nil
+}
+
+// started runs t once its running entry is committed, or refuses it when the entry
+// could not be written.
+func (a *Agent) started(t *task, reply string, stored error) {
+	if stored == nil {
+		a.runTask(t)
+		return
+	}
+	defer a.tasks.Done()
+	t.cancel(stored)
+	t.log.Error("dedupe cache", "err", stored)
+	a.mu.Lock()
+	delete(a.running, t.req.RequestID)
+	a.mu.Unlock()
+	a.replyError(&nats.Msg{Reply: reply}, t.env, errcodes.NewResourceLimitExceeded("dedupe_cache", 0, 1))
 }
 
 // checkCapacityLocked answers 5005 when draining, full, or short of memory.

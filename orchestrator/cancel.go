@@ -26,6 +26,12 @@ func (o *Orchestrator) Cancel(ctx context.Context, id string) (*Task, error) {
 		return t, ErrFinished
 	}
 	t := r.t
+	if r.finished { // its final write is not committed yet
+		c, end := cloneTask(t), r.written
+		o.mu.Unlock()
+		_ = end.wait()
+		return c, ErrFinished
+	}
 	if !t.CancelRequested {
 		t.CancelRequested = true
 		if t.State == StatePending {
@@ -66,7 +72,12 @@ func (o *Orchestrator) Task(id string) (*Task, error) {
 	o.mu.Lock()
 	if r := o.runs[id]; r != nil {
 		c := cloneTask(r.t)
+		var end *commit
+		if r.finished {
+			end = r.written // its end shows once it is stored
+		}
 		o.mu.Unlock()
+		_ = end.wait()
 		return c, nil
 	}
 	o.mu.Unlock()

@@ -10,7 +10,6 @@ import (
 	"github.com/cenkalti/backoff/v4"
 	"github.com/chiffon-dev/chiffon/envelope"
 	"github.com/chiffon-dev/chiffon/errcodes"
-	"github.com/dgraph-io/badger/v4"
 )
 
 // run is the live state of one unfinished task. Guarded by Orchestrator.mu.
@@ -36,9 +35,9 @@ type run struct {
 	// an attempt that provably never reached it: only its dedupe cache can tell
 	// whether the request ran, and another agent would run it a second time.
 	pinned    string
-	cov       coverage      // which output bytes are held
-	written   chan struct{} // closed when the last saveAsync write is committed
-	recovered bool          // resumed from the store: its keys may predate liveTTL
+	cov       coverage // which output bytes are held
+	written   *commit  // the last saveAsync write
+	recovered bool     // resumed from the store: its keys may predate liveTTL
 	seqs      map[int64]*chunkSeq
 	reasks    int // re-requests for a truncated result with a gap
 }
@@ -118,7 +117,8 @@ func (req *SubmitRequest) Validate() error {
 }
 
 // Submit stores a new task and routes it: it is dispatched at once when an agent has
-// room, or queued. The returned task is a snapshot.
+// room, or queued. It returns once the task is stored; the returned task is a
+// snapshot.
 func (o *Orchestrator) Submit(_ context.Context, req SubmitRequest) (*Task, error) {
 	if err := req.Validate(); err != nil {
 		return nil, err
@@ -131,17 +131,33 @@ func (o *Orchestrator) Submit(_ context.Context, req SubmitRequest) (*Task, erro
 		t.Hints = nil
 	}
 	r := o.newRun(t)
+	submitted := &Event{Type: EventState, Message: "submitted"}
 	o.mu.Lock()
 	if o.closed {
 		o.mu.Unlock()
 		return nil, ErrClosed
 	}
+	if res := o.pick(r); res.agent != nil {
+		// The common case: the task is stored as submitted and dispatched in one
+		// write, and its work_request goes out once that is committed.
+		o.stamp(r, submitted)
+		o.admit(r)
+		o.dispatch(r, res.agent, res.agent.id, submitted)
+		c, snap := r.written, cloneTask(t)
+		o.mu.Unlock()
+		if err := c.wait(); err != nil {
+			o.mu.Lock()
+			o.drop(r)
+			o.mu.Unlock()
+			return nil, err
+		}
+		return snap, nil
+	}
 	o.wg.Add(1) // Close waits for the write below before it closes the store
 	o.mu.Unlock()
-	// The task is written before anything is sent. Nothing else knows it yet, so it
-	// is written without o.mu: concurrent submissions commit together, and the
-	// lock is not held across the write.
-	err := o.write(r, &Event{Type: EventState, Message: "submitted"})
+	// Queued, failed or to be retried: the task is written as submitted first.
+	// Nothing else knows it yet, so it is written without o.mu.
+	err := o.write(r, submitted)
 	o.wg.Done()
 	if err != nil {
 		return nil, err
@@ -152,11 +168,31 @@ func (o *Orchestrator) Submit(_ context.Context, req SubmitRequest) (*Task, erro
 		// Stored as pending: it resumes at the next Open, as a queued task does.
 		return cloneTask(t), nil
 	}
-	o.runs[t.ID] = r
-	o.metrics.tasks.WithLabelValues(string(StatePending)).Inc()
-	o.taskLog(t).Info("task submitted", "to_agent", t.ToAgent, "work_type", t.WorkType)
+	o.admit(r)
 	o.schedule(r)
 	return cloneTask(r.t), nil
+}
+
+// admit makes r a live task. Called with o.mu held.
+func (o *Orchestrator) admit(r *run) {
+	o.runs[r.t.ID] = r
+	o.metrics.tasks.WithLabelValues(string(StatePending)).Inc()
+	o.taskLog(r.t).Info("task submitted", "to_agent", r.t.ToAgent, "work_type", r.t.WorkType)
+}
+
+// drop forgets a task whose first write failed: it was never stored, nor sent.
+// Called with o.mu held.
+func (o *Orchestrator) drop(r *run) {
+	if r.finished {
+		return
+	}
+	r.finished = true
+	r.stopTimers()
+	o.unqueue(r)
+	o.endAttempt(r, nil)
+	o.metrics.tasks.WithLabelValues(string(r.t.State)).Dec()
+	delete(o.runs, r.t.ID)
+	o.closeWatchers(r.t.ID, nil)
 }
 
 // schedule routes r: to the agent it must stick to, or to the one routing picks.
@@ -187,8 +223,11 @@ func (o *Orchestrator) route(r *run, res pickResult) {
 }
 
 // dispatch sends r's work_request to agentID (a may be nil for an agent not
-// registered since a restart). Called with o.mu held.
-func (o *Orchestrator) dispatch(r *run, a *agentEntry, agentID string) {
+// registered since a restart). The task is stored as dispatched to agentID, together
+// with the events of before, and the request is published once that write is
+// committed: after a crash, the store names every agent that may have the request.
+// Called with o.mu held.
+func (o *Orchestrator) dispatch(r *run, a *agentEntry, agentID string, before ...*Event) {
 	t := r.t
 	now := time.Now().UTC()
 	r.attempt++
@@ -211,11 +250,32 @@ func (o *Orchestrator) dispatch(r *run, a *agentEntry, agentID string) {
 			version = a.version
 		}
 	}
-	o.saveAsync(r, &Event{Type: EventState, Message: fmt.Sprintf("dispatched to %s (attempt %d)", agentID, t.Attempts)})
-	o.armTimers(r)
 	env := envelope.New(envelope.Orchestrator, t.ToAgent, t.RequestID, t.TraceID,
 		&envelope.WorkRequest{TaskID: t.ID, WorkType: t.WorkType, Parameters: t.Parameters, Hints: t.Hints.envelope()})
 	env.ProtocolVersion = version
+	ev := &Event{Type: EventState, Message: fmt.Sprintf("dispatched to %s (attempt %d)", agentID, t.Attempts)}
+	attempt := r.attempt
+	o.saveAsync(r, append(before, ev), func(err error) {
+		if err != nil && len(before) > 0 {
+			return // a new task's first write: Submit drops it
+		}
+		o.send(r, attempt, agentID, env, err)
+	})
+	o.notify(t.ID, ev)
+	o.armTimers(r)
+}
+
+// send publishes the work_request of r's attempt once its dispatch is stored,
+// unless the attempt has ended meanwhile. Called with o.mu held.
+func (o *Orchestrator) send(r *run, attempt int, agentID string, env *envelope.Envelope, stored error) {
+	if r.finished || r.attempt != attempt || o.closed {
+		return // a closed orchestrator sends it again at the next Open
+	}
+	t := r.t
+	if stored != nil {
+		o.failAttempt(r, errcodes.NewAgentUnavailable("store dispatched task: "+stored.Error(), agentID, nil), true)
+		return
+	}
 	o.taskLog(t).Info("work_request sent", "agent_id", agentID, "attempt", t.Attempts, "message_id", env.MessageID)
 	if err := o.publish(o.subj.AgentWork(agentID), o.subj.OrchTask(o.id, t.ID), agentID, env); err != nil {
 		o.failAttempt(r, errcodes.NewAgentUnavailable("publish work_request: "+err.Error(), agentID, nil), true)
@@ -320,26 +380,31 @@ func (o *Orchestrator) finish(r *run, state State, ev *Event, msg string) {
 	if t.Error != nil && ev.Error == nil && state == StateError {
 		ev.Type, ev.Error = EventError, t.Error
 	}
-	if err := o.save(r, ev); err != nil {
-		o.taskLog(t).Error("store finished task", "err", err)
-	}
-	delete(o.runs, t.ID)
-	if len(o.watchers[t.ID]) > 0 {
-		o.closeWatchers(t.ID, cloneTask(t))
-	}
+	// The end becomes visible (to Wait, to streams, in the store) once written.
+	withExpiry := !o.closed && (r.recovered || now.Sub(t.CreatedAt) > expireSlack)
+	o.saveAsync(r, []*Event{ev}, func(error) {
+		o.notify(t.ID, ev)
+		delete(o.runs, t.ID)
+		if len(o.watchers[t.ID]) > 0 {
+			o.closeWatchers(t.ID, cloneTask(t))
+		}
+		if withExpiry {
+			o.expire(r)
+		}
+	})
 	o.taskLog(t).Info("task finished", "state", state, "attempts", t.Attempts, "agent_id", t.AgentID)
-	if o.closed {
-		return
-	}
-	if !r.recovered && now.Sub(t.CreatedAt) <= expireSlack {
-		return // every key was written with a TTL that outlives the record (liveTTL)
-	}
-	lastSeq, withOutput := r.seq, len(r.cov.spans) > 0
+}
+
+// expire gives the events and output of r, a task that ran long or was resumed, the
+// retention TTL: they were written with one that may not outlive its record
+// (liveTTL). Called with o.mu held, once the final write is committed.
+func (o *Orchestrator) expire(r *run) {
+	id, lastSeq, withOutput := r.t.ID, r.seq, len(r.cov.spans) > 0
 	o.wg.Add(1)
 	go func() {
 		defer o.wg.Done()
-		if err := o.st.expire(t.ID, o.cfg.Retention, lastSeq, withOutput); err != nil {
-			o.log.Warn("set retention on task", "task_id", t.ID, "err", err)
+		if err := o.st.expire(id, o.cfg.Retention, lastSeq, withOutput); err != nil {
+			o.log.Warn("set retention on task", "task_id", id, "err", err)
 		}
 	}()
 }
@@ -352,79 +417,6 @@ func (o *Orchestrator) setState(t *Task, s State) {
 	o.metrics.tasks.WithLabelValues(string(t.State)).Dec()
 	o.metrics.tasks.WithLabelValues(string(s)).Inc()
 	t.State = s
-}
-
-// save writes r's task and one event in one transaction, then sends the event to the
-// task's SSE streams. Called with o.mu held.
-func (o *Orchestrator) save(r *run, ev *Event) error {
-	if err := o.write(r, ev); err != nil {
-		return err
-	}
-	o.notify(r.t.ID, ev)
-	return nil
-}
-
-// saveAsync is save, with extra entries in the same transaction, for a step a crash
-// may lose: the task then resumes from its
-// previous state and is sent again with its request_id, which the agent's dedupe
-// cache answers. The write is queued in order behind the earlier ones and not waited
-// for, so o.mu is not held across a commit; r.written is closed once it is done, and
-// a reader of the stored history waits on it. Called with o.mu held.
-func (o *Orchestrator) saveAsync(r *run, ev *Event, extra ...*badger.Entry) {
-	t := r.t
-	ttl := o.stamp(r, ev)
-	written := make(chan struct{})
-	err := o.st.saveTaskAsync(t, ev, ttl, func(err error) {
-		if err != nil {
-			o.log.Error("store task", "task_id", t.ID, "err", err)
-		}
-		close(written)
-	}, extra...)
-	if err != nil {
-		o.taskLog(t).Error("store task", "err", err)
-		return
-	}
-	r.written = written
-	o.notify(t.ID, ev)
-}
-
-// waitWritten waits until every saveAsync write of live task id so far is
-// committed, so that a read of its stored history or output sees what was sent.
-func (o *Orchestrator) waitWritten(id string) {
-	o.mu.Lock()
-	var written chan struct{}
-	if r := o.runs[id]; r != nil {
-		written = r.written
-	}
-	o.mu.Unlock()
-	if written != nil {
-		<-written
-	}
-}
-
-// stamp numbers ev for r and returns the TTL of its write: the retention once the
-// task is final.
-func (o *Orchestrator) stamp(r *run, ev *Event) time.Duration {
-	t := r.t
-	t.UpdatedAt = time.Now().UTC()
-	r.seq++
-	ev.Seq, ev.At, ev.State = r.seq, t.UpdatedAt, t.State
-	if t.State.Final() {
-		return o.cfg.Retention
-	}
-	return 0
-}
-
-// write numbers ev and writes r's task and ev in one transaction. It touches only r:
-// a run nobody else knows yet may be written without o.mu.
-func (o *Orchestrator) write(r *run, ev *Event) error {
-	t := r.t
-	ttl := o.stamp(r, ev)
-	if err := o.st.saveTask(t, ev, ttl); err != nil {
-		o.taskLog(t).Error("store task", "err", err)
-		return err
-	}
-	return nil
 }
 
 func taskError(e *errcodes.Error) *TaskError {

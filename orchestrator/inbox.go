@@ -100,7 +100,9 @@ func (o *Orchestrator) onStatus(r *run, env *envelope.Envelope, st *envelope.Wor
 		o.metrics.invalid.Inc()
 		o.taskLog(t).Warn("output piece rejected", "step", st.Step.Number, "err", err)
 	}
-	o.saveAsync(r, &Event{Type: EventStatus, Status: st, OutputOffset: off}, piece)
+	ev := &Event{Type: EventStatus, Status: st, OutputOffset: off}
+	o.saveAsync(r, []*Event{ev}, nil, piece)
+	o.notify(t.ID, ev)
 }
 
 func (o *Orchestrator) updateStep(t *Task, st *envelope.WorkStatus, now time.Time) {
@@ -125,9 +127,7 @@ func (o *Orchestrator) onResult(r *run, env *envelope.Envelope, res *envelope.Wo
 		// r.cov holds what the store holds (recover rebuilds it): with no output
 		// either side there is nothing to replace, and no write to wait for.
 		if res.Output != "" || len(r.cov.spans) > 0 {
-			if r.written != nil {
-				<-r.written // replaceOutput reads the pieces stored so far
-			}
+			_ = r.written.wait() // replaceOutput reads the pieces stored so far
 			if err := o.st.replaceOutput(t.ID, res.Output); err != nil {
 				log.Error("store result output", "err", err)
 			}

@@ -41,6 +41,9 @@ func outputPrefix(id string) []byte { return []byte("o/" + id + "/") }
 // store keeps tasks, their events and their output in Badger.
 type store struct {
 	db *badger.DB
+	// w takes every task and event write: writes of tasks in flight together share
+	// a transaction, and they commit in the order they were made.
+	w *kvstore.Batcher
 	// retention is the TTL of a finished task's keys. Events and output pieces are
 	// written with retention+expireSlack from the start, so a task that ends within
 	// expireSlack of its creation needs no rewrite: its keys expire at most
@@ -79,10 +82,13 @@ func openStore(dir string, log *slog.Logger) (*store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open task store %s: %w", dir, err)
 	}
-	return &store{db: db}, nil
+	return &store{db: db, w: kvstore.NewBatcher(db)}, nil
 }
 
-func (s *store) close() error { return s.db.Close() }
+func (s *store) close() error {
+	s.w.Close()
+	return s.db.Close()
+}
 
 func setTTL(e *badger.Entry, ttl time.Duration) *badger.Entry {
 	if ttl > 0 {
@@ -396,28 +402,20 @@ func (s *store) expire(id string, ttl time.Duration, lastSeq int64, withOutput b
 }
 
 // badgerLogger passes Badger's warnings and errors to slog and drops its chatter.
-// saveTask writes t and one of its events in one transaction.
-func (s *store) saveTask(t *Task, ev *Event, ttl time.Duration) error {
-	entries, err := s.taskEntries(t, ev, ttl)
+// saveTask writes t and its events in one transaction and waits for the commit.
+func (s *store) saveTask(t *Task, evs []*Event, ttl time.Duration) error {
+	entries, err := s.taskEntries(t, evs, ttl)
 	if err != nil {
 		return err
 	}
-	return s.db.Update(func(txn *badger.Txn) error {
-		for _, e := range entries {
-			if err := txn.SetEntry(e); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
+	return s.w.WriteWait(entries...)
 }
 
-// saveTaskAsync is saveTask without waiting for the commit, with extra entries (nil
-// ones skipped) in the same transaction: t and ev are encoded now, the write is
-// queued behind the earlier ones (Badger commits in order), and done runs once it is
-// committed or has failed.
-func (s *store) saveTaskAsync(t *Task, ev *Event, ttl time.Duration, done func(error), extra ...*badger.Entry) error {
-	entries, err := s.taskEntries(t, ev, ttl)
+// saveTaskAsync is saveTask without waiting, with extra entries (nil ones skipped)
+// in the same transaction: t and evs are encoded now, the write is queued behind the
+// earlier ones, and done runs once it is committed or has failed.
+func (s *store) saveTaskAsync(t *Task, evs []*Event, ttl time.Duration, done func(error), extra ...*badger.Entry) error {
+	entries, err := s.taskEntries(t, evs, ttl)
 	if err != nil {
 		return err
 	}
@@ -426,32 +424,27 @@ func (s *store) saveTaskAsync(t *Task, ev *Event, ttl time.Duration, done func(e
 			entries = append(entries, e)
 		}
 	}
-	txn := s.db.NewTransaction(true)
-	for _, e := range entries {
-		if err := txn.SetEntry(e); err != nil {
-			txn.Discard()
-			return err
-		}
-	}
-	txn.CommitWith(done)
+	s.w.Write(entries, done)
 	return nil
 }
 
-// taskEntries are the entries of t and ev: with ttl (a finished task), or the task
-// without one and the event with liveTTL.
-func (s *store) taskEntries(t *Task, ev *Event, ttl time.Duration) ([]*badger.Entry, error) {
+// taskEntries are the entries of t and evs: with ttl (a finished task), or the task
+// without one and the events with liveTTL.
+func (s *store) taskEntries(t *Task, evs []*Event, ttl time.Duration) ([]*badger.Entry, error) {
 	tb, err := marshalStored(t)
 	if err != nil {
 		return nil, err
 	}
-	eb, err := marshalStored(storedForm(ev))
-	if err != nil {
-		return nil, err
+	entries := make([]*badger.Entry, 0, len(evs)+1)
+	entries = append(entries, setTTL(badger.NewEntry(taskKey(t.ID), tb), ttl))
+	for _, ev := range evs {
+		eb, err := marshalStored(storedForm(ev))
+		if err != nil {
+			return nil, err
+		}
+		entries = append(entries, setTTL(badger.NewEntry(numKey("e/", t.ID, ev.Seq), eb), cmp.Or(ttl, s.liveTTL())))
 	}
-	return []*badger.Entry{
-		setTTL(badger.NewEntry(taskKey(t.ID), tb), ttl),
-		setTTL(badger.NewEntry(numKey("e/", t.ID, ev.Seq), eb), cmp.Or(ttl, s.liveTTL())),
-	}, nil
+	return entries, nil
 }
 
 // marshalStored is json.Marshal without HTML escaping: output text such as "<200>" is

@@ -1,0 +1,164 @@
+package kvstore
+
+import (
+	"errors"
+	"sync"
+
+	"github.com/dgraph-io/badger/v4"
+)
+
+// Batcher is a group commit in front of a Badger database: writes handed to it by
+// many goroutines share transactions. A Badger transaction costs ~10 µs before it
+// stores anything (oracle timestamps, the write channel, watermarks); under load a
+// batch of many writes pays that once.
+//
+// Writes commit in the order Write was called, each one whole in one transaction.
+// While a batch commits, the next one gathers; a lone write goes at once.
+type Batcher struct {
+	db *badger.DB
+
+	mu      sync.Mutex
+	queue   []pendingWrite
+	closed  bool
+	wake    chan struct{}
+	stopped chan struct{}
+}
+
+type pendingWrite struct {
+	entries []*badger.Entry
+	done    func(error)
+}
+
+// ErrBatcherClosed is the error of a write handed to a closed Batcher.
+var ErrBatcherClosed = errors.New("kvstore: store closed")
+
+// maxBatchWrites bounds the writes of one transaction, so that one batch's callbacks
+// do not wait for an arbitrarily long one.
+const maxBatchWrites = 256
+
+// NewBatcher starts a Batcher on db. Close it before db.
+func NewBatcher(db *badger.DB) *Batcher {
+	b := &Batcher{db: db, wake: make(chan struct{}, 1), stopped: make(chan struct{})}
+	go b.loop()
+	return b
+}
+
+// Write queues entries to be committed together, and returns at once. done runs once
+// they are committed, or with the error that kept them out. The done functions of
+// one batch run in order on a goroutine of their own, and must not block: one that
+// waits for a lock held across a synchronous write (WriteWait) may wait for a write
+// queued behind its own batch's. A done that needs a lock starts a goroutine.
+func (b *Batcher) Write(entries []*badger.Entry, done func(error)) {
+	b.mu.Lock()
+	if b.closed {
+		b.mu.Unlock()
+		go done(ErrBatcherClosed)
+		return
+	}
+	b.queue = append(b.queue, pendingWrite{entries, done})
+	b.mu.Unlock()
+	select {
+	case b.wake <- struct{}{}:
+	default:
+	}
+}
+
+// WriteWait is Write that waits for the commit.
+func (b *Batcher) WriteWait(entries ...*badger.Entry) error {
+	errc := make(chan error, 1)
+	b.Write(entries, func(err error) { errc <- err })
+	return <-errc
+}
+
+// Close commits what is queued, refuses later writes and waits for the last commit.
+func (b *Batcher) Close() {
+	b.mu.Lock()
+	if b.closed {
+		b.mu.Unlock()
+		<-b.stopped
+		return
+	}
+	b.closed = true
+	b.mu.Unlock()
+	select {
+	case b.wake <- struct{}{}:
+	default:
+	}
+	<-b.stopped
+}
+
+func (b *Batcher) loop() {
+	defer close(b.stopped)
+	for {
+		b.mu.Lock()
+		batch, closed := b.queue, b.closed
+		b.queue = nil
+		b.mu.Unlock()
+		for len(batch) > 0 {
+			n := min(len(batch), maxBatchWrites)
+			b.commit(batch[:n])
+			batch = batch[n:]
+		}
+		if closed {
+			return // nothing is queued once closed is seen
+		}
+		<-b.wake
+	}
+}
+
+// commit writes ws in as few transactions as Badger's size bounds allow, then hands
+// each write's outcome to its done function.
+func (b *Batcher) commit(ws []pendingWrite) {
+	results := make([]error, len(ws))
+	for start := 0; start < len(ws); {
+		end, err := b.commitFrom(ws, start, results)
+		for i := start; i < end && err != nil; i++ {
+			results[i] = err
+		}
+		start = end
+	}
+	go func() {
+		for i, w := range ws {
+			w.done(results[i])
+		}
+	}()
+}
+
+// commitFrom commits ws[start:end] in one transaction, for the largest end that
+// fits, and returns end. A write refused in a transaction of its own (too large for
+// one, or with a bad entry) fails alone, its error recorded in results.
+func (b *Batcher) commitFrom(ws []pendingWrite, start int, results []error) (int, error) {
+	txn := b.db.NewTransaction(true)
+	defer func() { txn.Discard() }()
+	end := start
+	for ; end < len(ws); end++ {
+		err := setAll(txn, ws[end].entries)
+		if err == nil {
+			continue
+		}
+		if end == start {
+			results[end] = err
+			return end + 1, nil
+		}
+		// ws[end] is partly in txn: the writes before it commit without it, and it
+		// starts the next transaction.
+		txn.Discard()
+		txn = b.db.NewTransaction(true)
+		for _, w := range ws[start:end] {
+			if err := setAll(txn, w.entries); err != nil {
+				return end, err
+			}
+		}
+		break
+	}
+	return end, txn.Commit()
+}
+
+func setAll(txn *badger.Txn, entries []*badger.Entry) error {
+	for _, e := range entries {
+		if err := txn.SetEntry(e); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -1,0 +1,116 @@
+package orchestrator
+
+import (
+	"time"
+
+	"github.com/dgraph-io/badger/v4"
+)
+
+// commit is one saveAsync write: done is closed once it is committed or has failed,
+// and err is then its outcome.
+type commit struct {
+	done chan struct{}
+	err  error
+}
+
+// wait waits for the write and returns its outcome; a nil commit has nothing to wait
+// for.
+func (c *commit) wait() error {
+	if c == nil {
+		return nil
+	}
+	<-c.done
+	return c.err
+}
+
+// save writes r's task and ev in one transaction, then sends ev to the task's SSE
+// streams. Called with o.mu held, which it holds across the commit: for the rare
+// steps (a retry, a cancel request, a resume) whose next step needs them stored.
+func (o *Orchestrator) save(r *run, ev *Event) error {
+	if err := o.write(r, ev); err != nil {
+		return err
+	}
+	o.notify(r.t.ID, ev)
+	return nil
+}
+
+// write numbers ev and writes r's task and ev in one transaction.
+func (o *Orchestrator) write(r *run, ev *Event) error {
+	t := r.t
+	ttl := o.stamp(r, ev)
+	if err := o.st.saveTask(t, []*Event{ev}, ttl); err != nil {
+		o.taskLog(t).Error("store task", "err", err)
+		return err
+	}
+	return nil
+}
+
+// saveAsync numbers evs (see stamp) and writes r's task, evs and the extra entries in one
+// transaction without waiting for it, so that o.mu is not held across a commit. The
+// write is queued behind the earlier ones; r.written is the last one, which a reader
+// of the stored history waits for. then, when not nil, runs once the write is
+// committed or has failed, with o.mu held: a step that must follow the write (a
+// work_request sent, a result made visible) goes there. Called with o.mu held.
+func (o *Orchestrator) saveAsync(r *run, evs []*Event, then func(error), extra ...*badger.Entry) {
+	t := r.t
+	ttl := o.stamp(r, evs...)
+	c := &commit{done: make(chan struct{})}
+	r.written = c
+	o.wg.Add(1) // Close waits for then, and closes the store after the write
+	err := o.st.saveTaskAsync(t, evs, ttl, func(err error) {
+		if err != nil {
+			o.log.Error("store task", "task_id", t.ID, "err", err)
+		}
+		c.err = err
+		close(c.done)
+		if then == nil {
+			o.wg.Done()
+			return
+		}
+		go func() { // the batch's goroutine must not wait for o.mu
+			defer o.wg.Done()
+			o.mu.Lock()
+			defer o.mu.Unlock()
+			then(err)
+		}()
+	}, extra...)
+	if err != nil { // the task did not encode: nothing was queued
+		o.wg.Done()
+		o.taskLog(t).Error("store task", "err", err)
+		c.err = err
+		close(c.done)
+		if then != nil {
+			then(err)
+		}
+	}
+}
+
+// waitWritten waits until every saveAsync write of live task id so far is
+// committed, so that a read of its stored history or output sees what was sent.
+func (o *Orchestrator) waitWritten(id string) {
+	o.mu.Lock()
+	var c *commit
+	if r := o.runs[id]; r != nil {
+		c = r.written
+	}
+	o.mu.Unlock()
+	_ = c.wait()
+}
+
+// stamp numbers the events of evs not numbered yet, with r's state now, and returns
+// the TTL of their write: the retention once the task is final.
+func (o *Orchestrator) stamp(r *run, evs ...*Event) time.Duration {
+	t := r.t
+	t.UpdatedAt = time.Now().UTC()
+	for _, ev := range evs {
+		if ev.Seq != 0 {
+			continue
+		}
+		r.seq++
+		ev.Seq, ev.At, ev.State = r.seq, t.UpdatedAt, t.State
+	}
+	if t.State.Final() {
+		return o.cfg.Retention
+	}
+	return 0
+}
