@@ -82,7 +82,7 @@ func (a *Agent) runTask(t *task) {
 		ctx, stop = context.WithTimeoutCause(ctx, d, errDeadline)
 		defer stop()
 	}
-	t.log.Info("task started")
+	t.log.Debug("task started")
 	t.stream.start()
 	res, err := callHandler(ctx, t)
 	wr, fields := t.finish(ctx, res, err)
@@ -106,11 +106,13 @@ func (a *Agent) runTask(t *task) {
 	if err := a.cache.finish(t.req.RequestID, entry, output); err != nil {
 		t.log.Error("dedupe cache: result not stored", "err", err)
 	}
-	t.stream.publishResult(env)
-
+	// The slot is free before the result says so: the orchestrator sends the next
+	// task as soon as it has the result, and must not find the agent still full. A
+	// duplicate arriving from now on is answered from the cache.
 	a.mu.Lock()
 	delete(a.running, t.req.RequestID)
 	a.mu.Unlock()
+	t.stream.publishResult(env)
 	t.log.Info("task finished", "status", wr.Status, "exit_code", wr.ExitCode, "output_bytes", len(output))
 }
 

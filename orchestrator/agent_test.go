@@ -15,10 +15,13 @@ import (
 )
 
 // realAgent runs an agent.Agent of type code against e's broker until the test ends.
-func (e *env) realAgent(id string, h agent.Handler) {
+func (e *env) realAgent(id string, h agent.Handler) { e.realAgentWith(id, 4, h) }
+
+// realAgentWith is realAgent with room for capacity tasks at once.
+func (e *env) realAgentWith(id string, capacity int, h agent.Handler) {
 	e.t.Helper()
 	a, err := agent.New(agent.Config{ID: id, Type: "code", NATS: broker.NATSConfig{URLs: []string{e.srv.ClientURL()}},
-		DataDir: e.t.TempDir(), Token: e.tokens[id], OrchestratorToken: e.cfg.Token, MaxConcurrency: 4,
+		DataDir: e.t.TempDir(), Token: e.tokens[id], OrchestratorToken: e.cfg.Token, MaxConcurrency: capacity,
 		HeartbeatInterval: agent.Duration(time.Second), KeepaliveInterval: agent.Duration(10 * time.Second),
 		DrainTimeout: agent.Duration(time.Second),
 		Logger:       slog.New(slog.NewTextHandler(e.logs, nil)).With("side", "agent")})
@@ -149,5 +152,31 @@ func TestRetryAfterTimeoutGoesBackToSameAgentAndRunsOnce(t *testing.T) {
 	var out strings.Builder
 	if _, err := e.client(o).Output(t.Context(), task.ID, &out); err != nil || out.String() != "part1;part2" {
 		t.Fatalf("output %q err %v", out.String(), err)
+	}
+}
+
+// TestQueuedTasksNeverFindTheAgentFull: the agent frees a task's slot before the
+// result goes out, so the queued task the orchestrator sends the moment the result
+// arrives is never refused as over capacity (5005), which would cost it a retry and
+// a second's wait.
+func TestQueuedTasksNeverFindTheAgentFull(t *testing.T) {
+	e := newEnv(t, "code-1")
+	o := e.open()
+	e.realAgentWith("code-1", 1, func(context.Context, *agent.Request, agent.Progress) (agent.Result, error) {
+		return agent.Result{Output: "ok"}, nil
+	})
+	waitFor(t, "agent online", func() bool {
+		as := o.Agents()
+		return len(as) == 1 && as[0].State == "online"
+	})
+	ids := make([]string, 200)
+	for i := range ids {
+		ids[i] = submit(t, o, nil).ID
+	}
+	for _, id := range ids {
+		final := waitFinal(t, o, id)
+		if final.State != orchestrator.StateSucceeded || len(final.Retries) != 0 {
+			t.Fatalf("task %s: %s with retries %+v, want succeeded with none", id, final.State, final.Retries)
+		}
 	}
 }

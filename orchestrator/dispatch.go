@@ -177,7 +177,7 @@ func (o *Orchestrator) Submit(_ context.Context, req SubmitRequest) (*Task, erro
 func (o *Orchestrator) admit(r *run) {
 	o.runs[r.t.ID] = r
 	o.metrics.tasks.WithLabelValues(string(StatePending)).Inc()
-	o.taskLog(r.t).Info("task submitted", "to_agent", r.t.ToAgent, "work_type", r.t.WorkType)
+	o.taskLog(r.t).Debug("task submitted", "to_agent", r.t.ToAgent, "work_type", r.t.WorkType)
 }
 
 // drop forgets a task whose first write failed: it was never stored, nor sent.
@@ -276,7 +276,7 @@ func (o *Orchestrator) send(r *run, attempt int, agentID string, env *envelope.E
 		o.failAttempt(r, errcodes.NewAgentUnavailable("store dispatched task: "+stored.Error(), agentID, nil), true)
 		return
 	}
-	o.taskLog(t).Info("work_request sent", "agent_id", agentID, "attempt", t.Attempts, "message_id", env.MessageID)
+	o.taskLog(t).Debug("work_request sent", "agent_id", agentID, "attempt", t.Attempts, "message_id", env.MessageID)
 	if err := o.publish(o.subj.AgentWork(agentID), o.subj.OrchTask(o.id, t.ID), agentID, env); err != nil {
 		o.failAttempt(r, errcodes.NewAgentUnavailable("publish work_request: "+err.Error(), agentID, nil), true)
 	}

@@ -15,7 +15,7 @@ const watcherBuffer = 512
 
 // watcher is one live SSE stream of one task, or one Wait.
 type watcher struct {
-	ch     chan *Event
+	ch     chan *Event // unbuffered for a Wait, which is told only of the end
 	closed bool
 	final  *Task // the finished task, set before ch is closed at its end
 }
@@ -27,13 +27,14 @@ func (w *watcher) close() {
 	}
 }
 
-// watch registers a live stream for task id. It returns nil when the task has
-// already finished. Called with o.mu held.
-func (o *Orchestrator) watch(id string) *watcher {
+// watch registers a live stream for task id, of up to buffer events behind; with
+// buffer 0 it only learns of the end. It returns nil when the task has already
+// finished. Called with o.mu held.
+func (o *Orchestrator) watch(id string, buffer int) *watcher {
 	if o.runs[id] == nil || o.closed {
 		return nil
 	}
-	w := &watcher{ch: make(chan *Event, watcherBuffer)}
+	w := &watcher{ch: make(chan *Event, buffer)}
 	if o.watchers[id] == nil {
 		o.watchers[id] = map[*watcher]struct{}{}
 	}
@@ -56,6 +57,9 @@ func (o *Orchestrator) unwatch(id string, w *watcher) {
 // notify sends ev to task id's live streams. Called with o.mu held.
 func (o *Orchestrator) notify(id string, ev *Event) {
 	for w := range o.watchers[id] {
+		if cap(w.ch) == 0 {
+			continue // a Wait
+		}
 		select {
 		case w.ch <- ev:
 		default:
@@ -99,7 +103,7 @@ func (o *Orchestrator) serveEvents(w http.ResponseWriter, req *http.Request, id 
 	// Subscribe before reading the history, so no event falls between the two, and
 	// let the writes of the events sent so far land first.
 	o.mu.Lock()
-	live := o.watch(id)
+	live := o.watch(id, watcherBuffer)
 	o.mu.Unlock()
 	if live != nil {
 		defer o.unwatch(id, live)

@@ -8,7 +8,7 @@ import "context"
 func (o *Orchestrator) Wait(ctx context.Context, id string) (*Task, error) {
 	for {
 		o.mu.Lock()
-		w := o.watch(id)
+		w := o.watch(id, 0)
 		o.mu.Unlock()
 		if w == nil { // finished, unknown, or closed
 			return o.Task(id)
@@ -21,8 +21,8 @@ func (o *Orchestrator) Wait(ctx context.Context, id string) (*Task, error) {
 				return nil, ctx.Err()
 			}
 		}
-		// The stream ends at the task's end, with the task, or early for a watcher
-		// that fell behind.
+		// The watcher ends at the task's end, with the task, or when the
+		// orchestrator closes.
 		if w.final != nil {
 			return cloneTask(w.final), nil
 		}

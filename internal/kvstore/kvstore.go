@@ -11,6 +11,7 @@ import (
 	"unsafe"
 
 	"github.com/dgraph-io/badger/v4"
+	"github.com/dgraph-io/badger/v4/options"
 )
 
 // SmallOptions returns Badger options for dir sized for a daemon's state rather than a
@@ -24,7 +25,11 @@ func SmallOptions(dir string, log *slog.Logger) badger.Options {
 		WithNumMemtables(2).
 		WithNumLevelZeroTables(2).
 		WithNumLevelZeroTablesStall(4).
-		WithNumCompactors(2)
+		WithNumCompactors(2).
+		// Task records and dedupe entries are small JSON, and outputs live in the
+		// value log, which Badger never compresses: block compression cost ~5% of a
+		// busy daemon's CPU for little space.
+		WithCompression(options.None)
 }
 
 // Logger sends Badger's warnings and errors to slog and drops its chatter.
