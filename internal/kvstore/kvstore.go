@@ -11,7 +11,6 @@ import (
 	"unsafe"
 
 	"github.com/dgraph-io/badger/v4"
-	"github.com/dgraph-io/badger/v4/options"
 )
 
 // SmallOptions returns Badger options for dir sized for a daemon's state rather than a
@@ -25,11 +24,10 @@ func SmallOptions(dir string, log *slog.Logger) badger.Options {
 		WithNumMemtables(2).
 		WithNumLevelZeroTables(2).
 		WithNumLevelZeroTablesStall(4).
-		WithNumCompactors(2).
-		// Task records and dedupe entries are small JSON, and outputs live in the
-		// value log, which Badger never compresses: block compression cost ~5% of a
-		// busy daemon's CPU for little space.
-		WithCompression(options.None)
+		WithNumCompactors(2)
+	// Block compression stays on (Snappy): it costs ~5% of a busy daemon's CPU,
+	// but without it every table Badger writes is larger, and writing and
+	// msyncing tables made 40,000 dispatches 50% slower.
 }
 
 // Logger sends Badger's warnings and errors to slog and drops its chatter.
