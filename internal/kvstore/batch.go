@@ -44,10 +44,9 @@ func NewBatcher(db *badger.DB) *Batcher {
 }
 
 // Write queues entries to be committed together, and returns at once. done runs once
-// they are committed, or with the error that kept them out. The done functions of
-// one batch run in order on a goroutine of their own, and must not block: one that
-// waits for a lock held across a synchronous write (WriteWait) may wait for a write
-// queued behind its own batch's. A done that needs a lock starts a goroutine.
+// they are committed, or with the error that kept them out. It runs on the
+// committing goroutine, in order with the other writes' done functions, and must not
+// block: a done that needs a lock starts a goroutine to take it.
 func (b *Batcher) Write(entries []*badger.Entry, done func(error)) {
 	b.mu.Lock()
 	if b.closed {
@@ -117,11 +116,9 @@ func (b *Batcher) commit(ws []pendingWrite) {
 		}
 		start = end
 	}
-	go func() {
-		for i, w := range ws {
-			w.done(results[i])
-		}
-	}()
+	for i, w := range ws {
+		w.done(results[i])
+	}
 }
 
 // commitFrom commits ws[start:end] in one transaction, for the largest end that
