@@ -109,7 +109,7 @@ func (c *DedupeCache) entry(requestID string, e *cacheEntry) (*badger.Entry, err
 }
 
 // putAsync writes e for requestID without waiting: done runs once the entry is
-// committed or the write has failed, on the goroutine of its batch, so it must not
+// committed or the write has failed, on the committing goroutine, so it must not
 // block. The agent's one subscription thus goes on to the next request while this
 // one's entry commits, together with the others pending.
 func (c *DedupeCache) putAsync(requestID string, e *cacheEntry, done func(error)) {

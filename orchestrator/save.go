@@ -67,7 +67,7 @@ func (o *Orchestrator) saveAsync(r *run, evs []*Event, then func(error), extra .
 			o.wg.Done()
 			return
 		}
-		go func() { // the batch's goroutine must not wait for o.mu
+		go func() { // the committing goroutine must not wait for o.mu
 			defer o.wg.Done()
 			o.mu.Lock()
 			defer o.mu.Unlock()
