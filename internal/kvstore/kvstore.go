@@ -20,10 +20,15 @@ import (
 func SmallOptions(dir string, log *slog.Logger) badger.Options {
 	return badger.DefaultOptions(dir).
 		WithLogger(Logger{Log: log}).
-		WithMemTableSize(4 << 20).
+		// Keys here are random ids, so every level-0 table overlaps all of level 1
+		// and each compaction rewrites it: fewer, larger level-0 tables mean fewer
+		// rewrites. 8 MiB memtables and 4 level-0 tables before compacting took
+		// 40,000 parallel dispatches from 85 to 66-72 µs each (4 MiB and 2 before).
+		// Memtables fill lazily: an idle daemon does not hold them.
+		WithMemTableSize(8 << 20).
 		WithNumMemtables(2).
-		WithNumLevelZeroTables(2).
-		WithNumLevelZeroTablesStall(4).
+		WithNumLevelZeroTables(4).
+		WithNumLevelZeroTablesStall(8).
 		WithNumCompactors(2)
 	// Block compression stays on (Snappy): it costs ~5% of a busy daemon's CPU,
 	// but without it every table Badger writes is larger, and writing and
