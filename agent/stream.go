@@ -320,13 +320,18 @@ func (s *taskStream) appendOutput(text string) {
 	s.mu.Unlock()
 }
 
-// publishResult sends the result to every subject and remembers it for late attaches.
-func (s *taskStream) publishResult(env *envelope.Envelope) {
+// publishResult sends the result, encoded once by the caller (nil when it did not
+// encode), to every subject and remembers it for late attaches.
+func (s *taskStream) publishResult(env *envelope.Envelope, encoded []byte) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.result = env
 	for _, subj := range s.subjects {
-		s.pub.publish(subj, env)
+		if encoded != nil {
+			s.pub.publishEncoded(subj, encoded)
+		} else {
+			s.pub.publish(subj, env) // logs why it does not encode
+		}
 	}
 }
 

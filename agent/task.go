@@ -90,6 +90,7 @@ func (a *Agent) runTask(t *task) {
 	output := t.stream.closeOutput()
 	wr.ResourcesUsed.DurationSeconds = int64(time.Since(t.started).Round(time.Second) / time.Second)
 	var env *envelope.Envelope
+	var encoded []byte
 	for limit := resultOutputMax; ; limit /= 2 {
 		fields = resultFields(wr, output, fields, limit)
 		env = t.env.Reply(wr)
@@ -97,7 +98,8 @@ func (a *Agent) runTask(t *task) {
 			env.XCustomFields = fields
 		}
 		// Escaping can make the encoded result bigger than a message may be.
-		if b, err := envelope.Encode(env); err != nil || len(b) <= a.pub.maxMessage() || limit < 4<<10 {
+		var err error
+		if encoded, err = envelope.Encode(env); err != nil || len(encoded) <= a.pub.maxMessage() || limit < 4<<10 {
 			break
 		}
 	}
@@ -112,7 +114,7 @@ func (a *Agent) runTask(t *task) {
 	a.mu.Lock()
 	delete(a.running, t.req.RequestID)
 	a.mu.Unlock()
-	t.stream.publishResult(env)
+	t.stream.publishResult(env, encoded)
 	t.log.Info("task finished", "status", wr.Status, "exit_code", wr.ExitCode, "output_bytes", len(output))
 }
 
