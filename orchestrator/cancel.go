@@ -114,6 +114,22 @@ func (o *Orchestrator) Tasks(opts ListOptions) ([]*Task, error) {
 	return o.st.listTasks(keep, opts.Limit)
 }
 
+// replayStatuses brings a recovered task's steps and progress up to date with its
+// events, and returns the number of the last one. A status is stored without the
+// task's record (saveStatus), so the record may miss the last of them.
+func (o *Orchestrator) replayStatuses(t *Task) (int64, error) {
+	var last int64
+	err := o.st.events(t.ID, 0, func(ev *Event) error {
+		last = ev.Seq
+		if ev.Type == EventStatus && ev.Status != nil {
+			t.ProgressPercent = ev.Status.ProgressPercent
+			o.updateStep(t, ev.Status, ev.At)
+		}
+		return nil
+	})
+	return last, err
+}
+
 // recover resumes every unfinished task found in the store. One that reached an agent
 // is sent again to that agent with its request_id, whose cache answers; one that did
 // not is queued until the agents register.
@@ -128,7 +144,7 @@ func (o *Orchestrator) recover() error {
 		t := tasks[i]
 		r := o.newRun(t)
 		r.recovered = true
-		if r.seq, err = o.st.lastEventSeq(t.ID); err != nil {
+		if r.seq, err = o.replayStatuses(t); err != nil {
 			return err
 		}
 		pieces, err := o.st.outputPieces(t.ID)
@@ -138,6 +154,7 @@ func (o *Orchestrator) recover() error {
 		for _, p := range pieces {
 			r.cov.add(p)
 		}
+		t.OutputBytes = r.cov.contiguous()
 		o.runs[t.ID] = r
 		log := o.taskLog(t)
 		if t.CancelRequested && t.State == StatePending {

@@ -93,15 +93,17 @@ func (o *Orchestrator) onStatus(r *run, env *envelope.Envelope, st *envelope.Wor
 		o.setState(t, StateRunning)
 	}
 	o.touch(r)
-	t.ProgressPercent = st.ProgressPercent
-	o.updateStep(t, st, now)
 	off, piece, err := o.placeOutput(r, env, st)
 	if err != nil {
 		o.metrics.invalid.Inc()
 		o.taskLog(t).Warn("output piece rejected", "step", st.Step.Number, "err", err)
 	}
 	ev := &Event{Type: EventStatus, Status: st, OutputOffset: off}
-	o.saveAsync(r, []*Event{ev}, nil, piece)
+	o.stamp(r, ev)
+	// As replayStatuses applies the stored event after a restart.
+	t.ProgressPercent = st.ProgressPercent
+	o.updateStep(t, st, ev.At)
+	o.saveStatus(r, ev, piece)
 	o.notify(t.ID, ev)
 }
 

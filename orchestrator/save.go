@@ -45,19 +45,31 @@ func (o *Orchestrator) write(r *run, ev *Event) error {
 	return nil
 }
 
-// saveAsync numbers evs (see stamp) and writes r's task, evs and the extra entries in one
-// transaction without waiting for it, so that o.mu is not held across a commit. The
-// write is queued behind the earlier ones; r.written is the last one, which a reader
-// of the stored history waits for. then, when not nil, runs once the write is
+// saveAsync numbers evs (see stamp) and writes r's task, evs and the extra entries in
+// one transaction without waiting for it, so that o.mu is not held across a commit.
+// The write is queued behind the earlier ones; r.written is the last one, which a
+// reader of the stored history waits for. then, when not nil, runs once the write is
 // committed or has failed, with o.mu held: a step that must follow the write (a
 // work_request sent, a result made visible) goes there. Called with o.mu held.
 func (o *Orchestrator) saveAsync(r *run, evs []*Event, then func(error), extra ...*badger.Entry) {
+	o.queueWrite(r, r.t, evs, then, extra)
+}
+
+// saveStatus writes a work_status event and its output piece as saveAsync does, but
+// not the task's record: a status changes only its steps, progress and output, which
+// the record gets at its next save (every change of state writes it), and which
+// recover rebuilds from the status events after a crash. Called with o.mu held.
+func (o *Orchestrator) saveStatus(r *run, ev *Event, piece *badger.Entry) {
+	o.queueWrite(r, nil, []*Event{ev}, nil, []*badger.Entry{piece})
+}
+
+func (o *Orchestrator) queueWrite(r *run, record *Task, evs []*Event, then func(error), extra []*badger.Entry) {
 	t := r.t
 	ttl := o.stamp(r, evs...)
 	c := &commit{done: make(chan struct{})}
 	r.written = c
 	o.wg.Add(1) // Close waits for then, and closes the store after the write
-	err := o.st.saveTaskAsync(t, evs, ttl, func(err error) {
+	err := o.st.saveTaskAsync(t.ID, record, evs, ttl, func(err error) {
 		if err != nil {
 			o.log.Error("store task", "task_id", t.ID, "err", err)
 		}
@@ -74,7 +86,7 @@ func (o *Orchestrator) saveAsync(r *run, evs []*Event, then func(error), extra .
 			then(err)
 		}()
 	}, extra...)
-	if err != nil { // the task did not encode: nothing was queued
+	if err != nil { // nothing encoded, nothing queued
 		o.wg.Done()
 		o.taskLog(t).Error("store task", "err", err)
 		c.err = err

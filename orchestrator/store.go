@@ -253,21 +253,6 @@ func sliceOutput(pieces []storedPiece, off, n int64) string {
 	return b.String()
 }
 
-// lastEventSeq returns the highest stored event number of task id, or 0.
-func (s *store) lastEventSeq(id string) (int64, error) {
-	var seq int64
-	err := s.db.View(func(txn *badger.Txn) error {
-		it := txn.NewIterator(badger.IteratorOptions{Prefix: eventPrefix(id), Reverse: true})
-		defer it.Close()
-		it.Seek(numKey("e/", id, -1)) // 0xff.. sorts after every real seq
-		if it.Valid() {
-			seq = keyNum(it.Item().Key())
-		}
-		return nil
-	})
-	return seq, err
-}
-
 // outputEntry is the store entry of one piece of output at its offset in the whole
 // output, or nil for no output.
 func (s *store) outputEntry(id string, offset int64, data string) *badger.Entry {
@@ -404,7 +389,7 @@ func (s *store) expire(id string, ttl time.Duration, lastSeq int64, withOutput b
 // badgerLogger passes Badger's warnings and errors to slog and drops its chatter.
 // saveTask writes t and its events in one transaction and waits for the commit.
 func (s *store) saveTask(t *Task, evs []*Event, ttl time.Duration) error {
-	entries, err := s.taskEntries(t, evs, ttl)
+	entries, err := s.taskEntries(t.ID, t, evs, ttl)
 	if err != nil {
 		return err
 	}
@@ -412,10 +397,11 @@ func (s *store) saveTask(t *Task, evs []*Event, ttl time.Duration) error {
 }
 
 // saveTaskAsync is saveTask without waiting, with extra entries (nil ones skipped)
-// in the same transaction: t and evs are encoded now, the write is queued behind the
-// earlier ones, and done runs once it is committed or has failed.
-func (s *store) saveTaskAsync(t *Task, evs []*Event, ttl time.Duration, done func(error), extra ...*badger.Entry) error {
-	entries, err := s.taskEntries(t, evs, ttl)
+// in the same transaction, and without the task's record when record is nil: the
+// record and evs are encoded now, the write is queued behind the earlier ones, and
+// done runs once it is committed or has failed.
+func (s *store) saveTaskAsync(id string, record *Task, evs []*Event, ttl time.Duration, done func(error), extra ...*badger.Entry) error {
+	entries, err := s.taskEntries(id, record, evs, ttl)
 	if err != nil {
 		return err
 	}
@@ -428,21 +414,23 @@ func (s *store) saveTaskAsync(t *Task, evs []*Event, ttl time.Duration, done fun
 	return nil
 }
 
-// taskEntries are the entries of t and evs: with ttl (a finished task), or the task
-// without one and the events with liveTTL.
-func (s *store) taskEntries(t *Task, evs []*Event, ttl time.Duration) ([]*badger.Entry, error) {
-	tb, err := marshalStored(t)
-	if err != nil {
-		return nil, err
-	}
+// taskEntries are the entries of task id's record (unless nil) and evs: with ttl (a
+// finished task), or the record without one and the events with liveTTL.
+func (s *store) taskEntries(id string, record *Task, evs []*Event, ttl time.Duration) ([]*badger.Entry, error) {
 	entries := make([]*badger.Entry, 0, len(evs)+1)
-	entries = append(entries, setTTL(badger.NewEntry(taskKey(t.ID), tb), ttl))
+	if record != nil {
+		tb, err := marshalStored(record)
+		if err != nil {
+			return nil, err
+		}
+		entries = append(entries, setTTL(badger.NewEntry(taskKey(id), tb), ttl))
+	}
 	for _, ev := range evs {
 		eb, err := marshalStored(storedForm(ev))
 		if err != nil {
 			return nil, err
 		}
-		entries = append(entries, setTTL(badger.NewEntry(numKey("e/", t.ID, ev.Seq), eb), cmp.Or(ttl, s.liveTTL())))
+		entries = append(entries, setTTL(badger.NewEntry(numKey("e/", id, ev.Seq), eb), cmp.Or(ttl, s.liveTTL())))
 	}
 	return entries, nil
 }
