@@ -15,6 +15,9 @@ type object struct {
 	path string
 	ms   []member
 	err  *errcodes.Error
+	// buf holds ms for an object of up to len(buf) members (the envelope has ten),
+	// so that opening one costs a single allocation.
+	buf [12]member
 }
 
 // openObject reads raw, a part of input validJSON has accepted, as a JSON object at
@@ -25,7 +28,7 @@ func openObject(raw json.RawMessage, path string) *object {
 		o.err = errcodes.NewInvalidMessage(path, "must be an object, got %s", kind(raw))
 		return o
 	}
-	o.ms = splitObject(raw)
+	o.ms = splitObject(raw, o.buf[:0])
 	return o
 }
 
@@ -258,7 +261,8 @@ func freeValue(raw []byte) any {
 }
 
 func freeObject(raw []byte) map[string]any {
-	ms := splitObject(raw)
+	var buf [8]member
+	ms := splitObject(raw, buf[:0])
 	m := make(map[string]any, len(ms))
 	for _, mb := range ms {
 		m[mb.key] = freeValue(mb.raw)

@@ -218,11 +218,11 @@ type member struct {
 	raw []byte
 }
 
-// splitObject returns the members of the valid JSON object raw, in input order. A
-// key given twice keeps its last value, as json.Unmarshal into a map does.
-func splitObject(raw []byte) []member {
-	out := make([]member, 0, 8) // the protocol's objects have a handful of members
-	i := skipWS(raw, 0) + 1     // past '{'
+// splitObject appends the members of the valid JSON object raw to out, in input
+// order, and returns the result. A key given twice keeps its last value, as
+// json.Unmarshal into a map does.
+func splitObject(raw []byte, out []member) []member {
+	i := skipWS(raw, 0) + 1 // past '{'
 	for {
 		i = skipWS(raw, i)
 		if raw[i] == '}' {

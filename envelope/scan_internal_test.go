@@ -56,7 +56,7 @@ func FuzzSplitObjectMatchesUnmarshal(f *testing.F) {
 			t.Fatalf("json.Unmarshal of a valid object: %v", err)
 		}
 		got := map[string]json.RawMessage{}
-		for _, m := range splitObject(data) {
+		for _, m := range splitObject(data, nil) {
 			got[m.key] = m.raw
 		}
 		if !reflect.DeepEqual(got, want) {
