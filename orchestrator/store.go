@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/chiffon-dev/chiffon/envelope"
@@ -436,13 +437,26 @@ func (s *store) taskEntries(id string, record *Task, evs []*Event, ttl time.Dura
 }
 
 // marshalStored is json.Marshal without HTML escaping: output text such as "<200>" is
-// stored as written rather than as \u003c escapes (readers decode both alike).
+// stored as written rather than as \u003c escapes (readers decode both alike). The
+// encoder and its buffer are reused; the result is a copy of exactly its size.
 func marshalStored(v any) ([]byte, error) {
-	var b bytes.Buffer
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
+	m := storedEncoders.Get().(*storedEncoder)
+	defer storedEncoders.Put(m)
+	m.buf.Reset()
+	if err := m.enc.Encode(v); err != nil {
 		return nil, err
 	}
-	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
+	return bytes.Clone(bytes.TrimSuffix(m.buf.Bytes(), []byte("\n"))), nil
 }
+
+type storedEncoder struct {
+	buf bytes.Buffer
+	enc *json.Encoder
+}
+
+var storedEncoders = sync.Pool{New: func() any {
+	m := new(storedEncoder)
+	m.enc = json.NewEncoder(&m.buf)
+	m.enc.SetEscapeHTML(false)
+	return m
+}}
