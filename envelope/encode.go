@@ -1,10 +1,6 @@
 package envelope
 
-import (
-	"bytes"
-	"encoding/json"
-	"fmt"
-)
+import "fmt"
 
 // Encode writes e as compact JSON with its timestamp in UTC (RFC 3339, "Z"). HTML
 // characters are not escaped, so output text travels as written.
@@ -15,6 +11,13 @@ func Encode(e *Envelope) ([]byte, error) {
 	if e.Type != e.Payload.MessageType() {
 		return nil, fmt.Errorf("envelope: encode: type %q does not match a %s payload", e.Type, e.Payload.MessageType())
 	}
+	w := envelopeWriter{buf: make([]byte, 0, sizeHint(e))}
+	if err := w.envelope(e); err == nil {
+		return w.buf, nil
+	}
+	// The hand-written encoder gives up on what it does not write itself: a year
+	// outside 0-9999, a value encoding/json refuses. encoding/json then writes the
+	// envelope or reports the error it has always reported.
 	c := *e
 	c.Timestamp = c.Timestamp.UTC()
 	return marshalNoEscape(&c)
@@ -23,11 +26,5 @@ func Encode(e *Envelope) ([]byte, error) {
 // marshalNoEscape is json.Marshal without HTML escaping and without the trailing
 // newline an Encoder adds.
 func marshalNoEscape(v any) ([]byte, error) {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return nil, err
-	}
-	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
+	return newValueWriter().append(nil, v)
 }

@@ -1,0 +1,360 @@
+package envelope
+
+import (
+	"encoding/json"
+	"errors"
+	"math/bits"
+	"slices"
+	"strconv"
+	"time"
+	"unicode/utf8"
+)
+
+// The hand-written encoder below writes exactly the bytes encoding/json writes for an
+// envelope (HTML escaping off), without reflection. Free-form values and the payloads
+// that are rare on the wire still go through encoding/json. append_test.go compares
+// the two on generated envelopes of every type, so a change to a payload struct or to
+// Hints.MarshalJSON that this file misses fails the tests.
+
+// errSlowPath makes Encode hand the envelope to encoding/json, which then either writes
+// it or reports the error it always reported.
+var errSlowPath = errors.New("envelope: value needs encoding/json")
+
+// envelopeWriter appends one envelope to buf.
+type envelopeWriter struct {
+	buf []byte
+	// values encodes free-form values; nil until the first one, so that an envelope
+	// without any allocates no encoder.
+	values *valueWriter
+}
+
+// envelope appends e with its timestamp in UTC.
+func (w *envelopeWriter) envelope(e *Envelope) error {
+	w.buf = append(w.buf, `{"protocol_version":`...)
+	w.str(e.ProtocolVersion)
+	w.buf = append(w.buf, `,"message_id":`...)
+	w.str(e.MessageID)
+	w.buf = append(w.buf, `,"from_agent":`...)
+	w.str(string(e.FromAgent))
+	w.buf = append(w.buf, `,"to_agent":`...)
+	w.str(string(e.ToAgent))
+	w.buf = append(w.buf, `,"timestamp":`...)
+	if err := w.timestamp(e.Timestamp.UTC()); err != nil {
+		return err
+	}
+	w.buf = append(w.buf, `,"trace_id":`...)
+	w.str(e.TraceID)
+	w.buf = append(w.buf, `,"request_id":`...)
+	w.str(e.RequestID)
+	w.buf = append(w.buf, `,"type":`...)
+	w.str(string(e.Type))
+	w.buf = append(w.buf, `,"payload":`...)
+	if err := w.payload(e.Payload); err != nil {
+		return err
+	}
+	if len(e.XCustomFields) > 0 {
+		w.buf = append(w.buf, `,"x_custom_fields":`...)
+		if err := w.value(e.XCustomFields); err != nil {
+			return err
+		}
+	}
+	w.buf = append(w.buf, '}')
+	return nil
+}
+
+// payload appends p, by hand for the three payloads that make up most traffic.
+func (w *envelopeWriter) payload(p Payload) error {
+	switch p := p.(type) {
+	case *WorkRequest:
+		if p != nil {
+			return w.workRequest(p)
+		}
+	case *WorkStatus:
+		if p != nil {
+			w.workStatus(p)
+			return nil
+		}
+	case *WorkResult:
+		if p != nil {
+			w.workResult(p)
+			return nil
+		}
+	}
+	return w.value(p)
+}
+
+func (w *envelopeWriter) workRequest(p *WorkRequest) error {
+	w.buf = append(w.buf, `{"task_id":`...)
+	w.str(p.TaskID)
+	w.buf = append(w.buf, `,"work_type":`...)
+	w.str(p.WorkType)
+	if len(p.Parameters) > 0 {
+		w.buf = append(w.buf, `,"parameters":`...)
+		if err := w.value(p.Parameters); err != nil {
+			return err
+		}
+	}
+	if p.Hints != nil {
+		w.buf = append(w.buf, `,"hints":`...)
+		if err := w.hints(p.Hints); err != nil {
+			return err
+		}
+	}
+	w.buf = append(w.buf, '}')
+	return nil
+}
+
+// hints appends what Hints.MarshalJSON writes: one object whose keys, the named hints
+// that are set and those of Extra, come in sorted order, a set named hint replacing an
+// Extra member of the same name.
+func (w *envelopeWriter) hints(h *Hints) error {
+	var named [3]string
+	keys := named[:0]
+	if h.AgentID != "" {
+		keys = append(keys, "agent_id")
+	}
+	if h.MaxDurationSeconds != 0 {
+		keys = append(keys, "max_duration_seconds")
+	}
+	if h.MaxMemoryMB != 0 {
+		keys = append(keys, "max_memory_mb")
+	}
+	if len(h.Extra) > 0 {
+		all := make([]string, len(keys), len(keys)+len(h.Extra))
+		copy(all, keys)
+		for k := range h.Extra {
+			if !slices.Contains(keys, k) {
+				all = append(all, k)
+			}
+		}
+		slices.Sort(all)
+		keys = all
+	}
+	w.buf = append(w.buf, '{')
+	for i, k := range keys {
+		if i > 0 {
+			w.buf = append(w.buf, ',')
+		}
+		w.str(k)
+		w.buf = append(w.buf, ':')
+		switch {
+		case k == "agent_id" && h.AgentID != "":
+			w.str(h.AgentID)
+		case k == "max_duration_seconds" && h.MaxDurationSeconds != 0:
+			w.buf = strconv.AppendInt(w.buf, h.MaxDurationSeconds, 10)
+		case k == "max_memory_mb" && h.MaxMemoryMB != 0:
+			w.buf = strconv.AppendInt(w.buf, h.MaxMemoryMB, 10)
+		default:
+			if err := w.value(h.Extra[k]); err != nil {
+				return err
+			}
+		}
+	}
+	w.buf = append(w.buf, '}')
+	return nil
+}
+
+func (w *envelopeWriter) workStatus(p *WorkStatus) {
+	w.buf = append(w.buf, `{"task_id":`...)
+	w.str(p.TaskID)
+	w.buf = append(w.buf, `,"status":`...)
+	w.str(p.Status)
+	w.buf = append(w.buf, `,"progress_percent":`...)
+	w.buf = strconv.AppendInt(w.buf, int64(p.ProgressPercent), 10)
+	w.buf = append(w.buf, `,"step":{"number":`...)
+	w.buf = strconv.AppendInt(w.buf, p.Step.Number, 10)
+	w.buf = append(w.buf, `,"name":`...)
+	w.str(p.Step.Name)
+	w.buf = append(w.buf, `,"output":`...)
+	w.str(p.Step.Output)
+	if p.Step.OutputChunk != "" {
+		w.buf = append(w.buf, `,"output_chunk":`...)
+		w.str(p.Step.OutputChunk)
+	}
+	w.buf = append(w.buf, "}}"...)
+}
+
+func (w *envelopeWriter) workResult(p *WorkResult) {
+	w.buf = append(w.buf, `{"task_id":`...)
+	w.str(p.TaskID)
+	w.buf = append(w.buf, `,"status":`...)
+	w.str(p.Status)
+	w.buf = append(w.buf, `,"exit_code":`...)
+	w.buf = strconv.AppendInt(w.buf, p.ExitCode, 10)
+	w.buf = append(w.buf, `,"output":`...)
+	w.str(p.Output)
+	if r := p.ResourcesUsed; r != nil {
+		w.buf = append(w.buf, `,"resources_used":{"duration_seconds":`...)
+		w.buf = strconv.AppendInt(w.buf, r.DurationSeconds, 10)
+		w.buf = append(w.buf, `,"gpu_vram_mb":`...)
+		w.buf = strconv.AppendInt(w.buf, r.GPUVRAMMB, 10)
+		w.buf = append(w.buf, `,"cpu_time_ms":`...)
+		w.buf = strconv.AppendInt(w.buf, r.CPUTimeMS, 10)
+		w.buf = append(w.buf, '}')
+	}
+	w.buf = append(w.buf, '}')
+}
+
+// timestamp appends t as time.Time.MarshalJSON does. That method refuses a year that is
+// not four digits wide; errSlowPath lets encoding/json report it in its own words.
+func (w *envelopeWriter) timestamp(t time.Time) error {
+	w.buf = append(w.buf, '"')
+	start := len(w.buf)
+	w.buf = t.AppendFormat(w.buf, time.RFC3339Nano)
+	if w.buf[start+len("2006")] != '-' {
+		return errSlowPath
+	}
+	w.buf = append(w.buf, '"')
+	return nil
+}
+
+// value appends v as encoding/json writes it with HTML escaping off.
+func (w *envelopeWriter) value(v any) error {
+	if w.values == nil {
+		w.values = newValueWriter()
+	}
+	var err error
+	w.buf, err = w.values.append(w.buf, v)
+	return err
+}
+
+// valueWriter runs a json.Encoder that writes straight into the envelope's buffer, so
+// a free-form value costs neither a buffer of its own nor a copy.
+type valueWriter struct {
+	buf []byte
+	enc *json.Encoder
+}
+
+func newValueWriter() *valueWriter {
+	v := &valueWriter{}
+	v.enc = json.NewEncoder(v)
+	v.enc.SetEscapeHTML(false)
+	return v
+}
+
+// Write appends p to the buffer; the encoder calls it once per value.
+func (v *valueWriter) Write(p []byte) (int, error) {
+	v.buf = append(v.buf, p...)
+	return len(p), nil
+}
+
+// append appends x to dst, without the newline the encoder ends each value with.
+func (v *valueWriter) append(dst []byte, x any) ([]byte, error) {
+	v.buf = dst
+	err := v.enc.Encode(x)
+	dst, v.buf = v.buf, nil
+	if err != nil {
+		return dst, err
+	}
+	return dst[:len(dst)-1], nil
+}
+
+// str appends s as a JSON string exactly as encoding/json does with HTML escaping off:
+// '"', '\\' and control characters are escaped (\b \f \n \r \t by name, others as \u00XX),
+// U+2028 and U+2029 are escaped, and each byte of invalid UTF-8 becomes \ufffd.
+func (w *envelopeWriter) str(s string) {
+	b := append(w.buf, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		// Most text is long runs of plain bytes: skip them eight at a time, up to the
+		// first byte that is not plain.
+		if i+8 <= len(s) {
+			m := special8(s[i : i+8])
+			if m == 0 {
+				i += 8
+				continue
+			}
+			i += bits.TrailingZeros64(m) / 8
+		} else if c := s[i]; c >= 0x20 && c < utf8.RuneSelf && c != '"' && c != '\\' {
+			i++
+			continue
+		}
+		size := 1
+		if s[i] >= utf8.RuneSelf {
+			var r rune
+			r, size = utf8.DecodeRuneInString(s[i:])
+			if (r != utf8.RuneError || size > 1) && r != '\u2028' && r != '\u2029' {
+				i += size // valid UTF-8 goes out as it is
+				continue
+			}
+		}
+		b = appendEscape(append(b, s[start:i]...), s[i:i+size])
+		i += size
+		start = i
+	}
+	b = append(b, s[start:]...)
+	w.buf = append(b, '"')
+}
+
+// appendEscape appends the escape of ch: one ASCII byte, one byte of invalid UTF-8, or
+// U+2028 or U+2029, which are valid JSON but not valid JavaScript.
+func appendEscape(b []byte, ch string) []byte {
+	switch c := ch[0]; c {
+	case '"', '\\':
+		return append(b, '\\', c)
+	case '\b':
+		return append(b, '\\', 'b')
+	case '\f':
+		return append(b, '\\', 'f')
+	case '\n':
+		return append(b, '\\', 'n')
+	case '\r':
+		return append(b, '\\', 'r')
+	case '\t':
+		return append(b, '\\', 't')
+	default:
+		if c < utf8.RuneSelf {
+			return append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xF])
+		}
+	}
+	if len(ch) == 1 {
+		return append(b, `\ufffd`...)
+	}
+	return append(b, '\\', 'u', '2', '0', '2', hexDigits[ch[2]&0xF]) // U+2028 ends in 0xa8, U+2029 in 0xa9
+}
+
+const hexDigits = "0123456789abcdef"
+
+// special8 finds the bytes of s, eight long, that are not plain: control characters,
+// '"', '\\', and bytes of multi-byte runes. The lowest byte flagged in the result (its
+// top bit set) is the first such byte; 0 means there is none. It uses the "haszero"
+// and "hasless" tricks of Bit Twiddling Hacks: subtracting 0x20 (or 1) from every
+// byte sets the top bit of a byte below 0x20 (or of a zero byte). A borrow can flag a
+// byte above one that matched, never below, so the lowest flag is exact.
+func special8(s string) uint64 {
+	const ones, tops = 0x0101010101010101, 0x8080808080808080
+	x := uint64(s[0]) | uint64(s[1])<<8 | uint64(s[2])<<16 | uint64(s[3])<<24 |
+		uint64(s[4])<<32 | uint64(s[5])<<40 | uint64(s[6])<<48 | uint64(s[7])<<56
+	return (x | (x - ones*0x20) | ((x ^ ones*'"') - ones) | ((x ^ ones*'\\') - ones)) & tops
+}
+
+// sizeHint guesses the encoded size of e, so that the buffer is allocated once in the
+// common case. Text grows by an eighth to leave room for escapes such as "\n".
+func sizeHint(e *Envelope) int {
+	text := len(e.ProtocolVersion) + len(e.MessageID) + len(e.FromAgent) + len(e.ToAgent) +
+		len(e.TraceID) + len(e.RequestID) + len(e.Type)
+	n := 192 + 64*len(e.XCustomFields) // member names, timestamp, free-form members
+	switch p := e.Payload.(type) {
+	case *WorkRequest:
+		if p != nil {
+			text += len(p.TaskID) + len(p.WorkType)
+			n += 64 + 64*len(p.Parameters)
+			if p.Hints != nil {
+				n += 96 + 64*len(p.Hints.Extra)
+			}
+		}
+	case *WorkStatus:
+		if p != nil {
+			text += len(p.TaskID) + len(p.Status) + len(p.Step.Name) + len(p.Step.Output) + len(p.Step.OutputChunk)
+			n += 128
+		}
+	case *WorkResult:
+		if p != nil {
+			text += len(p.TaskID) + len(p.Status) + len(p.Output)
+			n += 160
+		}
+	default:
+		n += 256
+	}
+	return n + text + text/8
+}
