@@ -1,10 +1,12 @@
 package agent_test
 
 import (
+	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/chiffon-dev/chiffon/agent"
@@ -138,5 +140,28 @@ func TestDuplicateWhileRunningReattaches(t *testing.T) {
 	}
 	if n := b.runs.Load(); n != 1 {
 		t.Fatalf("handler ran %d times", n)
+	}
+}
+
+// TestCacheWriteFailureRefusesTheRequest: when the running entry cannot be stored the
+// handler must not start (a crash would leave no trace of the run), so the request is
+// refused with 5005 dedupe_cache, and a retry of it is refused the same way rather
+// than taken for a duplicate of a running request.
+func TestCacheWriteFailureRefusesTheRequest(t *testing.T) {
+	h := newHarness(t, nil)
+	var runs atomic.Int32
+	h.start(func(a *agent.Agent) {
+		a.Handle("count", func(context.Context, *agent.Request, agent.Progress) (agent.Result, error) {
+			runs.Add(1)
+			return agent.Result{}, nil
+		})
+	})
+	agent.BreakCacheWrites(h.agent)
+	req := h.request("count", nil, nil)
+	for range 2 {
+		wantLimit(t, h.send(req).errorReply(), "dedupe_cache")
+	}
+	if n := runs.Load(); n != 0 {
+		t.Fatalf("handler ran %d times without its running entry stored", n)
 	}
 }
