@@ -1,6 +1,7 @@
 package orchestrator_test
 
 import (
+	"context"
 	"strings"
 	"testing"
 	"time"
@@ -202,5 +203,25 @@ func TestPinnedTaskGoesToItsAgent(t *testing.T) {
 	b.result(w, envelope.ResultSuccess, 0, "", nil)
 	if final := waitFinal(t, o, task.ID); final.AgentID != "code-b" || final.State != orchestrator.StateSucceeded {
 		t.Fatalf("got %s on %s", final.State, final.AgentID)
+	}
+}
+
+// TestSubmitFailsWhenTheTaskCannotBeStored: a task is stored before its work_request
+// goes out, so when the store refuses the write Submit fails, the agent's slot is
+// given back and the task is not kept as a live one that nothing could resume.
+func TestSubmitFailsWhenTheTaskCannotBeStored(t *testing.T) {
+	e := newEnv(t, "code-1")
+	o, _ := e.openWithAgent("code-1", 1)
+	orchestrator.BreakStoreWrites(o)
+	task, err := o.Submit(context.Background(), orchestrator.SubmitRequest{ToAgent: envelope.Code, WorkType: "echo"})
+	if err == nil {
+		t.Fatalf("Submit with a broken store: %+v, want an error", task)
+	}
+	if as := o.Agents(); len(as) != 1 || as[0].Load != 0 {
+		t.Fatalf("agents after a failed Submit: %+v, want code-1 with load 0", as)
+	}
+	live, err := o.Tasks(orchestrator.ListOptions{})
+	if err != nil || len(live) != 0 {
+		t.Fatalf("tasks after a failed Submit: %v %v, want none", live, err)
 	}
 }
