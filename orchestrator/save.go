@@ -56,9 +56,10 @@ func (o *Orchestrator) saveAsync(r *run, evs []*Event, then func(error), extra .
 }
 
 // saveStatus writes a work_status event and its output piece as saveAsync does, but
-// not the task's record: a status changes only its steps, progress and output, which
-// the record gets at its next save (every change of state writes it), and which
-// recover rebuilds from the status events after a crash. Called with o.mu held.
+// not the task's record. A status changes the task's steps, progress and output,
+// which the record gets at its next save and recover rebuilds from the status events
+// after a crash, and moves it from dispatched to running, which recover treats alike:
+// either may have reached the agent. Called with o.mu held.
 func (o *Orchestrator) saveStatus(r *run, ev *Event, piece *badger.Entry) {
 	o.queueWrite(r, nil, []*Event{ev}, nil, []*badger.Entry{piece})
 }
