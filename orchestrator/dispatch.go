@@ -266,19 +266,29 @@ func (o *Orchestrator) dispatch(r *run, a *agentEntry, agentID string, before ..
 }
 
 // send publishes the work_request of r's attempt once its dispatch is stored,
-// unless the attempt has ended meanwhile. Called with o.mu held.
+// unless the attempt has ended meanwhile. It may run on the committing goroutine
+// (see saveAsync), so a failure fails the attempt on a goroutine of its own. Called
+// with o.mu held.
 func (o *Orchestrator) send(r *run, attempt int, agentID string, env *envelope.Envelope, stored error) {
 	if r.finished || r.attempt != attempt || o.closed {
 		return // a closed orchestrator sends it again at the next Open
 	}
 	t := r.t
+	var fail *errcodes.Error
 	if stored != nil {
-		o.failAttempt(r, errcodes.NewAgentUnavailable("store dispatched task: "+stored.Error(), agentID, nil), true)
-		return
+		fail = errcodes.NewAgentUnavailable("store dispatched task: "+stored.Error(), agentID, nil)
+	} else {
+		o.taskLog(t).Debug("work_request sent", "agent_id", agentID, "attempt", t.Attempts, "message_id", env.MessageID)
+		if err := o.publish(o.subj.AgentWork(agentID), o.subj.OrchTask(o.id, t.ID), agentID, env); err != nil {
+			fail = errcodes.NewAgentUnavailable("publish work_request: "+err.Error(), agentID, nil)
+		}
 	}
-	o.taskLog(t).Debug("work_request sent", "agent_id", agentID, "attempt", t.Attempts, "message_id", env.MessageID)
-	if err := o.publish(o.subj.AgentWork(agentID), o.subj.OrchTask(o.id, t.ID), agentID, env); err != nil {
-		o.failAttempt(r, errcodes.NewAgentUnavailable("publish work_request: "+err.Error(), agentID, nil), true)
+	if fail != nil {
+		o.later(func() {
+			if !r.finished && r.attempt == attempt {
+				o.failAttempt(r, fail, true)
+			}
+		})
 	}
 }
 

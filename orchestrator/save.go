@@ -50,7 +50,9 @@ func (o *Orchestrator) write(r *run, ev *Event) error {
 // The write is queued behind the earlier ones; r.written is the last one, which a
 // reader of the stored history waits for. then, when not nil, runs once the write is
 // committed or has failed, with o.mu held: a step that must follow the write (a
-// work_request sent, a result made visible) goes there. Called with o.mu held.
+// work_request sent, a result made visible) goes there. It may run on the committing
+// goroutine, so it must not write synchronously (save) nor wait for a commit; a step
+// that does goes through o.later. Called with o.mu held.
 func (o *Orchestrator) saveAsync(r *run, evs []*Event, then func(error), extra ...*badger.Entry) {
 	o.queueWrite(r, r.t, evs, then, extra)
 }
@@ -75,12 +77,20 @@ func (o *Orchestrator) queueWrite(r *run, record *Task, evs []*Event, then func(
 			o.log.Error("store task", "task_id", t.ID, "err", err)
 		}
 		c.err = err
+		// Most often o.mu is free, and then runs here at once, before a waiter on c
+		// wakes up to take o.mu. Otherwise the committing goroutine must not wait
+		// for it: the holder may be waiting for a commit queued behind this one.
+		if then != nil && o.mu.TryLock() {
+			then(err)
+			o.mu.Unlock()
+			then = nil
+		}
 		close(c.done)
 		if then == nil {
 			o.wg.Done()
 			return
 		}
-		go func() { // the committing goroutine must not wait for o.mu
+		go func() {
 			defer o.wg.Done()
 			o.mu.Lock()
 			defer o.mu.Unlock()
@@ -126,4 +136,19 @@ func (o *Orchestrator) stamp(r *run, evs ...*Event) time.Duration {
 		return o.cfg.Retention
 	}
 	return 0
+}
+
+// later runs fn with o.mu held on a goroutine of its own, unless the orchestrator has
+// closed meanwhile: for a step that writes synchronously, decided where that must not
+// be done.
+func (o *Orchestrator) later(fn func()) {
+	o.wg.Add(1)
+	go func() {
+		defer o.wg.Done()
+		o.mu.Lock()
+		defer o.mu.Unlock()
+		if !o.closed {
+			fn()
+		}
+	}()
 }
