@@ -50,7 +50,6 @@ func OpenDedupeCache(dir string, ttl time.Duration, log *slog.Logger) (*DedupeCa
 	opts := kvstore.SmallOptions(filepath.Join(dir, "dedupe"), log).
 		WithBaseTableSize(1 << 20).
 		WithBaseLevelSize(4 << 20).
-		WithValueThreshold(1 << 10). // output pieces go to the value log, not memtables
 		// Badger msyncs a value log file when it fills up, in the write path: the
 		// larger the file, the rarer that stall (the mapping is virtual until written).
 		WithValueLogFileSize(64 << 20).

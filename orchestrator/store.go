@@ -74,7 +74,6 @@ func openStore(dir string, log *slog.Logger) (*store, error) {
 		// Badger msyncs a full value log file in the write path; larger files make
 		// that stall rarer (the mapping is virtual until written).
 		WithValueLogFileSize(128 << 20).
-		WithValueThreshold(4 << 10).
 		WithCompactL0OnClose(false).
 		// Every read-write transaction here only writes (reads are View or
 		// iterators in View): nothing can conflict, so no read/write sets to track.

@@ -29,7 +29,13 @@ func SmallOptions(dir string, log *slog.Logger) badger.Options {
 		WithNumMemtables(2).
 		WithNumLevelZeroTables(4).
 		WithNumLevelZeroTablesStall(8).
-		WithNumCompactors(2)
+		WithNumCompactors(2).
+		// Every value but the smallest goes to the value log, written once, and the
+		// tree holds a pointer: records are written often and read rarely, and
+		// memtable flushes and compactions then move pointers, not records. 100,000
+		// parallel dispatches took 90-98 µs each, against 97-131 µs with the
+		// records in the tree (a threshold of 4 KiB).
+		WithValueThreshold(128)
 	// Block compression stays on (Snappy): it costs ~5% of a busy daemon's CPU,
 	// but without it every table Badger writes is larger, and writing and
 	// msyncing tables made 40,000 dispatches 50% slower.
