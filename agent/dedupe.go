@@ -99,8 +99,9 @@ func (c *DedupeCache) get(requestID string) (*cacheEntry, error) {
 	return e, nil
 }
 
+// entry is the store entry of e, encoded by encodeEntry (HTML escaping off).
 func (c *DedupeCache) entry(requestID string, e *cacheEntry) (*badger.Entry, error) {
-	b, err := json.Marshal(e)
+	b, err := encodeEntry(e)
 	if err != nil {
 		return nil, fmt.Errorf("dedupe cache: encode %s: %w", requestID, err)
 	}

@@ -436,9 +436,14 @@ func (s *store) taskEntries(id string, record *Task, evs []*Event, ttl time.Dura
 }
 
 // marshalStored is json.Marshal without HTML escaping: output text such as "<200>" is
-// stored as written rather than as \u003c escapes (readers decode both alike). The
-// encoder and its buffer are reused; the result is a copy of exactly its size.
+// stored as written rather than as \u003c escapes (readers decode both alike). Task
+// records and events, nearly every write, are written by hand (see storedjson.go);
+// anything else, or a record the hand-written path gives up on, goes through a reused
+// encoder and buffer, the result a copy of exactly its size.
 func marshalStored(v any) ([]byte, error) {
+	if b, ok := encodeStored(v); ok {
+		return b, nil
+	}
 	m := storedEncoders.Get().(*storedEncoder)
 	defer storedEncoders.Put(m)
 	m.buf.Reset()
