@@ -39,7 +39,10 @@ func (w *entryWriter) entry(e *cacheEntry) {
 	w.Time(e.StartedAt)
 	if e.Result != nil {
 		w.Raw(`,"result":`)
-		w.workResult(e.Result)
+		var err error
+		if w.Buf, err = envelope.AppendPayload(w.Buf, e.Result); err != nil {
+			w.Failed = true
+		}
 	}
 	if len(e.ResultFields) > 0 {
 		w.Raw(`,"result_fields":`)
@@ -49,27 +52,6 @@ func (w *entryWriter) entry(e *cacheEntry) {
 	w.Int(e.OutputLen)
 	w.Raw(`,"output_pieces":`)
 	w.Int(int64(e.OutputPieces))
-	w.Raw("}")
-}
-
-func (w *entryWriter) workResult(p *envelope.WorkResult) {
-	w.Raw(`{"task_id":`)
-	w.String(p.TaskID)
-	w.Raw(`,"status":`)
-	w.String(p.Status)
-	w.Raw(`,"exit_code":`)
-	w.Int(p.ExitCode)
-	w.Raw(`,"output":`)
-	w.String(p.Output)
-	if r := p.ResourcesUsed; r != nil {
-		w.Raw(`,"resources_used":{"duration_seconds":`)
-		w.Int(r.DurationSeconds)
-		w.Raw(`,"gpu_vram_mb":`)
-		w.Int(r.GPUVRAMMB)
-		w.Raw(`,"cpu_time_ms":`)
-		w.Int(r.CPUTimeMS)
-		w.Raw("}")
-	}
 	w.Raw("}")
 }
 

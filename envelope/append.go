@@ -62,6 +62,16 @@ func (w *envelopeWriter) envelope(e *Envelope) error {
 	return nil
 }
 
+// AppendPayload appends p to dst as Encode writes it in an envelope: the JSON of
+// encoding/json with HTML escaping off. The stores use it for the payloads they keep.
+func AppendPayload(dst []byte, p Payload) ([]byte, error) {
+	w := envelopeWriter{buf: dst}
+	if err := w.payload(p); err != nil {
+		return dst, err
+	}
+	return w.buf, nil
+}
+
 // payload appends p, by hand for the three payloads that make up most traffic.
 func (w *envelopeWriter) payload(p Payload) error {
 	switch p := p.(type) {

@@ -97,17 +97,6 @@ func setTTL(e *badger.Entry, ttl time.Duration) *badger.Entry {
 	return e
 }
 
-// putTask writes t; a positive ttl makes it expire (a finished task).
-func (s *store) putTask(t *Task, ttl time.Duration) error {
-	b, err := json.Marshal(t)
-	if err != nil {
-		return err
-	}
-	return s.db.Update(func(txn *badger.Txn) error {
-		return txn.SetEntry(setTTL(badger.NewEntry(taskKey(t.ID), b), ttl))
-	})
-}
-
 func (s *store) getTask(id string) (*Task, error) {
 	var t Task
 	err := s.db.View(func(txn *badger.Txn) error {
@@ -148,16 +137,6 @@ func (s *store) listTasks(keep func(*Task) bool, limit int) ([]*Task, error) {
 		out = out[:limit]
 	}
 	return out, err
-}
-
-func (s *store) putEvent(id string, ev *Event) error {
-	b, err := json.Marshal(ev)
-	if err != nil {
-		return err
-	}
-	return s.db.Update(func(txn *badger.Txn) error {
-		return txn.Set(numKey("e/", id, ev.Seq), b)
-	})
 }
 
 // storedEvent is an Event as stored. A status event's output is not stored twice:

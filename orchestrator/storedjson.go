@@ -245,7 +245,7 @@ func (w *recordWriter) event(ev *Event, outputLen int64) {
 	w.String(string(ev.State))
 	if ev.Status != nil {
 		w.Raw(`,"status":`)
-		w.workStatus(ev.Status)
+		w.payload(ev.Status)
 	}
 	if ev.OutputOffset != nil {
 		w.Raw(`,"output_offset":`)
@@ -253,7 +253,7 @@ func (w *recordWriter) event(ev *Event, outputLen int64) {
 	}
 	if ev.Result != nil {
 		w.Raw(`,"result":`)
-		w.workResult(ev.Result)
+		w.payload(ev.Result)
 	}
 	if ev.Error != nil {
 		w.Raw(`,"error":`)
@@ -270,40 +270,12 @@ func (w *recordWriter) event(ev *Event, outputLen int64) {
 	w.Raw("}")
 }
 
-func (w *recordWriter) workStatus(p *envelope.WorkStatus) {
-	w.Raw(`{"task_id":`)
-	w.String(p.TaskID)
-	w.Raw(`,"status":`)
-	w.String(p.Status)
-	w.Raw(`,"progress_percent":`)
-	w.Int(int64(p.ProgressPercent))
-	w.Raw(`,"step":{"number":`)
-	w.Int(p.Step.Number)
-	w.Raw(`,"name":`)
-	w.String(p.Step.Name)
-	w.Raw(`,"output":`)
-	w.String(p.Step.Output)
-	if p.Step.OutputChunk != "" {
-		w.Raw(`,"output_chunk":`)
-		w.String(p.Step.OutputChunk)
+// payload appends a work_status or work_result as the envelope carries it.
+func (w *recordWriter) payload(p envelope.Payload) {
+	var err error
+	if w.Buf, err = envelope.AppendPayload(w.Buf, p); err != nil {
+		w.Failed = true
 	}
-	w.Raw("}}")
-}
-
-func (w *recordWriter) workResult(p *envelope.WorkResult) {
-	w.Raw(`{"task_id":`)
-	w.String(p.TaskID)
-	w.Raw(`,"status":`)
-	w.String(p.Status)
-	w.Raw(`,"exit_code":`)
-	w.Int(p.ExitCode)
-	w.Raw(`,"output":`)
-	w.String(p.Output)
-	if p.ResourcesUsed != nil {
-		w.Raw(`,"resources_used":`)
-		w.resources(p.ResourcesUsed)
-	}
-	w.Raw("}")
 }
 
 // The size estimates below add to the widest fixed part of each object (member names,
