@@ -45,18 +45,7 @@ func (o *Orchestrator) breakerChanged(a *agentEntry, from, to gobreaker.State) {
 		a.ping = time.AfterFunc(o.cfg.Breaker.OpenFor, func() { o.halfOpenPing(a) })
 	case gobreaker.StateClosed:
 		// This runs inside the breaker's lock, which dispatching takes again.
-		if o.closed {
-			return
-		}
-		o.wg.Add(1)
-		go func() {
-			defer o.wg.Done()
-			o.mu.Lock()
-			defer o.mu.Unlock()
-			if !o.closed {
-				o.drainQueue(a.typ)
-			}
-		}()
+		o.later(func() { o.drainQueue(a.typ) })
 	}
 }
 

@@ -139,9 +139,13 @@ func (o *Orchestrator) stamp(r *run, evs ...*Event) time.Duration {
 }
 
 // later runs fn with o.mu held on a goroutine of its own, unless the orchestrator has
-// closed meanwhile: for a step that writes synchronously, decided where that must not
-// be done.
+// closed: for a step decided where it must not run, such as a synchronous write on
+// the committing goroutine or routing inside the breaker's lock. Called with o.mu
+// held.
 func (o *Orchestrator) later(fn func()) {
+	if o.closed {
+		return // Close may be waiting on o.wg: nothing may join it now
+	}
 	o.wg.Add(1)
 	go func() {
 		defer o.wg.Done()
