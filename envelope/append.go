@@ -1,7 +1,6 @@
 package envelope
 
 import (
-	"encoding/json"
 	"errors"
 	"slices"
 	"strconv"
@@ -23,9 +22,6 @@ var errSlowPath = errors.New("envelope: value needs encoding/json")
 // envelopeWriter appends one envelope to buf.
 type envelopeWriter struct {
 	buf []byte
-	// values encodes free-form values; nil until the first one, so that an envelope
-	// without any allocates no encoder.
-	values *valueWriter
 }
 
 // envelope appends e with its timestamp in UTC.
@@ -218,43 +214,9 @@ func (w *envelopeWriter) timestamp(t time.Time) error {
 
 // value appends v as encoding/json writes it with HTML escaping off.
 func (w *envelopeWriter) value(v any) error {
-	if w.values == nil {
-		w.values = newValueWriter()
-	}
 	var err error
-	w.buf, err = w.values.append(w.buf, v)
+	w.buf, err = jsonw.AppendValue(w.buf, v)
 	return err
-}
-
-// valueWriter runs a json.Encoder that writes straight into the envelope's buffer, so
-// a free-form value costs neither a buffer of its own nor a copy.
-type valueWriter struct {
-	buf []byte
-	enc *json.Encoder
-}
-
-func newValueWriter() *valueWriter {
-	v := &valueWriter{}
-	v.enc = json.NewEncoder(v)
-	v.enc.SetEscapeHTML(false)
-	return v
-}
-
-// Write appends p to the buffer; the encoder calls it once per value.
-func (v *valueWriter) Write(p []byte) (int, error) {
-	v.buf = append(v.buf, p...)
-	return len(p), nil
-}
-
-// append appends x to dst, without the newline the encoder ends each value with.
-func (v *valueWriter) append(dst []byte, x any) ([]byte, error) {
-	v.buf = dst
-	err := v.enc.Encode(x)
-	dst, v.buf = v.buf, nil
-	if err != nil {
-		return dst, err
-	}
-	return dst[:len(dst)-1], nil
 }
 
 // str appends s as a JSON string exactly as encoding/json does with HTML escaping off.

@@ -1,6 +1,10 @@
 package envelope
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/chiffon-dev/chiffon/internal/jsonw"
+)
 
 // Encode writes e as compact JSON with its timestamp in UTC (RFC 3339, "Z"). HTML
 // characters are not escaped, so output text travels as written.
@@ -26,5 +30,5 @@ func Encode(e *Envelope) ([]byte, error) {
 // marshalNoEscape is json.Marshal without HTML escaping and without the trailing
 // newline an Encoder adds.
 func marshalNoEscape(v any) ([]byte, error) {
-	return newValueWriter().append(nil, v)
+	return jsonw.AppendValue(nil, v)
 }
