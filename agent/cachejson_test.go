@@ -65,12 +65,7 @@ func TestCacheEntryMatchesEncodingJSON(t *testing.T) {
 			hand++
 		}
 	}
-	// Most entries must take the hand-written path, or this test would only compare
-	// encoding/json with itself.
-	t.Logf("%d of %d written by hand", hand, n)
-	if hand < n/2 {
-		t.Errorf("only %d of %d entries written by hand", hand, n)
-	}
+	jsonwtest.MostByHand(t, hand, n)
 }
 
 func TestCacheEntryFallsBackToEncodingJSON(t *testing.T) {

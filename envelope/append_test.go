@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/chiffon-dev/chiffon/envelope"
+	"github.com/chiffon-dev/chiffon/internal/jsonw/jsonwtest"
 )
 
 // encodeReference is what Encode did before it wrote JSON by hand: encoding/json on a
@@ -39,19 +40,11 @@ func assertEncodesLikeReference(t *testing.T, e *envelope.Envelope) {
 	}
 }
 
-// awkwardPieces are what awkwardText strings are made of: everything encoding/json
-// escapes or leaves alone, invalid UTF-8 among them.
-var awkwardPieces = []string{
-	"", "a", "plain text ", `"`, `\`, `\"`, "\n", "\r\n", "\t", "\b", "\f", "\x00", "\x01", "\x1f", "\x7f",
-	"<", ">", "&", "'", "é", "€", "😀", "\u2028", "\u2029", "\u2027", "\u202a", "\uFFFD",
-	"\xff", "\x80", "\xe2\x80", "\xe2\x80\xa8\xa9", "\xed\xa0\x80", "\xf0\x9f\x98", "\xc0\xaf",
-	"12345678", "abcdefghijklmnop",
-}
-
+// awkwardText joins up to maxPieces of jsonwtest.AwkwardPieces.
 func awkwardText(g envGen, maxPieces int) string {
 	var b strings.Builder
 	for n := g.pick(maxPieces + 1); n > 0; n-- {
-		b.WriteString(awkwardPieces[g.pick(len(awkwardPieces))])
+		b.WriteString(jsonwtest.AwkwardPieces[g.pick(len(jsonwtest.AwkwardPieces))])
 	}
 	return b.String()
 }
@@ -169,31 +162,10 @@ func TestEncodeMatchesEncodingJSONForEveryType(t *testing.T) {
 	}
 }
 
+// TestEncodeMatchesEncodingJSONOnEveryAwkwardString puts each text of the corpus in
+// every string Encode writes by hand.
 func TestEncodeMatchesEncodingJSONOnEveryAwkwardString(t *testing.T) {
-	// Each piece alone and amid text long enough for the eight-byte scan; every byte
-	// value at every place in a word; and random strings of the bytes at the edges of
-	// what needs escaping.
-	var texts []string
-	for _, p := range awkwardPieces {
-		texts = append(texts, p, "0123456789abcdef"+p+"0123456789abcdef", p+"0123456789", "0123456"+p)
-	}
-	for c := range 256 {
-		for at := range 9 {
-			s := []byte("abcdefghijklmnopq")
-			s[at] = byte(c)
-			texts = append(texts, string([]byte{byte(c)}), string(s), string(s[:at+1]))
-		}
-	}
-	edges := []byte{0x00, 0x01, 0x08, 0x1f, 0x20, 0x21, '"', 0x23, '\\', 0x5d, 0x7f, 0x80, 0xa8, 0xa9, 0xbf, 0xc2, 0xe2, 0xed, 0xf0, 0xff, 'a'}
-	r := rand.New(rand.NewPCG(8, 8))
-	for range 3000 {
-		s := make([]byte, r.IntN(40))
-		for i := range s {
-			s[i] = edges[r.IntN(len(edges))]
-		}
-		texts = append(texts, string(s))
-	}
-	for _, s := range texts {
+	for _, s := range jsonwtest.AwkwardTexts() {
 		assertStringEncodesLikeReference(t, s)
 	}
 }
@@ -201,7 +173,7 @@ func TestEncodeMatchesEncodingJSONOnEveryAwkwardString(t *testing.T) {
 // FuzzEncodeMatchesEncodingJSON checks that any text, in every place Encode writes
 // strings by hand, comes out as encoding/json writes it.
 func FuzzEncodeMatchesEncodingJSON(f *testing.F) {
-	for _, p := range awkwardPieces {
+	for _, p := range jsonwtest.AwkwardPieces {
 		f.Add("0123456789" + p + "abc")
 	}
 	f.Fuzz(assertStringEncodesLikeReference)
