@@ -1,7 +1,6 @@
 package orchestrator
 
 import (
-	"bytes"
 	"cmp"
 	"encoding/binary"
 	"encoding/json"
@@ -11,10 +10,10 @@ import (
 	"log/slog"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/chiffon-dev/chiffon/envelope"
+	"github.com/chiffon-dev/chiffon/internal/jsonw"
 	"github.com/chiffon-dev/chiffon/internal/kvstore"
 	"github.com/dgraph-io/badger/v4"
 )
@@ -417,29 +416,11 @@ func (s *store) taskEntries(id string, record *Task, evs []*Event, ttl time.Dura
 // marshalStored is json.Marshal without HTML escaping: output text such as "<200>" is
 // stored as written rather than as \u003c escapes (readers decode both alike). Task
 // records and events, nearly every write, are written by hand (see storedjson.go);
-// anything else, or a record the hand-written path gives up on, goes through a reused
-// encoder and buffer, the result a copy of exactly its size.
+// anything else, or a record the hand-written path gives up on, goes through
+// encoding/json.
 func marshalStored(v any) ([]byte, error) {
 	if b, ok := encodeStored(v); ok {
 		return b, nil
 	}
-	m := storedEncoders.Get().(*storedEncoder)
-	defer storedEncoders.Put(m)
-	m.buf.Reset()
-	if err := m.enc.Encode(v); err != nil {
-		return nil, err
-	}
-	return bytes.Clone(bytes.TrimSuffix(m.buf.Bytes(), []byte("\n"))), nil
+	return jsonw.AppendValue(nil, v)
 }
-
-type storedEncoder struct {
-	buf bytes.Buffer
-	enc *json.Encoder
-}
-
-var storedEncoders = sync.Pool{New: func() any {
-	m := new(storedEncoder)
-	m.enc = json.NewEncoder(&m.buf)
-	m.enc.SetEscapeHTML(false)
-	return m
-}}
