@@ -68,7 +68,6 @@ func (p *publisher) publishEncoded(subject string, data []byte) {
 // subject attached to it. It keeps the output so far for re-attaching and caching.
 type taskStream struct {
 	pub       *publisher
-	log       *slog.Logger
 	req       *envelope.Envelope
 	taskID    string
 	keepalive time.Duration
@@ -91,9 +90,9 @@ type taskStream struct {
 	closed  bool        // closeOutput has run: no more flushes
 }
 
-func newTaskStream(pub *publisher, log *slog.Logger, req *envelope.Envelope, subject string, keepalive time.Duration, maxOutput int64) *taskStream {
+func newTaskStream(pub *publisher, req *envelope.Envelope, subject string, keepalive time.Duration, maxOutput int64) *taskStream {
 	return &taskStream{
-		pub: pub, log: log, req: req, taskID: req.Payload.(*envelope.WorkRequest).TaskID,
+		pub: pub, req: req, taskID: req.Payload.(*envelope.WorkRequest).TaskID,
 		keepalive: keepalive, maxOutput: maxOutput, subjects: []string{subject},
 		stepName: "accepted",
 	}

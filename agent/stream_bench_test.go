@@ -34,7 +34,7 @@ func BenchmarkStreamTenMiB(b *testing.B) {
 	b.ReportAllocs()
 	b.SetBytes(int64(len(out)))
 	for b.Loop() {
-		s := newTaskStream(pub, log, req, "bench.sink", 10*time.Second, DefaultMaxOutputBytes)
+		s := newTaskStream(pub, req, "bench.sink", 10*time.Second, DefaultMaxOutputBytes)
 		s.start()
 		if _, err := s.Write(out); err != nil {
 			b.Fatal(err)

@@ -66,7 +66,7 @@ func (a *Agent) newTask(reply string, env *envelope.Envelope) *task {
 		log:     a.taskLog(env),
 		started: time.Now(),
 	}
-	t.stream = newTaskStream(a.pub, t.log, env, reply, time.Duration(a.cfg.KeepaliveInterval), a.cfg.MaxOutputBytes)
+	t.stream = newTaskStream(a.pub, env, reply, time.Duration(a.cfg.KeepaliveInterval), a.cfg.MaxOutputBytes)
 	t.ctx, t.cancel = context.WithCancelCause(context.Background())
 	return t
 }
