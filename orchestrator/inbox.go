@@ -99,11 +99,10 @@ func (o *Orchestrator) onStatus(r *run, env *envelope.Envelope, st *envelope.Wor
 		o.taskLog(t).Warn("output piece rejected", "step", st.Step.Number, "err", err)
 	}
 	ev := &Event{Type: EventStatus, Status: st, OutputOffset: off}
-	o.stamp(r, ev)
+	o.saveStatus(r, ev, piece) // numbers and times ev
 	// As replayStatuses applies the stored event after a restart.
 	t.ProgressPercent = st.ProgressPercent
 	o.updateStep(t, st, ev.At)
-	o.saveStatus(r, ev, piece)
 	o.notify(t.ID, ev)
 }
 
