@@ -145,7 +145,7 @@ func (a *Agent) Run(ctx context.Context) error {
 	}
 	defer nc.Close()
 	a.nc = nc
-	a.pub = &publisher{nc: nc, token: a.cfg.Token, agentID: a.cfg.ID, log: a.log}
+	a.pub = &publisher{nc: nc, auth: broker.AuthHeader(a.cfg.Token, a.cfg.ID), log: a.log}
 
 	subs, err := a.subscribe()
 	if err != nil {

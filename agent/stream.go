@@ -7,7 +7,6 @@ import (
 	"unicode/utf8"
 	"unsafe"
 
-	"github.com/chiffon-dev/chiffon/broker"
 	"github.com/chiffon-dev/chiffon/envelope"
 	"github.com/nats-io/nats.go"
 )
@@ -28,10 +27,11 @@ const (
 
 // publisher sends envelopes with the agent's auth headers.
 type publisher struct {
-	nc      *nats.Conn
-	token   string
-	agentID string
-	log     *slog.Logger
+	nc *nats.Conn
+	// auth is the token and agent id headers, shared by every message sent (see
+	// broker.AuthHeader).
+	auth nats.Header
+	log  *slog.Logger
 }
 
 // maxMessage is the largest envelope that both NATS and a strict receiver accept.
@@ -44,9 +44,7 @@ func (p *publisher) maxMessage() int {
 }
 
 func (p *publisher) msg(subject string, data []byte) *nats.Msg {
-	m := &nats.Msg{Subject: subject, Data: data}
-	broker.SetAuth(m, p.token, p.agentID)
-	return m
+	return &nats.Msg{Subject: subject, Data: data, Header: p.auth}
 }
 
 func (p *publisher) publish(subject string, env *envelope.Envelope) {

@@ -26,7 +26,7 @@ func BenchmarkStreamTenMiB(b *testing.B) {
 	}
 	defer nc.Close()
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	pub := &publisher{nc: nc, token: broker.NewToken(), agentID: "bench-1", log: log}
+	pub := &publisher{nc: nc, auth: broker.AuthHeader(broker.NewToken(), "bench-1"), log: log}
 	req := envelope.New(envelope.Orchestrator, envelope.Infra, "", "",
 		&envelope.WorkRequest{TaskID: envelope.NewID(), WorkType: "bench"})
 	line := "2026-01-19T04:21:04Z kuma[1]: monitor \"uptime\" ok <200> took 12ms\n"

@@ -9,6 +9,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/chiffon-dev/chiffon/envelope"
+	"github.com/chiffon-dev/chiffon/internal/lazylog"
 )
 
 // Causes of a task's context ending.
@@ -41,11 +42,14 @@ type task struct {
 	started time.Time
 }
 
+// taskLog returns a logger carrying a request's ids, formatted only into the lines
+// written (see lazylog): most of a task's lines are at debug level.
 func (a *Agent) taskLog(env *envelope.Envelope) *slog.Logger {
 	if wr, ok := env.Payload.(*envelope.WorkRequest); ok {
-		return a.log.With("request_id", env.RequestID, "trace_id", env.TraceID, "task_id", wr.TaskID, "work_type", wr.WorkType)
+		return lazylog.With(a.log, slog.String("request_id", env.RequestID), slog.String("trace_id", env.TraceID),
+			slog.String("task_id", wr.TaskID), slog.String("work_type", wr.WorkType))
 	}
-	return a.log.With("request_id", env.RequestID, "trace_id", env.TraceID)
+	return lazylog.With(a.log, slog.String("request_id", env.RequestID), slog.String("trace_id", env.TraceID))
 }
 
 func (a *Agent) newTask(reply string, env *envelope.Envelope) *task {

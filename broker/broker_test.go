@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -80,6 +81,46 @@ func TestCheckAuth(t *testing.T) {
 	}
 	if err := broker.CheckAuth(msg, ""); !errors.Is(err, broker.ErrBadToken) {
 		t.Fatalf("empty expected token must not match: %v", err)
+	}
+}
+
+// TestSharedAuthHeader sends several messages with one AuthHeader through a real
+// server: each arrives with the token and agent id, and the header is unchanged.
+func TestSharedAuthHeader(t *testing.T) {
+	srv, err := broker.StartServer(broker.ServerConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Shutdown()
+	nc, err := nats.Connect(srv.ClientURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	sub, err := nc.SubscribeSync("auth.test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok := broker.NewToken()
+	hdr := broker.AuthHeader(tok, "a-1")
+	for i := range 3 {
+		if err := nc.PublishMsg(&nats.Msg{Subject: "auth.test", Data: []byte{byte(i)}, Header: hdr}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for range 3 {
+		msg, err := sub.NextMsg(5 * time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := broker.CheckAuth(msg, tok); err != nil || broker.AgentIDOf(msg) != "a-1" {
+			t.Fatalf("received %v: %v %q", msg.Header, err, broker.AgentIDOf(msg))
+		}
+	}
+	var want nats.Msg
+	broker.SetAuth(&want, tok, "a-1")
+	if !reflect.DeepEqual(hdr, want.Header) {
+		t.Fatalf("AuthHeader %v, SetAuth sets %v", hdr, want.Header)
 	}
 }
 

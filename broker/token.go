@@ -76,6 +76,15 @@ func SetAuth(msg *nats.Msg, token, agentID string) {
 	}
 }
 
+// AuthHeader returns the headers SetAuth sets, for a sender to build once and put on
+// every message it sends: nats.Conn only reads a message's header, so messages may
+// share one as long as nobody changes it.
+func AuthHeader(token, agentID string) nats.Header {
+	var m nats.Msg
+	SetAuth(&m, token, agentID)
+	return m.Header
+}
+
 // ErrNoToken and ErrBadToken describe why CheckAuth refused a message.
 var (
 	ErrNoToken  = errors.New("missing")

@@ -10,6 +10,7 @@ import (
 
 	"github.com/chiffon-dev/chiffon/broker"
 	"github.com/chiffon-dev/chiffon/envelope"
+	"github.com/nats-io/nats.go"
 	"gopkg.in/yaml.v3"
 )
 
@@ -225,6 +226,17 @@ type secrets struct {
 	token    string
 	apiToken string
 	agents   map[string]string
+	// headers are the auth headers of a message to each agent, and to none (""),
+	// built once and shared by every message (see broker.AuthHeader).
+	headers map[string]nats.Header
+}
+
+// authHeader returns the headers of a message to agentID.
+func (s *secrets) authHeader(agentID string) nats.Header {
+	if h, ok := s.headers[agentID]; ok {
+		return h
+	}
+	return broker.AuthHeader(s.token, agentID)
 }
 
 func (c Config) readSecrets() (secrets, error) {
@@ -248,6 +260,10 @@ func (c Config) readSecrets() (secrets, error) {
 			}
 		}
 		s.agents[a.ID] = tok
+	}
+	s.headers = map[string]nats.Header{"": broker.AuthHeader(s.token, "")}
+	for id := range s.agents {
+		s.headers[id] = broker.AuthHeader(s.token, id)
 	}
 	return s, nil
 }

@@ -25,6 +25,7 @@ import (
 	"github.com/chiffon-dev/chiffon/envelope"
 	"github.com/chiffon-dev/chiffon/errcodes"
 	"github.com/chiffon-dev/chiffon/internal/kvstore"
+	"github.com/chiffon-dev/chiffon/internal/lazylog"
 	"github.com/nats-io/nats.go"
 )
 
@@ -271,8 +272,7 @@ func (o *Orchestrator) publish(subject, reply, agentID string, env *envelope.Env
 	if err != nil {
 		return err
 	}
-	msg := &nats.Msg{Subject: subject, Reply: reply, Data: data}
-	broker.SetAuth(msg, o.sec.token, agentID)
+	msg := &nats.Msg{Subject: subject, Reply: reply, Data: data, Header: o.sec.authHeader(agentID)}
 	o.metrics.messages.WithLabelValues("out", string(env.Type)).Inc()
 	if faultDuplicateOutgoing(env.Type) {
 		_ = o.nc.PublishMsg(msg) // test builds only: a duplicated message
@@ -287,8 +287,7 @@ func (o *Orchestrator) request(ctx context.Context, agentID string, env *envelop
 	if err != nil {
 		return nil, err
 	}
-	msg := &nats.Msg{Subject: o.subj.AgentControl(agentID), Data: data}
-	broker.SetAuth(msg, o.sec.token, agentID)
+	msg := &nats.Msg{Subject: o.subj.AgentControl(agentID), Data: data, Header: o.sec.authHeader(agentID)}
 	o.metrics.messages.WithLabelValues("out", string(env.Type)).Inc()
 	ctx, cancel := context.WithTimeout(ctx, o.cfg.Timeouts.Control)
 	defer cancel()
@@ -367,10 +366,11 @@ func (o *Orchestrator) rejectAuth(msg *nats.Msg, e *errcodes.Error) {
 }
 
 // taskLog returns a logger carrying a task's ids: the one newRun made for a live
-// task (a handler's With formats its attributes, several times per task otherwise).
+// task. The ids are formatted only into the lines written (see lazylog).
 func (o *Orchestrator) taskLog(t *Task) *slog.Logger {
 	if t.log != nil {
 		return t.log
 	}
-	return o.log.With("task_id", t.ID, "request_id", t.RequestID, "trace_id", t.TraceID)
+	return lazylog.With(o.log, slog.String("task_id", t.ID), slog.String("request_id", t.RequestID),
+		slog.String("trace_id", t.TraceID))
 }
