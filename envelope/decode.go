@@ -3,6 +3,7 @@ package envelope
 import (
 	"slices"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -45,28 +46,29 @@ func (d *Decoder) decode(data []byte) (*Envelope, *errcodes.Error) {
 	if !utf8.Valid(data) {
 		return nil, errcodes.NewInvalidMessage("", "message is not valid UTF-8")
 	}
-	if !validJSON(data) {
+	dec := decodings.Get().(*decoding)
+	defer dec.release()
+	if !dec.parse(data) {
 		return nil, errcodes.NewInvalidMessage("", "message is not valid JSON")
 	}
-	o := openObject(data, "")
-	if o.err != nil {
-		o.err = errcodes.NewInvalidMessage("", "message is not a JSON object, got %s", kind(data))
-		return nil, o.err
+	if c := dec.toks[0].kind; c != '{' {
+		return nil, errcodes.NewInvalidMessage("", "message is not a JSON object, got %s", kindName(c))
 	}
+	o := dec.object(0, nil, "")
 
 	// The version comes first: a message from a newer protocol may have fields this
 	// one does not know, and its sender needs to hear 5006, not 5003.
-	e := &Envelope{ProtocolVersion: o.str("protocol_version", true)}
+	versions := d.Versions
+	if versions == nil {
+		versions = SupportedVersions
+	}
+	e := &Envelope{ProtocolVersion: o.word("protocol_version", versions)}
 	if o.err != nil {
 		return nil, o.err
 	}
 	if !validVersionSyntax(e.ProtocolVersion) {
 		o.fail("protocol_version", "must be MAJOR.MINOR such as \"1.0\", got %q", e.ProtocolVersion)
 		return nil, o.err
-	}
-	versions := d.Versions
-	if versions == nil {
-		versions = SupportedVersions
 	}
 	if !slices.Contains(versions, e.ProtocolVersion) {
 		return nil, errcodes.NewUnsupportedVersion(e.ProtocolVersion, versions)
@@ -78,7 +80,7 @@ func (d *Decoder) decode(data []byte) (*Envelope, *errcodes.Error) {
 	e.Timestamp = o.timestamp("timestamp")
 	e.TraceID = o.uuid("trace_id")
 	e.RequestID = o.uuid("request_id")
-	e.Type = Type(o.str("type", true))
+	e.Type = Type(o.word("type", messageTypeWords))
 	schema, known := payloadSchemas[e.Type]
 	if o.err == nil && !known {
 		o.fail("type", "unknown message type %q", e.Type)
@@ -104,22 +106,77 @@ func (d *Decoder) decode(data []byte) (*Envelope, *errcodes.Error) {
 	return e, nil
 }
 
+// decoding is the scratch state of one Decode call. It is pooled, and nothing a
+// decode returns points into it.
+type decoding struct {
+	tape
+	// objs hold the objects a decode opens: the envelope, its payload and an object
+	// inside that.
+	objs [4]object
+	used int
+}
+
+var decodings = sync.Pool{New: func() any { return new(decoding) }}
+
+// maxPooledTokens bounds the token slice kept for the next decode, so that one
+// pathological message does not pin its memory.
+const maxPooledTokens = 4096
+
+func (dec *decoding) release() {
+	toks := dec.toks[:0]
+	if cap(toks) > maxPooledTokens {
+		toks = nil
+	}
+	*dec = decoding{tape: tape{toks: toks}}
+	decodings.Put(dec)
+}
+
+// object opens the object at token k, found under name in parent (nil for the
+// envelope).
+func (dec *decoding) object(k int, parent *object, name string) *object {
+	var o *object
+	if dec.used < len(dec.objs) {
+		o = &dec.objs[dec.used]
+		dec.used++
+	} else {
+		o = new(object)
+	}
+	*o = object{t: &dec.tape, tok: k, parent: parent, name: name, dec: dec}
+	return o
+}
+
+// The fixed words of the protocol, which word returns without allocating.
+var (
+	agentTypeWords   = []string{string(Orchestrator), string(Infra), string(Desktop), string(Code), string(Research)}
+	messageTypeWords = []string{
+		string(TypeWorkRequest), string(TypeWorkStatus), string(TypeWorkResult), string(TypeError),
+		string(TypeRegister), string(TypeRegisterAck), string(TypeHeartbeat), string(TypeDiscover),
+		string(TypeCancel), string(TypePing), string(TypeDrain), string(TypeControlAck),
+	}
+)
+
 func (o *object) uuid(key string) string {
-	s := o.str(key, true)
-	if o.err == nil && !isUUID(s) {
+	k, ok := o.stringMember(key, true)
+	if !ok {
+		return ""
+	}
+	if raw := o.t.content(k); !o.t.toks[k].escaped && isUUID(raw) {
+		return lowerUUID(raw)
+	}
+	s := o.t.text(k)
+	if !isUUID(s) {
 		o.fail(key, "must be a UUID in 8-4-4-4-12 hex form, got %q", s)
 	}
 	return lowerASCII(s)
 }
 
 func (o *object) agentType(key string) AgentType {
-	t := AgentType(o.str(key, true))
+	t := AgentType(o.word(key, agentTypeWords))
 	if o.err == nil && !t.Valid() {
 		o.fail(key, "must be one of orchestrator, infra, desktop, code, research, got %q", t)
 	}
 	return t
 }
-
 func (o *object) timestamp(key string) (t time.Time) {
 	s := o.str(key, true)
 	if o.err != nil {
@@ -134,8 +191,8 @@ func (o *object) timestamp(key string) (t time.Time) {
 
 // oneOf reads a string member that must be one of values.
 func (o *object) oneOf(key string, required bool, values ...string) string {
-	s := o.str(key, required)
-	if o.err == nil && o.has(key) && !slices.Contains(values, s) {
+	s, ok := o.text(key, required, values)
+	if ok && !slices.Contains(values, s) {
 		o.fail(key, "must be one of %s, got %q", strings.Join(values, ", "), s)
 	}
 	return s

@@ -12,38 +12,37 @@ import (
 // object reads the members of one JSON object strictly. The first rule broken is kept
 // in err and later reads become no-ops, so a schema reads as a straight list of fields.
 type object struct {
-	path string
-	ms   []member
-	err  *errcodes.Error
-	// buf holds ms for an object of up to len(buf) members (the envelope has ten),
-	// so that opening one costs a single allocation.
-	buf [12]member
+	t   *tape
+	tok int // the index of the object's '{' token in t
+	// parent and name give the object's dotted path, which only an error needs, so
+	// it is put together only then.
+	parent *object
+	name   string
+	err    *errcodes.Error
+	// dec holds the objects of one decode, so that opening one allocates nothing.
+	dec *decoding
 }
 
-// openObject reads raw, a part of input validJSON has accepted, as a JSON object at
-// path. A value that is not an object (null included) is reported on path.
-func openObject(raw json.RawMessage, path string) *object {
-	o := &object{path: path}
-	if kind(raw) != "object" {
-		o.err = errcodes.NewInvalidMessage(path, "must be an object, got %s", kind(raw))
-		return o
+// path is the object's dotted path, "" for the envelope.
+func (o *object) path() string {
+	if o.parent == nil {
+		return o.name
 	}
-	o.ms = splitObject(raw, o.buf[:0])
-	return o
+	return o.parent.at(o.name)
 }
 
-// sub opens a nested object member.
+// sub opens a nested object member. A value that is not an object (null included)
+// is reported on the member's path.
 func (o *object) sub(key string, required bool) *object {
-	raw, ok := o.member(key, required)
+	k, ok := o.member(key, required)
 	if !ok {
 		return nil
 	}
-	s := openObject(raw, o.at(key))
-	if s.err != nil {
-		o.err = s.err
+	if c := o.t.toks[k].kind; c != '{' {
+		o.err = errcodes.NewInvalidMessage(o.at(key), "must be an object, got %s", kindName(c))
 		return nil
 	}
-	return s
+	return o.dec.object(k, o, key)
 }
 
 // close reports the first key not in known, in sorted order, and ends the read.
@@ -51,19 +50,21 @@ func (o *object) close(known ...string) *errcodes.Error {
 	if o.err != nil {
 		return o.err
 	}
-	var unknown []string
-	for _, m := range o.ms {
-		if !slices.Contains(known, m.key) {
-			unknown = append(unknown, m.key)
+	var first string
+	found := false
+	for k := range o.keys() {
+		if o.t.textIn(k, known) {
+			continue
+		}
+		if key := o.t.text(k); !found || key < first {
+			first, found = key, true
 		}
 	}
-	if len(unknown) > 0 {
-		slices.Sort(unknown)
-		k := unknown[0]
-		if hint, ok := legacyFieldHints[k]; ok {
-			o.err = errcodes.NewInvalidMessage(o.at(k), "unknown field %q: %s", k, hint)
+	if found {
+		if hint, ok := legacyFieldHints[first]; ok {
+			o.err = errcodes.NewInvalidMessage(o.at(first), "unknown field %q: %s", first, hint)
 		} else {
-			o.err = errcodes.NewInvalidMessage(o.at(k), "unknown field %q", k)
+			o.err = errcodes.NewInvalidMessage(o.at(first), "unknown field %q", first)
 		}
 	}
 	return o.err
@@ -77,10 +78,11 @@ var legacyFieldHints = map[string]string{
 }
 
 func (o *object) at(key string) string {
-	if o.path == "" {
+	p := o.path()
+	if p == "" {
 		return key
 	}
-	return o.path + "." + key
+	return p + "." + key
 }
 
 func (o *object) fail(key, format string, args ...any) {
@@ -89,122 +91,172 @@ func (o *object) fail(key, format string, args ...any) {
 	}
 }
 
-// member returns the raw value of key. A missing required key fails; a null value
-// always fails, since no field of the protocol is nullable.
-func (o *object) member(key string, required bool) (json.RawMessage, bool) {
-	if o.err != nil {
-		return nil, false
+// keys yields the token index of each key of the object, in input order, repeated
+// keys included; a key's value is the token after it.
+func (o *object) keys() func(yield func(int) bool) {
+	return func(yield func(int) bool) {
+		t := o.t
+		for k, end := o.tok+1, t.toks[o.tok].next; k < end; k = t.toks[k+1].next {
+			if !yield(k) {
+				return
+			}
+		}
 	}
-	j := indexMember(o.ms, key)
-	if j < 0 {
+}
+
+// lookup returns the token index of key's value, the last one when key is repeated
+// (as json.Unmarshal keeps it), or -1.
+func (o *object) lookup(key string) int {
+	t, v := o.t, -1
+	for k := range o.keys() {
+		if tok := &t.toks[k]; tok.escaped && t.textIs(k, key) ||
+			tok.end-tok.start-2 == len(key) && string(t.data[tok.start+1:tok.end-1]) == key {
+			v = k + 1
+		}
+	}
+	return v
+}
+
+func (o *object) has(key string) bool { return o.lookup(key) >= 0 }
+
+// member returns the token index of key's value. A missing required key fails; a
+// null value always fails, since no field of the protocol is nullable.
+func (o *object) member(key string, required bool) (int, bool) {
+	if o.err != nil {
+		return -1, false
+	}
+	k := o.lookup(key)
+	if k < 0 {
 		if required {
 			o.fail(key, "required field is missing")
 		}
-		return nil, false
+		return -1, false
 	}
-	raw := o.ms[j].raw
-	if kind(raw) == "null" {
+	if o.t.toks[k].kind == 'n' {
 		o.fail(key, "must not be null")
-		return nil, false
+		return -1, false
 	}
-	return raw, true
+	return k, true
+}
+
+// stringMember returns the token index of a string member.
+func (o *object) stringMember(key string, required bool) (int, bool) {
+	k, ok := o.member(key, required)
+	if !ok {
+		return -1, false
+	}
+	if c := o.t.toks[k].kind; c != '"' {
+		o.fail(key, "must be a string, got %s", kindName(c))
+		return -1, false
+	}
+	return k, true
 }
 
 // str reads a string member; "" when absent.
 func (o *object) str(key string, required bool) string {
-	raw, ok := o.member(key, required)
-	if !ok {
-		return ""
-	}
-	if kind(raw) != "string" {
-		o.fail(key, "must be a string, got %s", kind(raw))
-		return ""
-	}
-	return unquote(raw)
+	s, _ := o.text(key, required, nil)
+	return s
 }
 
-// integer reads an integer member; 0 when absent. Only integer literals are accepted:
-// 1.0 and 1e3 are numbers but not integers.
-func (o *object) integer(key string, required bool) int64 {
-	raw, ok := o.member(key, required)
+// text reads a string member and reports whether it was there. A value equal to one
+// of words (which may be nil) is returned as that element rather than as a copy, so
+// that the protocol's fixed words cost no allocation.
+func (o *object) text(key string, required bool, words []string) (string, bool) {
+	k, ok := o.stringMember(key, required)
 	if !ok {
-		return 0
+		return "", false
 	}
-	if kind(raw) != "number" {
-		o.fail(key, "must be an integer, got %s", kind(raw))
-		return 0
-	}
-	if bytes.ContainsAny(raw, ".eE") {
-		o.fail(key, "must be an integer, got %s", raw)
-		return 0
-	}
-	n, err := strconv.ParseInt(string(raw), 10, 64)
-	if err != nil {
-		o.fail(key, "integer out of range: %s", raw)
-		return 0
-	}
+	return o.t.textFrom(k, words), true
+}
+
+// word reads a required string member that is most often one of words.
+func (o *object) word(key string, words []string) string {
+	s, _ := o.text(key, true, words)
+	return s
+}
+
+// integer reads an integer member; 0 when absent.
+func (o *object) integer(key string, required bool) int64 {
+	n, _ := o.readInteger(key, required)
 	return n
 }
 
 // intRange reads an integer member that must lie in [lo, hi].
 func (o *object) intRange(key string, required bool, lo, hi int64) int64 {
-	n := o.integer(key, required)
-	if o.err == nil && o.has(key) && (n < lo || n > hi) {
+	n, ok := o.readInteger(key, required)
+	if ok && (n < lo || n > hi) {
 		o.fail(key, "must be between %d and %d, got %d", lo, hi, n)
 	}
 	return n
 }
 
+// readInteger reads an integer member and reports whether it was there. Only
+// integer literals are accepted: 1.0 and 1e3 are numbers but not integers.
+func (o *object) readInteger(key string, required bool) (int64, bool) {
+	k, ok := o.member(key, required)
+	if !ok {
+		return 0, false
+	}
+	if c := o.t.toks[k].kind; c != '0' {
+		o.fail(key, "must be an integer, got %s", kindName(c))
+		return 0, false
+	}
+	raw := o.t.raw(k)
+	if bytes.ContainsAny(raw, ".eE") {
+		o.fail(key, "must be an integer, got %s", raw)
+		return 0, false
+	}
+	n, err := strconv.ParseInt(string(raw), 10, 64)
+	if err != nil {
+		o.fail(key, "integer out of range: %s", raw)
+		return 0, false
+	}
+	return n, true
+}
+
 func (o *object) boolean(key string, required bool) bool {
-	raw, ok := o.member(key, required)
+	k, ok := o.member(key, required)
 	if !ok {
 		return false
 	}
-	switch string(raw) {
-	case "true":
+	switch c := o.t.toks[k].kind; c {
+	case 't':
 		return true
-	case "false":
+	case 'f':
+		return false
+	default:
+		o.fail(key, "must be a boolean, got %s", kindName(c))
 		return false
 	}
-	o.fail(key, "must be a boolean, got %s", kind(raw))
-	return false
 }
 
 // strings reads an array of strings, checking each with check (which may be nil).
 func (o *object) strings(key string, required bool, check func(string) string) []string {
-	raw, ok := o.member(key, required)
+	k, ok := o.member(key, required)
 	if !ok {
 		return nil
 	}
-	if kind(raw) != "array" {
-		o.fail(key, "must be an array of strings, got %s", kind(raw))
+	t := o.t
+	if c := t.toks[k].kind; c != '[' {
+		o.fail(key, "must be an array of strings, got %s", kindName(c))
 		return nil
 	}
-	var items []json.RawMessage
-	if err := json.Unmarshal(raw, &items); err != nil {
-		o.fail(key, "malformed array: %v", err)
-		return nil
-	}
-	if len(items) == 0 && !required {
+	n := t.count(k)
+	if n == 0 && !required {
 		// An empty optional array means the same as an absent one, which is how
 		// Encode writes it (omitempty); reading it as nil keeps a round trip exact.
 		return nil
 	}
-	out := make([]string, 0, len(items))
-	for i, it := range items {
-		elem := key + "[" + strconv.Itoa(i) + "]"
-		if kind(it) != "string" {
-			o.fail(elem, "must be a string, got %s", kind(it))
+	out := make([]string, 0, n)
+	for i, e := 0, k+1; e < t.toks[k].next; i, e = i+1, t.toks[e].next {
+		if c := t.toks[e].kind; c != '"' {
+			o.fail(elemKey(key, i), "must be a string, got %s", kindName(c))
 			return nil
 		}
-		var s string
-		if err := json.Unmarshal(it, &s); err != nil {
-			o.fail(elem, "malformed string: %v", err)
-			return nil
-		}
+		s := t.text(e)
 		if check != nil {
 			if msg := check(s); msg != "" {
-				o.fail(elem, "%s", msg)
+				o.fail(elemKey(key, i), "%s", msg)
 				return nil
 			}
 		}
@@ -213,43 +265,96 @@ func (o *object) strings(key string, required bool, check func(string) string) [
 	return out
 }
 
+// elemKey names element i of the array member key.
+func elemKey(key string, i int) string { return key + "[" + strconv.Itoa(i) + "]" }
+
 // anyMap reads an object member of free-form content, numbers kept as json.Number.
 func (o *object) anyMap(key string, required bool) map[string]any {
-	raw, ok := o.member(key, required)
+	k, ok := o.member(key, required)
 	if !ok {
 		return nil
 	}
-	m, err := decodeFreeObject(raw)
+	m, err := o.t.freeMap(k)
 	if err != "" {
 		o.fail(key, "%s", err)
 	}
 	return m
 }
 
-func (o *object) has(key string) bool { return indexMember(o.ms, key) >= 0 }
-
-// decodeFreeObject decodes a JSON object of any content from input validJSON has
-// accepted, as json.Decoder with UseNumber would: numbers as json.Number, nested
-// objects and arrays never nil, a repeated key keeping its last value.
-func decodeFreeObject(raw json.RawMessage) (map[string]any, string) {
-	if kind(raw) != "object" {
-		return nil, "must be an object, got " + kind(raw)
+// others returns the members whose keys are not in known, compacted, or nil.
+func (o *object) others(known ...string) map[string]json.RawMessage {
+	var out map[string]json.RawMessage
+	for k := range o.keys() {
+		if o.t.textIn(k, known) {
+			continue
+		}
+		if out == nil {
+			out = make(map[string]json.RawMessage)
+		}
+		out[o.t.text(k)] = compact(o.t.raw(k + 1))
 	}
-	m := freeObject(raw)
-	if len(m) == 0 {
-		return nil, "" // an empty object and an absent one mean the same
-	}
-	return m, ""
+	return out
 }
 
-func freeValue(raw []byte) any {
-	switch raw[0] {
+// textIn reports whether the string at token k is one of words.
+func (t *tape) textIn(k int, words []string) bool {
+	if t.toks[k].escaped {
+		return slices.Contains(words, t.text(k))
+	}
+	raw := t.content(k)
+	for _, w := range words {
+		if string(raw) == w {
+			return true
+		}
+	}
+	return false
+}
+
+// textFrom returns the string at token k, as the element of words it equals if any.
+func (t *tape) textFrom(k int, words []string) string {
+	for _, w := range words {
+		if t.textIs(k, w) {
+			return w
+		}
+	}
+	return t.text(k)
+}
+
+// count returns the number of values in the array, or members in the object, at k.
+func (t *tape) count(k int) int {
+	step := 1 // an array holds values
+	if t.toks[k].kind == '{' {
+		step = 2 // an object holds keys, each followed by its value
+	}
+	n := 0
+	for e := k + 1; e < t.toks[k].next; e = t.toks[e+step-1].next {
+		n++
+	}
+	return n
+}
+
+// freeMap decodes the object at token k as json.Decoder with UseNumber would:
+// numbers as json.Number, nested objects and arrays never nil, a repeated key keeping
+// its last value. An empty object reads as nil, like an absent one.
+func (t *tape) freeMap(k int) (map[string]any, string) {
+	if c := t.toks[k].kind; c != '{' {
+		return nil, "must be an object, got " + kindName(c)
+	}
+	if t.count(k) == 0 {
+		return nil, ""
+	}
+	return t.freeObject(k), ""
+}
+
+func (t *tape) freeValue(k int) any {
+	tok := &t.toks[k]
+	switch tok.kind {
 	case '{':
-		return freeObject(raw)
+		return t.freeObject(k)
 	case '[':
-		return freeArray(raw)
+		return t.freeArray(k)
 	case '"':
-		return unquote(raw)
+		return t.text(k)
 	case 't':
 		return true
 	case 'f':
@@ -257,41 +362,28 @@ func freeValue(raw []byte) any {
 	case 'n':
 		return nil
 	}
-	return json.Number(raw)
+	return json.Number(t.data[tok.start:tok.end])
 }
 
-func freeObject(raw []byte) map[string]any {
-	var buf [8]member
-	ms := splitObject(raw, buf[:0])
-	m := make(map[string]any, len(ms))
-	for _, mb := range ms {
-		m[mb.key] = freeValue(mb.raw)
+func (t *tape) freeObject(k int) map[string]any {
+	m := make(map[string]any, t.count(k))
+	for key := k + 1; key < t.toks[k].next; key = t.toks[key+1].next {
+		m[t.text(key)] = t.freeValue(key + 1)
 	}
 	return m
 }
 
-func freeArray(raw []byte) []any {
-	out := []any{}
-	i := skipWS(raw, skipWS(raw, 0)+1)
-	for raw[i] != ']' {
-		end := skipValue(raw, i)
-		out = append(out, freeValue(raw[i:end]))
-		if i = skipWS(raw, end); raw[i] == ',' {
-			i = skipWS(raw, i+1)
-		}
+func (t *tape) freeArray(k int) []any {
+	out := make([]any, 0, t.count(k))
+	for e := k + 1; e < t.toks[k].next; e = t.toks[e].next {
+		out = append(out, t.freeValue(e))
 	}
 	return out
 }
 
-// kind names the JSON type of a raw value by its first byte.
-func kind(raw []byte) string {
-	if len(raw) > 0 && isWS(raw[0]) {
-		raw = bytes.TrimLeft(raw, " \t\r\n")
-	}
-	if len(raw) == 0 {
-		return "nothing"
-	}
-	switch raw[0] {
+// kindName names the JSON type of a token kind, as error messages say it.
+func kindName(c byte) string {
+	switch c {
 	case '{':
 		return "object"
 	case '[':
@@ -302,8 +394,6 @@ func kind(raw []byte) string {
 		return "boolean"
 	case 'n':
 		return "null"
-	case '-', '0', '1', '2', '3', '4', '5', '6', '7', '8', '9':
-		return "number"
 	}
-	return "invalid JSON"
+	return "number"
 }

@@ -6,7 +6,7 @@ import (
 )
 
 // isUUID reports whether s is a UUID in the canonical 8-4-4-4-12 hex form, either case.
-func isUUID(s string) bool {
+func isUUID[S string | []byte](s S) bool {
 	if len(s) != 36 {
 		return false
 	}
@@ -45,6 +45,18 @@ func lowerASCII(s string) string {
 		}
 	}
 	return s
+}
+
+// lowerUUID returns the UUID raw lower-cased, as a string of its own.
+func lowerUUID(raw []byte) string {
+	var b [36]byte
+	for i, c := range raw[:len(b)] {
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		b[i] = c
+	}
+	return string(b[:])
 }
 
 // validVersionSyntax reports whether v is MAJOR.MINOR with no sign, space or extra part.

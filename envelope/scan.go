@@ -1,39 +1,148 @@
 package envelope
 
 import (
-	"bytes"
+	"encoding/binary"
+	"math/bits"
 	"strings"
 	"unicode"
 	"unicode/utf16"
 )
 
-// This file is the decoder's single pass over the bytes. validJSON accepts exactly
-// what json.Valid accepts; splitObject, skipValue and unquote then walk input that
-// validJSON has accepted, returning sub-slices of it rather than copies, so that a
-// 256 KiB chunk is scanned a few times at memory speed instead of being re-parsed by
-// encoding/json once per nesting level.
+// This file is the decoder's one pass over the bytes. parse checks the grammar exactly
+// as json.Valid does and records every value as a token, so that reading the envelope
+// afterwards never scans a byte again, except to copy a string out of it. Before, each
+// nesting level re-scanned what it held, and a 256 KiB output was read five times.
 
 // maxDepth is encoding/json's nesting limit: deeper input is not valid JSON to it.
 const maxDepth = 10000
 
-// strSafe marks the bytes that may appear in a JSON string as themselves: not a
-// control character, not '"' and not '\\'.
-var strSafe = func() (t [256]bool) {
-	for c := 0x20; c < 256; c++ {
-		t[c] = c != '"' && c != '\\'
-	}
-	return t
-}()
-
-// validJSON reports whether data is one JSON value with optional surrounding
-// whitespace, with json.Valid's grammar and nesting limit.
-func validJSON(data []byte) bool {
-	v := validator{data: data}
-	i := v.value(skipWS(data, 0), 0)
-	return i >= 0 && skipWS(data, i) == len(data)
+// A token is one value of the input, or one object key.
+type token struct {
+	start, end int // the value's bytes, quotes and brackets included
+	// next is the index of the token after this value and everything in it. While the
+	// parser is inside a container, the container's next holds the enclosing one.
+	next int
+	kind byte // '{', '[', '"', '0' (any number), 't', 'f' or 'n'
+	// escaped marks a string holding a backslash: only those need decoding.
+	escaped bool
 }
 
-type validator struct{ data []byte }
+// tape is parsed input: its tokens in input order, each container followed by its
+// content, and an object's content alternating key and value.
+type tape struct {
+	data []byte
+	toks []token
+}
+
+// parse tokenizes data, reporting whether it is one JSON value with optional
+// surrounding whitespace, with json.Valid's grammar and nesting limit.
+func (t *tape) parse(data []byte) bool {
+	t.data, t.toks = data, t.toks[:0]
+	d := data
+	open, depth := -1, 0 // the innermost container not yet closed, and how deep it is
+	i := skipWS(d, 0)
+	for {
+		// A value starts at i: a container is opened, anything else read whole.
+		if i < len(d) && (d[i] == '{' || d[i] == '[') {
+			if depth++; depth > maxDepth {
+				return false
+			}
+			t.toks = append(t.toks, token{start: i, next: open, kind: d[i]})
+			open = len(t.toks) - 1
+			if i = skipWS(d, i+1); i < len(d) && d[i] != closer(d[t.toks[open].start]) {
+				if i = t.memberStart(open, i); i < 0 {
+					return false
+				}
+				continue
+			}
+		} else if i = t.scalar(i); i < 0 {
+			return false
+		} else {
+			i = skipWS(d, i)
+		}
+		// A value ended before i: close every container it completes.
+		for {
+			if open < 0 {
+				return i == len(d)
+			}
+			if i >= len(d) {
+				return false
+			}
+			c := &t.toks[open]
+			if d[i] == ',' {
+				if i = t.memberStart(open, skipWS(d, i+1)); i < 0 {
+					return false
+				}
+				break
+			}
+			if d[i] != closer(c.kind) {
+				return false
+			}
+			c.end = i + 1
+			open, c.next = c.next, len(t.toks)
+			depth--
+			i = skipWS(d, i+1)
+		}
+	}
+}
+
+// closer is the byte that ends a container opened by c.
+func closer(c byte) byte {
+	if c == '{' {
+		return '}'
+	}
+	return ']'
+}
+
+// memberStart reads, inside the container at index open, what comes before a member's
+// value: nothing in an array, the key and its colon in an object. It returns where the
+// value starts, or -1.
+func (t *tape) memberStart(open, i int) int {
+	if t.toks[open].kind == '[' {
+		return i
+	}
+	d := t.data
+	if i >= len(d) || d[i] != '"' {
+		return -1
+	}
+	if i = t.scalar(i); i < 0 {
+		return -1
+	}
+	if i = skipWS(d, i); i >= len(d) || d[i] != ':' {
+		return -1
+	}
+	return skipWS(d, i+1)
+}
+
+// scalar reads the string, number or literal at i as one token and returns the index
+// after it, or -1.
+func (t *tape) scalar(i int) int {
+	d := t.data
+	if i >= len(d) {
+		return -1
+	}
+	tok := token{start: i, kind: d[i], next: len(t.toks) + 1}
+	switch c := d[i]; {
+	case c == '"':
+		i, tok.escaped = scanString(d, i)
+	case c == '-' || isDigit(c):
+		i, tok.kind = scanNumber(d, i), '0'
+	case c == 't':
+		i = scanLiteral(d, i, "true")
+	case c == 'f':
+		i = scanLiteral(d, i, "false")
+	case c == 'n':
+		i = scanLiteral(d, i, "null")
+	default:
+		return -1
+	}
+	if i < 0 {
+		return -1
+	}
+	tok.end = i
+	t.toks = append(t.toks, tok)
+	return i
+}
 
 func isWS(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
 
@@ -44,140 +153,16 @@ func skipWS(data []byte, i int) int {
 	return i
 }
 
-// value checks the value starting at i and returns the index after it, or -1.
-func (v *validator) value(i, depth int) int {
-	d := v.data
-	if i >= len(d) {
-		return -1
-	}
-	switch c := d[i]; {
-	case c == '{':
-		return v.object(i, depth+1)
-	case c == '[':
-		return v.array(i, depth+1)
-	case c == '"':
-		return v.str(i)
-	case c == '-' || c >= '0' && c <= '9':
-		return v.number(i)
-	case c == 't':
-		return v.literal(i, "true")
-	case c == 'f':
-		return v.literal(i, "false")
-	case c == 'n':
-		return v.literal(i, "null")
-	}
-	return -1
-}
-
-func (v *validator) literal(i int, lit string) int {
-	if len(v.data)-i < len(lit) || string(v.data[i:i+len(lit)]) != lit {
+func scanLiteral(d []byte, i int, lit string) int {
+	if len(d)-i < len(lit) || string(d[i:i+len(lit)]) != lit {
 		return -1
 	}
 	return i + len(lit)
 }
 
-func (v *validator) object(i, depth int) int {
-	if depth > maxDepth {
-		return -1
-	}
-	d := v.data
-	i = skipWS(d, i+1)
-	if i < len(d) && d[i] == '}' {
-		return i + 1
-	}
-	for {
-		if i >= len(d) || d[i] != '"' {
-			return -1
-		}
-		if i = v.str(i); i < 0 {
-			return -1
-		}
-		i = skipWS(d, i)
-		if i >= len(d) || d[i] != ':' {
-			return -1
-		}
-		if i = v.value(skipWS(d, i+1), depth); i < 0 {
-			return -1
-		}
-		i = skipWS(d, i)
-		if i >= len(d) {
-			return -1
-		}
-		switch d[i] {
-		case ',':
-			i = skipWS(d, i+1)
-		case '}':
-			return i + 1
-		default:
-			return -1
-		}
-	}
-}
-
-func (v *validator) array(i, depth int) int {
-	if depth > maxDepth {
-		return -1
-	}
-	d := v.data
-	i = skipWS(d, i+1)
-	if i < len(d) && d[i] == ']' {
-		return i + 1
-	}
-	for {
-		if i = v.value(i, depth); i < 0 {
-			return -1
-		}
-		i = skipWS(d, i)
-		if i >= len(d) {
-			return -1
-		}
-		switch d[i] {
-		case ',':
-			i = skipWS(d, i+1)
-		case ']':
-			return i + 1
-		default:
-			return -1
-		}
-	}
-}
-
-// str checks the string starting at the quote at i.
-func (v *validator) str(i int) int {
-	d := v.data
-	for i++; i < len(d); {
-		if strSafe[d[i]] {
-			i++
-			continue
-		}
-		switch d[i] {
-		case '"':
-			return i + 1
-		case '\\':
-			if i+1 >= len(d) {
-				return -1
-			}
-			switch d[i+1] {
-			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
-				i += 2
-			case 'u':
-				if len(d)-i < 6 || !isHex(d[i+2]) || !isHex(d[i+3]) || !isHex(d[i+4]) || !isHex(d[i+5]) {
-					return -1
-				}
-				i += 6
-			default:
-				return -1
-			}
-		default: // a control character
-			return -1
-		}
-	}
-	return -1
-}
-
-// number checks -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)? at i.
-func (v *validator) number(i int) int {
-	d := v.data
+// scanNumber checks -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)? at i and returns
+// the index after it, or -1.
+func scanNumber(d []byte, i int) int {
 	if d[i] == '-' {
 		i++
 	}
@@ -185,125 +170,135 @@ func (v *validator) number(i int) int {
 	case i < len(d) && d[i] == '0':
 		i++
 	case i < len(d) && d[i] >= '1' && d[i] <= '9':
-		for i++; i < len(d) && isDigit(d[i]); i++ {
-		}
+		i = skipDigits(d, i+1)
 	default:
 		return -1
 	}
 	if i < len(d) && d[i] == '.' {
-		i++
-		if i >= len(d) || !isDigit(d[i]) {
+		if i++; i >= len(d) || !isDigit(d[i]) {
 			return -1
 		}
-		for ; i < len(d) && isDigit(d[i]); i++ {
-		}
+		i = skipDigits(d, i)
 	}
 	if i < len(d) && (d[i] == 'e' || d[i] == 'E') {
-		i++
-		if i < len(d) && (d[i] == '+' || d[i] == '-') {
+		if i++; i < len(d) && (d[i] == '+' || d[i] == '-') {
 			i++
 		}
 		if i >= len(d) || !isDigit(d[i]) {
 			return -1
 		}
-		for ; i < len(d) && isDigit(d[i]); i++ {
-		}
+		i = skipDigits(d, i)
 	}
 	return i
 }
 
-// member is one key and its raw value (without surrounding whitespace) of an object.
-type member struct {
-	key string
-	raw []byte
-}
-
-// splitObject appends the members of the valid JSON object raw to out, in input
-// order, and returns the result. A key given twice keeps its last value, as
-// json.Unmarshal into a map does.
-func splitObject(raw []byte, out []member) []member {
-	i := skipWS(raw, 0) + 1 // past '{'
-	for {
-		i = skipWS(raw, i)
-		if raw[i] == '}' {
-			return out
-		}
-		end := skipString(raw, i)
-		key := unquote(raw[i:end])
-		i = skipWS(raw, end) + 1 // past ':'
-		i = skipWS(raw, i)
-		end = skipValue(raw, i)
-		m := member{key: key, raw: raw[i:end]}
-		if j := indexMember(out, key); j >= 0 {
-			out[j] = m
-		} else {
-			out = append(out, m)
-		}
-		i = skipWS(raw, end)
-		if raw[i] == ',' {
-			i++
-		}
+func skipDigits(d []byte, i int) int {
+	for i < len(d) && isDigit(d[i]) {
+		i++
 	}
+	return i
 }
 
-func indexMember(ms []member, key string) int {
-	for j := range ms {
-		if ms[j].key == key {
-			return j
+// scanString checks the string starting at the quote at i. It returns the index after
+// the closing quote, or -1, and whether the string holds an escape.
+func scanString(d []byte, i int) (end int, escaped bool) {
+	for i++; ; {
+		if i = skipPlain(d, i); i >= len(d) {
+			return -1, false
 		}
-	}
-	return -1
-}
-
-// skipValue returns the index after the valid JSON value starting at i.
-func skipValue(d []byte, i int) int {
-	switch d[i] {
-	case '"':
-		return skipString(d, i)
-	case '{', '[':
-		depth := 0
-		for ; ; i++ {
-			switch d[i] {
-			case '"':
-				i = skipString(d, i) - 1
-			case '{', '[':
-				depth++
-			case '}', ']':
-				if depth--; depth == 0 {
-					return i + 1
-				}
+		switch d[i] {
+		case '"':
+			return i + 1, escaped
+		case '\\':
+			n := escapeLen(d[i:])
+			if n == 0 {
+				return -1, false
 			}
+			i += n
+			escaped = true
+		default: // a control character
+			return -1, false
 		}
 	}
-	for i < len(d) && !isWS(d[i]) && d[i] != ',' && d[i] != '}' && d[i] != ']' {
-		i++ // a number or a literal
+}
+
+// escapeLen returns the length of the valid escape at the start of s, or 0.
+func escapeLen(s []byte) int {
+	if len(s) < 2 {
+		return 0
+	}
+	switch s[1] {
+	case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+		return 2
+	case 'u':
+		if len(s) >= 6 && isHex(s[2]) && isHex(s[3]) && isHex(s[4]) && isHex(s[5]) {
+			return 6
+		}
+	}
+	return 0
+}
+
+// strSafe marks the bytes that may appear in a JSON string as themselves: not a
+// control character, not '"' and not '\\'.
+var strSafe = func() (t [256]bool) {
+	for c := 0x20; c < 256; c++ {
+		t[c] = c != '"' && c != '\\'
+	}
+	return t
+}()
+
+// skipPlain returns the index of the first byte at or after i that a string may not
+// hold as itself, or len(d). Output text is mostly plain, so it tests eight bytes at
+// a time.
+func skipPlain(d []byte, i int) int {
+	for ; i+8 <= len(d); i += 8 {
+		if m := notPlain(binary.LittleEndian.Uint64(d[i:])); m != 0 {
+			return i + bits.TrailingZeros64(m)/8
+		}
+	}
+	for i < len(d) && strSafe[d[i]] {
+		i++
 	}
 	return i
 }
 
-// skipString returns the index after the valid JSON string starting at the quote at
-// i. It jumps from quote to quote (bytes.IndexByte is vectorised); a quote preceded
-// by an odd run of backslashes is escaped.
-func skipString(d []byte, i int) int {
-	for i++; ; i++ {
-		i += bytes.IndexByte(d[i:], '"')
-		k := i - 1
-		for d[k] == '\\' {
-			k--
-		}
-		if (i-1-k)%2 == 0 {
-			return i + 1
+const (
+	lowBits  = 0x0101010101010101
+	highBits = 0x8080808080808080
+)
+
+// notPlain sets the high bit of each byte of w (eight bytes, little-endian) that is a
+// control character, '"' or '\\'. Only the lowest bit set is exact: a borrow can set
+// bits above it. (x - lowBits) &^ x has a byte's high bit set when that byte is zero;
+// (w - 0x20*lowBits) &^ w when it is below 0x20.
+func notPlain(w uint64) uint64 {
+	q := w ^ ('"' * lowBits)
+	b := w ^ ('\\' * lowBits)
+	return ((w-0x20*lowBits)&^w | (q-lowBits)&^q | (b-lowBits)&^b) & highBits
+}
+
+// indexBackslash returns the index of the first '\\' in s, or len(s).
+func indexBackslash(s []byte) int {
+	i := 0
+	for ; i+8 <= len(s); i += 8 {
+		b := binary.LittleEndian.Uint64(s[i:]) ^ ('\\' * lowBits)
+		if m := (b - lowBits) &^ b & highBits; m != 0 {
+			return i + bits.TrailingZeros64(m)/8
 		}
 	}
+	for i < len(s) && s[i] != '\\' {
+		i++
+	}
+	return i
 }
 
 // unquote decodes a valid JSON string literal as json.Unmarshal does, including its
 // replacement of unpaired surrogate escapes by U+FFFD. The result never shares
-// memory with s.
+// memory with s: NATS reuses a message's buffer once its handler returns.
 func unquote(s []byte) string {
 	s = s[1 : len(s)-1]
-	r := bytes.IndexByte(s, '\\')
-	if r < 0 {
+	r := indexBackslash(s)
+	if r == len(s) {
 		return string(s)
 	}
 	var b strings.Builder
@@ -311,10 +306,7 @@ func unquote(s []byte) string {
 	b.Write(s[:r])
 	for r < len(s) {
 		if s[r] != '\\' {
-			n := bytes.IndexByte(s[r:], '\\')
-			if n < 0 {
-				n = len(s) - r
-			}
+			n := indexBackslash(s[r:])
 			b.Write(s[r : r+n])
 			r += n
 			continue
@@ -371,4 +363,37 @@ func getu4(s []byte) rune {
 		r = r*16 + rune(c)
 	}
 	return r
+}
+
+// text returns the decoded string at token k, which never shares memory with the
+// input.
+func (t *tape) text(k int) string {
+	if !t.toks[k].escaped {
+		return string(t.content(k))
+	}
+	return unquote(t.raw(k))
+}
+
+// content returns the bytes between the quotes of the string at token k.
+func (t *tape) content(k int) []byte {
+	tok := &t.toks[k]
+	return t.data[tok.start+1 : tok.end-1]
+}
+
+// raw returns the bytes of the value at token k.
+func (t *tape) raw(k int) []byte {
+	tok := &t.toks[k]
+	return t.data[tok.start:tok.end]
+}
+
+// textIs reports whether the string at token k decodes to s, without allocating
+// for a string that has no escape.
+func (t *tape) textIs(k int, s string) bool {
+	raw := t.content(k)
+	if !t.toks[k].escaped {
+		return string(raw) == s
+	}
+	// An escape never decodes to more bytes than it takes, so a shorter raw string
+	// cannot match; a key of a known object is short, so decoding one is rare.
+	return len(raw) >= len(s) && t.text(k) == s
 }

@@ -18,6 +18,20 @@ var scanSeeds = []string{
 	strings.Repeat("[", maxDepth) + strings.Repeat("]", maxDepth),
 	strings.Repeat("[", maxDepth+1) + strings.Repeat("]", maxDepth+1),
 	`[` + strings.Repeat(`{"x":`, maxDepth-1) + `1` + strings.Repeat(`}`, maxDepth-1) + `]`,
+	// Strings long enough for the eight-byte scans, with the byte that stops them at
+	// every offset of a word, and escapes on word edges.
+	`{"s":"0123456789abcdef\"0123456789\\abcdef\n01234567","t":"abcdefgh\u00e9ijklmnop\ud83d\ude00"}`,
+	`{"s":"01234567` + "\x1f" + `89"}`, `{"s":"0123456789abcde` + "\x7f\u00e9\u2028" + `"}`,
+	`{"a":"1234567\\","b":"12345678\\\\","c":"\/\/\/\/\/\/\/\/\/"}`, `["0123456789abcdef` + "\t" + `"]`,
+	`"0123456789\u0000"`, `"01234567\ud800\ud800\udc00"`, `"01234567\udc00\ud800"`, `"\uDBFF\uDFFF"`,
+	// Numbers of every form, valid and not.
+	`[0,-0,1,-1,10,0.5,-0.5e10,1E+2,1e-2,12345678901234567890,1.0e0]`, `[00]`, `[-]`, `[1.e1]`,
+	`[+1]`, `[0x1]`, `[1e1.5]`, `[.1]`, `[1,2,]`, `[NaN]`, `[Infinity]`, `[-01]`,
+	// Whitespace everywhere, repeated keys at every level, empty containers.
+	" {\r\n\t\"a\"\t:\r[\n]\n,\"b\" : { } , \"a\" : { \"c\" : [ [ ] , { } ] , \"c\" : 2 } } ",
+	`{"k":{"x":1},"k":[],"k":{"y":{"z":[1,{"w":"v"}]}}}`, `{"":0,"":""}`, `{"\u0000":1}`,
+	`{"a":true,"b":false,"c":null,"d":[true,false,null]}`, `{"a":tru}`, `{"a":nulll}`, `{"a"}`,
+	`{"a":1 "b":2}`, `{"a":1,,"b":2}`, `{"a":1}}`, `[[]`, `[]]`, `{]`, `[}`, `{"a":[}`,
 }
 
 func FuzzValidJSONMatchesEncodingJSON(f *testing.F) {
@@ -25,62 +39,81 @@ func FuzzValidJSONMatchesEncodingJSON(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		if got, want := validJSON(data), json.Valid(data); got != want {
-			t.Fatalf("validJSON(%q) = %v, json.Valid says %v", data, got, want)
+		var tp tape
+		if got, want := tp.parse(data), json.Valid(data); got != want {
+			t.Fatalf("parse(%q) = %v, json.Valid says %v", data, got, want)
 		}
 	})
 }
 
-func TestValidJSONMatchesEncodingJSON(t *testing.T) {
+func TestParseMatchesEncodingJSON(t *testing.T) {
 	for _, s := range scanSeeds {
-		if got, want := validJSON([]byte(s)), json.Valid([]byte(s)); got != want {
-			t.Errorf("validJSON(%.40q) = %v, json.Valid says %v", s, got, want)
+		var tp tape
+		if got, want := tp.parse([]byte(s)), json.Valid([]byte(s)); got != want {
+			t.Errorf("parse(%.80q) = %v, json.Valid says %v", s, got, want)
 		}
 	}
 }
 
-// FuzzSplitObjectMatchesUnmarshal checks splitObject and unquote against
-// json.Unmarshal on every valid UTF-8 object (the decoder only calls them on such
-// input).
+// FuzzSplitObjectMatchesUnmarshal checks an object's members as the tape gives them,
+// free-form decoding and string decoding against encoding/json on every valid UTF-8
+// object (the decoder reads only such input). Its name is that of the function it
+// first tested, kept for its corpus in testdata.
 func FuzzSplitObjectMatchesUnmarshal(f *testing.F) {
 	for _, s := range scanSeeds {
 		f.Add([]byte(s))
 	}
 	f.Add([]byte(`{"s":"\ud83d\ude00 \ud83d \u0041","n":-1.5e3,"o":{"k":[1,"]}"]},"t":true}`))
-	f.Fuzz(func(t *testing.T, data []byte) {
-		if !utf8.Valid(data) || !validJSON(data) || kind(data) != "object" {
-			return
-		}
-		var want map[string]json.RawMessage
-		if err := json.Unmarshal(data, &want); err != nil {
-			t.Fatalf("json.Unmarshal of a valid object: %v", err)
-		}
-		got := map[string]json.RawMessage{}
-		for _, m := range splitObject(data, nil) {
-			got[m.key] = m.raw
-		}
-		if !reflect.DeepEqual(got, want) {
-			t.Fatalf("splitObject(%q) = %q, want %q", data, got, want)
-		}
-		if got, msg := decodeFreeObject(data); msg != "" || !reflect.DeepEqual(got, freeObjectReference(t, data)) {
-			t.Fatalf("decodeFreeObject(%q) = %#v (%s), json.Decoder says %#v", data, got, msg, freeObjectReference(t, data))
-		}
-		for k, raw := range got {
-			if kind(raw) != "string" {
-				continue
-			}
-			var s string
-			if err := json.Unmarshal(raw, &s); err != nil {
-				t.Fatal(err)
-			}
-			if u := unquote(raw); u != s {
-				t.Fatalf("unquote(%q) of key %q = %q, want %q", raw, k, u, s)
-			}
-		}
-	})
+	f.Fuzz(checkObjectMatchesEncodingJSON)
 }
 
-// freeObjectReference is what decodeFreeObject did before the single-pass decoder.
+func TestObjectsMatchEncodingJSON(t *testing.T) {
+	for _, s := range scanSeeds {
+		checkObjectMatchesEncodingJSON(t, []byte(s))
+	}
+}
+
+func checkObjectMatchesEncodingJSON(t *testing.T, data []byte) {
+	var tp tape
+	if !utf8.Valid(data) || !tp.parse(data) || tp.toks[0].kind != '{' {
+		return
+	}
+	var want map[string]json.RawMessage
+	if err := json.Unmarshal(data, &want); err != nil {
+		t.Fatalf("json.Unmarshal of a valid object: %v", err)
+	}
+	o := &object{t: &tp}
+	got := map[string]json.RawMessage{}
+	for k := range o.keys() {
+		got[tp.text(k)] = tp.raw(k + 1)
+		if v := o.lookup(tp.text(k)); !bytes.Equal(tp.raw(v), want[tp.text(k)]) {
+			t.Fatalf("lookup(%q) in %q = %q, want the last value %q", tp.text(k), data, tp.raw(v), want[tp.text(k)])
+		}
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("members of %q = %q, want %q", data, got, want)
+	}
+	if got, msg := tp.freeMap(0); msg != "" || !reflect.DeepEqual(got, freeObjectReference(t, data)) {
+		t.Fatalf("freeMap(%q) = %#v (%s), json.Decoder says %#v", data, got, msg, freeObjectReference(t, data))
+	}
+	for k := range tp.toks {
+		if tp.toks[k].kind != '"' {
+			continue
+		}
+		var s string
+		if err := json.Unmarshal(tp.raw(k), &s); err != nil {
+			t.Fatal(err)
+		}
+		if u := tp.text(k); u != s {
+			t.Fatalf("text(%q) = %q, want %q", tp.raw(k), u, s)
+		}
+		if !tp.textIs(k, s) || tp.textIs(k, s+"x") {
+			t.Fatalf("textIs(%q) disagrees with its text %q", tp.raw(k), s)
+		}
+	}
+}
+
+// freeObjectReference is what freeMap did before the single-pass decoder.
 func freeObjectReference(t *testing.T, raw []byte) map[string]any {
 	d := json.NewDecoder(bytes.NewReader(raw))
 	d.UseNumber()
@@ -92,4 +125,61 @@ func freeObjectReference(t *testing.T, raw []byte) map[string]any {
 		return nil
 	}
 	return m
+}
+
+// TestSkipPlainStopsAtTheFirstSpecialByte checks the eight-byte scan against a byte
+// loop, with one byte that a string may not hold as itself at every position.
+func TestSkipPlainStopsAtTheFirstSpecialByte(t *testing.T) {
+	for _, special := range []byte{'"', '\\', 0x00, 0x1f, '\n'} {
+		for _, filler := range []byte{'a', ' ', 0x7f, 0x80, 0xff, '!', '#', '[', ']', 0x21, 0x5b, 0x5d} {
+			for n := 0; n < 20; n++ {
+				for at := 0; at <= n; at++ {
+					d := bytes.Repeat([]byte{filler}, n)
+					if at < n {
+						d[at] = special
+					}
+					want := 0
+					for want < len(d) && strSafe[d[want]] {
+						want++
+					}
+					if got := skipPlain(d, 0); got != want {
+						t.Fatalf("skipPlain(%q) = %d, want %d", d, got, want)
+					}
+					if special == '\\' {
+						if got := indexBackslash(d); got != want {
+							t.Fatalf("indexBackslash(%q) = %d, want %d", d, got, want)
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
+// TestSkipPlainAgreesOnEveryByte puts each byte value at each position of a word,
+// with and without a special byte after it, and compares the scans with a byte loop.
+func TestSkipPlainAgreesOnEveryByte(t *testing.T) {
+	for c := range 256 {
+		for at := range 16 {
+			for _, after := range []int{-1, '"', '\\', 0} {
+				d := bytes.Repeat([]byte{'a'}, 24)
+				d[at] = byte(c)
+				if after >= 0 {
+					d[at+5] = byte(after)
+				}
+				want := 0
+				for want < len(d) && strSafe[d[want]] {
+					want++
+				}
+				if got := skipPlain(d, 0); got != want {
+					t.Fatalf("skipPlain(%q) = %d, want %d", d, got, want)
+				}
+				if want := bytes.IndexByte(d, '\\'); want >= 0 {
+					if got := indexBackslash(d); got != want {
+						t.Fatalf("indexBackslash(%q) = %d, want %d", d, got, want)
+					}
+				}
+			}
+		}
+	}
 }

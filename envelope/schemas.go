@@ -51,16 +51,7 @@ func readHints(o *object) *Hints {
 		MaxMemoryMB:        h.intRange("max_memory_mb", false, 1, 1<<40),
 		AgentID:            h.agentID("agent_id", false),
 	}
-	for _, m := range h.ms {
-		switch k, v := m.key, m.raw; k {
-		case "max_duration_seconds", "max_memory_mb", "agent_id":
-		default:
-			if out.Extra == nil {
-				out.Extra = make(map[string]json.RawMessage)
-			}
-			out.Extra[k] = compact(v)
-		}
-	}
+	out.Extra = h.others("max_duration_seconds", "max_memory_mb", "agent_id")
 	o.err = h.err
 	return out
 }
@@ -264,8 +255,8 @@ func (o *object) workType(key string) string {
 }
 
 func (o *object) agentID(key string, required bool) string {
-	s := o.str(key, required)
-	if o.err == nil && o.has(key) {
+	s, ok := o.text(key, required, nil)
+	if ok {
 		if msg := CheckAgentID(s); msg != "" {
 			o.fail(key, "%s", msg)
 		}
@@ -274,8 +265,8 @@ func (o *object) agentID(key string, required bool) string {
 }
 
 func (o *object) nonEmpty(key string, required bool) string {
-	s := o.str(key, required)
-	if o.err == nil && o.has(key) && s == "" {
+	s, ok := o.text(key, required, nil)
+	if ok && s == "" {
 		o.fail(key, "must not be empty")
 	}
 	return s
