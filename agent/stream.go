@@ -15,7 +15,16 @@ import (
 const (
 	flushInterval = 250 * time.Millisecond
 	flushBytes    = 64 << 10
+	// ackDelay is how long the acknowledgement may wait for the task's first
+	// message. A task that ends sooner sends it just before its result, and the two
+	// usually leave in one write: one socket write, one delivery and one wake-up
+	// of the orchestrator fewer than an acknowledgement of its own.
+	ackDelay = 10 * time.Millisecond
 )
+
+// stepAccepted names step 0, the acknowledgement's.
+const stepAccepted = "accepted"
+
 
 // Keys of x_custom_fields this package writes.
 const (
@@ -82,6 +91,7 @@ type taskStream struct {
 	stepNum  int64
 	stepName string
 	lastSent time.Time
+	acked    bool // the acknowledgement is sent
 	result   *envelope.Envelope
 
 	flusher *time.Timer // flushTick, from start
@@ -92,16 +102,27 @@ func newTaskStream(pub *publisher, req *envelope.Envelope, subject string, keepa
 	return &taskStream{
 		pub: pub, req: req, taskID: req.Payload.(*envelope.WorkRequest).TaskID,
 		keepalive: keepalive, maxOutput: maxOutput, subjects: []string{subject},
-		stepName: "accepted",
+		stepName: stepAccepted,
 	}
 }
 
-// start sends the acknowledgement and starts the flusher.
+// start starts the flusher. Its first tick, after ackDelay, sends the
+// acknowledgement unless a message of the task has already taken it along.
 func (s *taskStream) start() {
 	s.mu.Lock()
-	s.sendStatusLocked(s.subjects, "", 0, nil)
-	s.flusher = time.AfterFunc(s.flushEvery(), s.flushTick)
+	s.flusher = time.AfterFunc(min(ackDelay, s.flushEvery()), s.flushTick)
 	s.mu.Unlock()
+}
+
+// ackLocked sends the acknowledgement (step 0 "accepted" at 0%) to every subject,
+// once. Every message of the task goes after it.
+func (s *taskStream) ackLocked() {
+	if s.acked {
+		return
+	}
+	s.acked = true
+	s.sendLocked(s.subjects, "", 0, &envelope.WorkStatus{TaskID: s.taskID, Status: envelope.StatusRunning,
+		Step: envelope.Step{Name: stepAccepted}})
 }
 
 func (s *taskStream) flushEvery() time.Duration { return min(flushInterval, s.keepalive) }
@@ -115,6 +136,7 @@ func (s *taskStream) flushTick() {
 	if s.closed {
 		return
 	}
+	s.ackLocked()
 	if s.sent < len(s.out) || s.dirty || time.Since(s.lastSent) >= s.keepalive {
 		s.flushLocked()
 	}
@@ -192,7 +214,9 @@ func (s *taskStream) SetPercent(p int) {
 // Step implements Progress.
 func (s *taskStream) Step(name string) {
 	s.mu.Lock()
-	s.flushLocked() // output so far belongs to the previous step
+	if s.sent < len(s.out) {
+		s.flushLocked() // output so far belongs to the previous step
+	}
 	s.stepNum++
 	s.stepName, s.dirty = name, true
 	s.mu.Unlock()
@@ -207,8 +231,14 @@ func (s *taskStream) flushLocked() {
 }
 
 // sendStatusLocked sends data, which starts at offset in the whole output, as one
-// work_status or, when over 256 KiB, as chunks "bytes A-B of N" of data.
+// work_status or, when over 256 KiB, as chunks "bytes A-B of N" of data, after the
+// acknowledgement if it is still to go.
 func (s *taskStream) sendStatusLocked(subjects []string, data string, offset int64, ws *envelope.WorkStatus) {
+	s.ackLocked()
+	s.sendLocked(subjects, data, offset, ws)
+}
+
+func (s *taskStream) sendLocked(subjects []string, data string, offset int64, ws *envelope.WorkStatus) {
 	s.lastSent = time.Now()
 	if ws == nil {
 		ws = &envelope.WorkStatus{TaskID: s.taskID, Status: envelope.StatusRunning, ProgressPercent: s.percent,
@@ -322,6 +352,7 @@ func (s *taskStream) appendOutput(text string) {
 func (s *taskStream) publishResult(env *envelope.Envelope, encoded []byte) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.ackLocked()
 	s.result = env
 	for _, subj := range s.subjects {
 		if encoded != nil {

@@ -222,3 +222,80 @@ func waitRegistered(t *testing.T, ch chan string) {
 		t.Fatal("agent did not register")
 	}
 }
+
+// isAck reports whether env is the acknowledgement: step 0 "accepted" at 0%, no output.
+func isAck(env *envelope.Envelope) bool {
+	st, ok := env.Payload.(*envelope.WorkStatus)
+	return ok && st.Step.Number == 0 && st.Step.Name == "accepted" && st.ProgressPercent == 0 &&
+		st.Step.Output == "" && st.Status == envelope.StatusRunning
+}
+
+// TestAcknowledgementComesFirst checks the three ways the acknowledgement leaves: with
+// the result of a task that ends at once, on its own while a silent handler runs, and
+// before the first status of a handler that reports at once.
+func TestAcknowledgementComesFirst(t *testing.T) {
+	h := newHarness(t, nil)
+	silent := make(chan struct{})
+	b := newBlocker()
+	h.start(func(a *agent.Agent) {
+		a.Handle("quick", func(context.Context, *agent.Request, agent.Progress) (agent.Result, error) {
+			return agent.Result{}, nil
+		})
+		a.Handle("silent", func(ctx context.Context, _ *agent.Request, _ agent.Progress) (agent.Result, error) {
+			select {
+			case <-silent:
+				return agent.Result{}, nil
+			case <-ctx.Done():
+				return agent.Result{}, ctx.Err()
+			}
+		})
+		a.Handle("blocker", b.handle)
+	})
+
+	t.Run("with the result", func(t *testing.T) {
+		w := h.send(h.request("quick", nil, nil))
+		if env := w.next(); !isAck(env) {
+			t.Fatalf("first message %s is not the acknowledgement: %+v", env.Type, env.Payload)
+		}
+		if env := w.next(); env.Type != envelope.TypeWorkResult {
+			t.Fatalf("after the acknowledgement: %s %+v", env.Type, env.Payload)
+		}
+	})
+	t.Run("while the handler runs", func(t *testing.T) {
+		w := h.send(h.request("silent", nil, nil))
+		if env := w.next(); !isAck(env) { // the handler is still waiting for silent
+			t.Fatalf("first message %s is not the acknowledgement: %+v", env.Type, env.Payload)
+		}
+		close(silent)
+		if r, _ := w.result(); r.Status != envelope.ResultSuccess {
+			t.Fatalf("result: %+v", r)
+		}
+	})
+	t.Run("before the first status", func(t *testing.T) {
+		w := h.send(h.request("blocker", nil, nil))
+		if env := w.next(); !isAck(env) {
+			t.Fatalf("first message %s is not the acknowledgement: %+v", env.Type, env.Payload)
+		}
+		w.waitOutput("started")
+		if st := w.statuses[len(w.statuses)-1]; st.Step.Number != 1 || st.Step.Name != "working" {
+			t.Fatalf("status after the acknowledgement: %+v", st.Step)
+		}
+		close(b.release)
+		if r, _ := w.result(); r.Status != envelope.ResultSuccess {
+			t.Fatalf("result: %+v", r)
+		}
+		if n := countAcks(w); n != 1 {
+			t.Fatalf("%d acknowledgements", n)
+		}
+	})
+}
+
+func countAcks(w *watch) int {
+	n := 0
+	for _, st := range w.statuses {
+		if st.Step.Number == 0 && st.Step.Name == "accepted" {
+			n++
+		}
+	}
+	return n
+}
