@@ -118,16 +118,22 @@ type decoding struct {
 
 var decodings = sync.Pool{New: func() any { return new(decoding) }}
 
-// maxPooledTokens bounds the token slice kept for the next decode, so that one
-// pathological message does not pin its memory.
-const maxPooledTokens = 4096
+// The most tokens and decoded text kept for the next decode, so that a pathological
+// message does not pin its memory. The text of any envelope fits.
+const (
+	maxPooledTokens = 4096
+	maxPooledText   = MaxEnvelopeSize + 8
+)
 
 func (dec *decoding) release() {
-	toks := dec.toks[:0]
+	toks, buf := dec.toks[:0], dec.buf[:0]
 	if cap(toks) > maxPooledTokens {
 		toks = nil
 	}
-	*dec = decoding{tape: tape{toks: toks}}
+	if cap(buf) > maxPooledText {
+		buf = nil
+	}
+	*dec = decoding{tape: tape{toks: toks, buf: buf}}
 	decodings.Put(dec)
 }
 
@@ -142,6 +148,7 @@ func (dec *decoding) object(k int, parent *object, name string) *object {
 		o = new(object)
 	}
 	*o = object{t: &dec.tape, tok: k, parent: parent, name: name, dec: dec}
+	o.distinct, o.cursor = dec.distinctKeys(k), k+1
 	return o
 }
 
@@ -160,14 +167,12 @@ func (o *object) uuid(key string) string {
 	if !ok {
 		return ""
 	}
-	if raw := o.t.content(k); !o.t.toks[k].escaped && isUUID(raw) {
-		return lowerUUID(raw)
+	u, ok := lowerUUID(o.t.decoded(k))
+	if !ok {
+		o.fail(key, "must be a UUID in 8-4-4-4-12 hex form, got %q", o.t.text(k))
+		return ""
 	}
-	s := o.t.text(k)
-	if !isUUID(s) {
-		o.fail(key, "must be a UUID in 8-4-4-4-12 hex form, got %q", s)
-	}
-	return lowerASCII(s)
+	return string(u[:])
 }
 
 func (o *object) agentType(key string) AgentType {

@@ -3,8 +3,8 @@ package envelope
 import (
 	"bytes"
 	"encoding/json"
-	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/chiffon-dev/chiffon/errcodes"
 )
@@ -21,6 +21,10 @@ type object struct {
 	err    *errcodes.Error
 	// dec holds the objects of one decode, so that opening one allocates nothing.
 	dec *decoding
+	// distinct says no key is given twice, so a lookup can stop at the first match;
+	// cursor is the key after the one found last, where the next search starts.
+	distinct bool
+	cursor   int
 }
 
 // path is the object's dotted path, "" for the envelope.
@@ -52,7 +56,12 @@ func (o *object) close(known ...string) *errcodes.Error {
 	}
 	var first string
 	found := false
+	j := 0 // keys mostly come in the order of known: try the next one first
 	for k := range o.keys() {
+		if j < len(known) && o.t.textIs(k, known[j]) {
+			j++
+			continue
+		}
 		if o.t.textIn(k, known) {
 			continue
 		}
@@ -107,14 +116,71 @@ func (o *object) keys() func(yield func(int) bool) {
 // lookup returns the token index of key's value, the last one when key is repeated
 // (as json.Unmarshal keeps it), or -1.
 func (o *object) lookup(key string) int {
-	t, v := o.t, -1
-	for k := range o.keys() {
-		if tok := &t.toks[k]; tok.escaped && t.textIs(k, key) ||
-			tok.end-tok.start-2 == len(key) && string(t.data[tok.start+1:tok.end-1]) == key {
-			v = k + 1
+	t := o.t
+	if !o.distinct {
+		v := -1
+		for k := range o.keys() {
+			if t.textIs(k, key) {
+				v = k + 1
+			}
+		}
+		return v
+	}
+	// Schemas read keys in about the order senders write them, so the search starts
+	// after the key found last and wraps around.
+	from, end := o.cursor, t.toks[o.tok].next
+	if k := o.find(key, from, end); k >= 0 {
+		return k
+	}
+	return o.find(key, o.tok+1, from)
+}
+
+// find looks for key among the distinct keys from token from up to token to.
+func (o *object) find(key string, from, to int) int {
+	t := o.t
+	for k := from; k < to; k = t.toks[k+1].next {
+		if t.textIs(k, key) {
+			o.cursor = t.toks[k+1].next
+			return k + 1
 		}
 	}
-	return v
+	return -1
+}
+
+// maxDistinctKeys bounds the objects whose keys are checked for repeats, a check
+// that can compare every pair; a schema's objects have a dozen keys at most.
+const maxDistinctKeys = 16
+
+// distinctKeys reports whether the object at token obj has at most maxDistinctKeys
+// keys and no two alike. Keys of different lengths differ, so only a key whose length
+// was seen before is compared with the others.
+func (t *tape) distinctKeys(obj int) bool {
+	var lengths uint64 // bit n is set once a key of length n (under 64) is seen
+	n := 0
+	for k := obj + 1; k < t.toks[obj].next; k = t.toks[k+1].next {
+		if n++; n > maxDistinctKeys {
+			return false
+		}
+		l := uint(len(t.decoded(k)))
+		if l >= 64 || lengths&(1<<l) != 0 {
+			if t.repeatsKey(obj, k) {
+				return false
+			}
+		}
+		lengths |= 1 << (l & 63)
+	}
+	return true
+}
+
+// repeatsKey reports whether a key before the key k of the object at obj is the same.
+func (t *tape) repeatsKey(obj, k int) bool {
+	key := t.decoded(k)
+	for p := obj + 1; p < k; p = t.toks[p+1].next {
+		if string(t.decoded(p)) == string(key) {
+			return true
+		}
+	}
+	return false
 }
 
 func (o *object) has(key string) bool { return o.lookup(key) >= 0 }
@@ -298,12 +364,9 @@ func (o *object) others(known ...string) map[string]json.RawMessage {
 
 // textIn reports whether the string at token k is one of words.
 func (t *tape) textIn(k int, words []string) bool {
-	if t.toks[k].escaped {
-		return slices.Contains(words, t.text(k))
-	}
-	raw := t.content(k)
+	text := t.decoded(k)
 	for _, w := range words {
-		if string(raw) == w {
+		if string(text) == w {
 			return true
 		}
 	}
@@ -343,18 +406,77 @@ func (t *tape) freeMap(k int) (map[string]any, string) {
 	if t.count(k) == 0 {
 		return nil, ""
 	}
-	return t.freeObject(k), ""
+	r := freeReader{t: t, left: t.shortBytes(k)}
+	return r.object(k), ""
 }
 
-func (t *tape) freeValue(k int) any {
-	tok := &t.toks[k]
-	switch tok.kind {
-	case '{':
-		return t.freeObject(k)
-	case '[':
-		return t.freeArray(k)
+// freeReader decodes free-form content. It copies the short strings of one object,
+// keys, texts and numbers, into shared blocks: one allocation per block rather than
+// one per string. A block is small, so a string kept on its own keeps little alive.
+type freeReader struct {
+	t     *tape
+	block strings.Builder
+	left  int // bytes of short strings still to copy, to size the next block
+}
+
+const (
+	maxShortString = 64   // longer strings get an allocation of their own
+	maxBlock       = 1024 // the most a retained short string can keep alive
+)
+
+// shortBytes counts the bytes freeReader will copy into blocks for the value at k.
+func (t *tape) shortBytes(k int) int {
+	n := 0
+	for e := k; e < t.toks[k].next; e++ {
+		if b, ok := t.shortText(e); ok {
+			n += len(b)
+		}
+	}
+	return n
+}
+
+// shortText returns the text of the string or number at token k, and whether it goes
+// into a block.
+func (t *tape) shortText(k int) ([]byte, bool) {
+	var b []byte
+	switch t.toks[k].kind {
 	case '"':
-		return t.text(k)
+		b = t.decoded(k)
+	case '0':
+		b = t.raw(k)
+	default:
+		return nil, false
+	}
+	return b, 0 < len(b) && len(b) <= maxShortString
+}
+
+// text returns a copy of the text of the string or number at token k, in a block
+// when it is short.
+func (r *freeReader) text(k int) string {
+	b, short := r.t.shortText(k)
+	if !short {
+		return string(b)
+	}
+	if r.block.Cap()-r.block.Len() < len(b) {
+		// A new block: the strings already cut keep the old one, which is never
+		// written again.
+		r.block = strings.Builder{}
+		r.block.Grow(min(max(r.left, len(b)), maxBlock))
+	}
+	n := r.block.Len()
+	r.block.Write(b)
+	r.left -= len(b)
+	return r.block.String()[n:]
+}
+
+func (r *freeReader) value(k int) any {
+	switch r.t.toks[k].kind {
+	case '{':
+		return r.object(k)
+	case '[':
+		return r.array(k)
+	case '"':
+		return r.text(k)
 	case 't':
 		return true
 	case 'f':
@@ -362,21 +484,23 @@ func (t *tape) freeValue(k int) any {
 	case 'n':
 		return nil
 	}
-	return json.Number(t.data[tok.start:tok.end])
+	return json.Number(r.text(k))
 }
 
-func (t *tape) freeObject(k int) map[string]any {
+func (r *freeReader) object(k int) map[string]any {
+	t := r.t
 	m := make(map[string]any, t.count(k))
 	for key := k + 1; key < t.toks[k].next; key = t.toks[key+1].next {
-		m[t.text(key)] = t.freeValue(key + 1)
+		m[r.text(key)] = r.value(key + 1)
 	}
 	return m
 }
 
-func (t *tape) freeArray(k int) []any {
+func (r *freeReader) array(k int) []any {
+	t := r.t
 	out := make([]any, 0, t.count(k))
 	for e := k + 1; e < t.toks[k].next; e = t.toks[e].next {
-		out = append(out, t.freeValue(e))
+		out = append(out, r.value(e))
 	}
 	return out
 }

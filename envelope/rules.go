@@ -6,23 +6,40 @@ import (
 )
 
 // isUUID reports whether s is a UUID in the canonical 8-4-4-4-12 hex form, either case.
-func isUUID[S string | []byte](s S) bool {
-	if len(s) != 36 {
-		return false
+func isUUID(s string) bool {
+	_, ok := lowerUUID(s)
+	return ok
+}
+
+// uuidByte maps each hex digit to its lower-case form, '-' to itself and every other
+// byte to 0.
+var uuidByte = func() (t [256]byte) {
+	for _, c := range "0123456789abcdef-" {
+		t[c] = byte(c)
 	}
-	for i := 0; i < 36; i++ {
-		c := s[i]
-		if i == 8 || i == 13 || i == 18 || i == 23 {
-			if c != '-' {
-				return false
-			}
-			continue
+	for _, c := range "ABCDEF" {
+		t[c] = byte(c) + 'a' - 'A'
+	}
+	return t
+}()
+
+// lowerUUID returns s lower-cased, so that ids compare equal whatever case a sender
+// used, and whether it is a UUID in the canonical 8-4-4-4-12 hex form.
+func lowerUUID[S string | []byte](s S) (u [36]byte, ok bool) {
+	if len(s) != len(u) {
+		return u, false
+	}
+	dashes := 0
+	for i := range u {
+		if u[i] = uuidByte[s[i]]; u[i] == 0 {
+			return u, false
 		}
-		if !isHex(c) {
-			return false
+		if u[i] == '-' {
+			dashes++
 		}
 	}
-	return true
+	// Four dashes, all in their places: none is anywhere else.
+	return u, dashes == 4 && u[8] == '-' && u[13] == '-' && u[18] == '-' && u[23] == '-'
 }
 
 func isHex(c byte) bool {
@@ -45,18 +62,6 @@ func lowerASCII(s string) string {
 		}
 	}
 	return s
-}
-
-// lowerUUID returns the UUID raw lower-cased, as a string of its own.
-func lowerUUID(raw []byte) string {
-	var b [36]byte
-	for i, c := range raw[:len(b)] {
-		if 'A' <= c && c <= 'Z' {
-			c += 'a' - 'A'
-		}
-		b[i] = c
-	}
-	return string(b[:])
 }
 
 // validVersionSyntax reports whether v is MAJOR.MINOR with no sign, space or extra part.

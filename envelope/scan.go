@@ -3,15 +3,17 @@ package envelope
 import (
 	"encoding/binary"
 	"math/bits"
-	"strings"
+	"slices"
 	"unicode"
 	"unicode/utf16"
+	"unicode/utf8"
 )
 
 // This file is the decoder's one pass over the bytes. parse checks the grammar exactly
-// as json.Valid does and records every value as a token, so that reading the envelope
-// afterwards never scans a byte again, except to copy a string out of it. Before, each
-// nesting level re-scanned what it held, and a 256 KiB output was read five times.
+// as json.Valid does and records every value as a token, decoding the strings that
+// hold escapes as it goes, so that reading the envelope afterwards never scans a byte
+// again, except to copy a string out. Before, each nesting level re-scanned what it
+// held, and a 256 KiB output was read five times.
 
 // maxDepth is encoding/json's nesting limit: deeper input is not valid JSON to it.
 const maxDepth = 10000
@@ -23,8 +25,10 @@ type token struct {
 	// parser is inside a container, the container's next holds the enclosing one.
 	next int
 	kind byte // '{', '[', '"', '0' (any number), 't', 'f' or 'n'
-	// escaped marks a string holding a backslash: only those need decoding.
-	escaped bool
+	// escaped marks a string holding a backslash escape. Its decoded text is
+	// tape.buf[text:textEnd]; any other string is its bytes between the quotes.
+	escaped       bool
+	text, textEnd int
 }
 
 // tape is parsed input: its tokens in input order, each container followed by its
@@ -32,13 +36,30 @@ type token struct {
 type tape struct {
 	data []byte
 	toks []token
+	// buf holds the decoded text of the strings that have escapes, one after the
+	// other.
+	buf []byte
 }
 
 // parse tokenizes data, reporting whether it is one JSON value with optional
 // surrounding whitespace, with json.Valid's grammar and nesting limit.
 func (t *tape) parse(data []byte) bool {
-	t.data, t.toks = data, t.toks[:0]
-	d := data
+	z := tokenizer{d: data, toks: t.toks[:0], buf: t.buf[:0]}
+	ok := z.run()
+	t.data, t.toks, t.buf = data, z.toks, z.buf
+	return ok
+}
+
+// tokenizer builds a tape. It lives on the stack while it runs, so that appending to
+// its slices costs no write barrier.
+type tokenizer struct {
+	d    []byte
+	toks []token
+	buf  []byte
+}
+
+func (z *tokenizer) run() bool {
+	d := z.d
 	open, depth := -1, 0 // the innermost container not yet closed, and how deep it is
 	i := skipWS(d, 0)
 	for {
@@ -47,18 +68,16 @@ func (t *tape) parse(data []byte) bool {
 			if depth++; depth > maxDepth {
 				return false
 			}
-			t.toks = append(t.toks, token{start: i, next: open, kind: d[i]})
-			open = len(t.toks) - 1
-			if i = skipWS(d, i+1); i < len(d) && d[i] != closer(d[t.toks[open].start]) {
-				if i = t.memberStart(open, i); i < 0 {
+			z.toks = append(z.toks, token{start: i, next: open, kind: d[i]})
+			open = len(z.toks) - 1
+			if i = skipWS(d, i+1); i < len(d) && d[i] != closer(d[z.toks[open].start]) {
+				if i = z.memberStart(i, open); i < 0 {
 					return false
 				}
 				continue
 			}
-		} else if i = t.scalar(i); i < 0 {
+		} else if i = z.scalar(i); i < 0 {
 			return false
-		} else {
-			i = skipWS(d, i)
 		}
 		// A value ended before i: close every container it completes.
 		for {
@@ -68,18 +87,18 @@ func (t *tape) parse(data []byte) bool {
 			if i >= len(d) {
 				return false
 			}
-			c := &t.toks[open]
 			if d[i] == ',' {
-				if i = t.memberStart(open, skipWS(d, i+1)); i < 0 {
+				if i = z.memberStart(skipWS(d, i+1), open); i < 0 {
 					return false
 				}
 				break
 			}
+			c := &z.toks[open]
 			if d[i] != closer(c.kind) {
 				return false
 			}
 			c.end = i + 1
-			open, c.next = c.next, len(t.toks)
+			open, c.next = c.next, len(z.toks)
 			depth--
 			i = skipWS(d, i+1)
 		}
@@ -94,18 +113,18 @@ func closer(c byte) byte {
 	return ']'
 }
 
-// memberStart reads, inside the container at index open, what comes before a member's
-// value: nothing in an array, the key and its colon in an object. It returns where the
-// value starts, or -1.
-func (t *tape) memberStart(open, i int) int {
-	if t.toks[open].kind == '[' {
+// memberStart reads, inside the container at token open, what comes before a
+// member's value: nothing in an array, the key and its colon in an object. It returns
+// where the value starts, or -1.
+func (z *tokenizer) memberStart(i, open int) int {
+	if z.toks[open].kind == '[' {
 		return i
 	}
-	d := t.data
+	d := z.d
 	if i >= len(d) || d[i] != '"' {
 		return -1
 	}
-	if i = t.scalar(i); i < 0 {
+	if i = z.str(i); i < 0 {
 		return -1
 	}
 	if i = skipWS(d, i); i >= len(d) || d[i] != ':' {
@@ -115,36 +134,40 @@ func (t *tape) memberStart(open, i int) int {
 }
 
 // scalar reads the string, number or literal at i as one token and returns the index
-// after it, or -1.
-func (t *tape) scalar(i int) int {
-	d := t.data
+// after it and the whitespace that follows, or -1.
+func (z *tokenizer) scalar(i int) int {
+	d := z.d
 	if i >= len(d) {
 		return -1
 	}
-	tok := token{start: i, kind: d[i], next: len(t.toks) + 1}
-	switch c := d[i]; {
-	case c == '"':
-		i, tok.escaped = scanString(d, i)
-	case c == '-' || isDigit(c):
-		i, tok.kind = scanNumber(d, i), '0'
-	case c == 't':
-		i = scanLiteral(d, i, "true")
-	case c == 'f':
-		i = scanLiteral(d, i, "false")
-	case c == 'n':
-		i = scanLiteral(d, i, "null")
-	default:
-		return -1
+	if d[i] == '"' {
+		i = z.str(i)
+	} else {
+		tok := token{start: i, kind: d[i], next: len(z.toks) + 1}
+		switch c := d[i]; {
+		case c == '-' || isDigit(c):
+			i, tok.kind = scanNumber(d, i), '0'
+		case c == 't':
+			i = scanLiteral(d, i, "true")
+		case c == 'f':
+			i = scanLiteral(d, i, "false")
+		case c == 'n':
+			i = scanLiteral(d, i, "null")
+		default:
+			return -1
+		}
+		tok.end = i
+		z.toks = append(z.toks, tok)
 	}
 	if i < 0 {
 		return -1
 	}
-	tok.end = i
-	t.toks = append(t.toks, tok)
-	return i
+	return skipWS(d, i)
 }
 
-func isWS(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
+// isWS reports whether c is JSON whitespace. The first test settles the usual case,
+// a byte above the space.
+func isWS(c byte) bool { return c <= ' ' && (c == ' ' || c == '\t' || c == '\n' || c == '\r') }
 
 func skipWS(data []byte, i int) int {
 	for i < len(data) && isWS(data[i]) {
@@ -199,43 +222,122 @@ func skipDigits(d []byte, i int) int {
 	return i
 }
 
-// scanString checks the string starting at the quote at i. It returns the index after
-// the closing quote, or -1, and whether the string holds an escape.
-func scanString(d []byte, i int) (end int, escaped bool) {
-	for i++; ; {
-		if i = skipPlain(d, i); i >= len(d) {
-			return -1, false
-		}
-		switch d[i] {
-		case '"':
-			return i + 1, escaped
-		case '\\':
-			n := escapeLen(d[i:])
-			if n == 0 {
-				return -1, false
+// str reads the string starting at the quote at i as one token and returns the index
+// after its closing quote, or -1.
+func (z *tokenizer) str(i int) int {
+	d := z.d
+	tok := token{start: i, kind: '"', next: len(z.toks) + 1}
+	i = skipPlain(d, i+1)
+	if i < len(d) && d[i] == '"' {
+		tok.end = i + 1
+		z.toks = append(z.toks, tok)
+		return tok.end
+	}
+	if i >= len(d) || d[i] != '\\' {
+		return -1 // the input ends, or a control character
+	}
+	tok.escaped = true
+	if tok.end, tok.text, tok.textEnd = z.decode(tok.start+1, i); tok.end < 0 {
+		return -1
+	}
+	z.toks = append(z.toks, tok)
+	return tok.end
+}
+
+// decode checks the string content starting at start, which holds its first escape
+// at esc, and decodes it onto z.buf as json.Unmarshal does, an unpaired surrogate
+// escape becoming U+FFFD. It returns the index after the closing quote, or -1, and
+// where the text lies in z.buf. Between escapes it copies eight bytes at a time.
+func (z *tokenizer) decode(start, esc int) (end, text, textEnd int) {
+	d := z.d
+	// Decoded text never outgrows the input it comes from, so with room for all the
+	// input and eight spare bytes, whole words can be stored past the text's end.
+	if cap(z.buf) < len(d)+8 {
+		z.buf = slices.Grow(z.buf, len(d)+8-len(z.buf))
+	}
+	buf := z.buf[:cap(z.buf)]
+	text = len(z.buf)
+	w := text + copy(buf[text:], d[start:esc])
+	for r := esc; ; {
+		if r+8 <= len(d) {
+			x := binary.LittleEndian.Uint64(d[r:])
+			binary.LittleEndian.PutUint64(buf[w:], x)
+			m := notPlain(x)
+			if m == 0 {
+				r, w = r+8, w+8
+				continue
 			}
-			i += n
-			escaped = true
-		default: // a control character
-			return -1, false
+			n := bits.TrailingZeros64(m) / 8 // the plain bytes before the first other
+			r, w = r+n, w+n
+		} else if r < len(d) && strSafe[d[r]] {
+			buf[w] = d[r]
+			r, w = r+1, w+1
+			continue
+		}
+		switch {
+		case r >= len(d):
+			return -1, 0, 0
+		case d[r] == '"':
+			z.buf = buf[:w]
+			return r + 1, text, w
+		case d[r] != '\\': // a control character
+			return -1, 0, 0
+		case r+1 < len(d) && unescaped[d[r+1]] != 0:
+			buf[w] = unescaped[d[r+1]]
+			r, w = r+2, w+1
+		case isU4(d[r:]):
+			r, w = decodeU4(d, r, buf, w)
+		default:
+			return -1, 0, 0
 		}
 	}
 }
 
-// escapeLen returns the length of the valid escape at the start of s, or 0.
-func escapeLen(s []byte) int {
-	if len(s) < 2 {
-		return 0
-	}
-	switch s[1] {
-	case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
-		return 2
-	case 'u':
-		if len(s) >= 6 && isHex(s[2]) && isHex(s[3]) && isHex(s[4]) && isHex(s[5]) {
-			return 6
+// unescaped maps the byte after a backslash to the byte the two stand for, and every
+// other byte (u among them) to 0.
+var unescaped = [256]byte{
+	'"': '"', '\\': '\\', '/': '/', 'b': '\b', 'f': '\f', 'n': '\n', 'r': '\r', 't': '\t',
+}
+
+// isU4 reports whether s starts with a \uXXXX escape.
+func isU4(s []byte) bool {
+	return len(s) >= 6 && s[1] == 'u' && isHex(s[2]) && isHex(s[3]) && isHex(s[4]) && isHex(s[5])
+}
+
+// decodeU4 writes the character of the \uXXXX escape at s[r], or of the surrogate
+// pair there, to buf at w, and returns where reading and writing go on.
+func decodeU4(s []byte, r int, buf []byte, w int) (int, int) {
+	rr := getu4(s[r:])
+	r += 6
+	if utf16.IsSurrogate(rr) {
+		if dec := utf16.DecodeRune(rr, getu4(s[r:])); dec != unicode.ReplacementChar {
+			return r + 6, w + utf8.EncodeRune(buf[w:], dec)
 		}
+		rr = unicode.ReplacementChar
 	}
-	return 0
+	return r, w + utf8.EncodeRune(buf[w:], rr)
+}
+
+// getu4 decodes \uXXXX at the start of s, or returns -1.
+func getu4(s []byte) rune {
+	if len(s) < 6 || s[0] != '\\' || s[1] != 'u' {
+		return -1
+	}
+	var r rune
+	for _, c := range s[2:6] {
+		switch {
+		case '0' <= c && c <= '9':
+			c = c - '0'
+		case 'a' <= c && c <= 'f':
+			c = c - 'a' + 10
+		case 'A' <= c && c <= 'F':
+			c = c - 'A' + 10
+		default:
+			return -1
+		}
+		r = r*16 + rune(c)
+	}
+	return r
 }
 
 // strSafe marks the bytes that may appear in a JSON string as themselves: not a
@@ -269,109 +371,29 @@ const (
 
 // notPlain sets the high bit of each byte of w (eight bytes, little-endian) that is a
 // control character, '"' or '\\'. Only the lowest bit set is exact: a borrow can set
-// bits above it. (x - lowBits) &^ x has a byte's high bit set when that byte is zero;
-// (w - 0x20*lowBits) &^ w when it is below 0x20.
+// bits above it. x - lowBits sets a byte's high bit when the byte is zero (or above
+// 0x80), w - 0x20*lowBits when it is below 0x20 (or above 0xa0); the mask &^ w drops
+// the bytes above 0x80, which are never special, and for the others w, w^'"' and
+// w^'\\' share the clear high bit.
 func notPlain(w uint64) uint64 {
 	q := w ^ ('"' * lowBits)
 	b := w ^ ('\\' * lowBits)
-	return ((w-0x20*lowBits)&^w | (q-lowBits)&^q | (b-lowBits)&^b) & highBits
-}
-
-// indexBackslash returns the index of the first '\\' in s, or len(s).
-func indexBackslash(s []byte) int {
-	i := 0
-	for ; i+8 <= len(s); i += 8 {
-		b := binary.LittleEndian.Uint64(s[i:]) ^ ('\\' * lowBits)
-		if m := (b - lowBits) &^ b & highBits; m != 0 {
-			return i + bits.TrailingZeros64(m)/8
-		}
-	}
-	for i < len(s) && s[i] != '\\' {
-		i++
-	}
-	return i
-}
-
-// unquote decodes a valid JSON string literal as json.Unmarshal does, including its
-// replacement of unpaired surrogate escapes by U+FFFD. The result never shares
-// memory with s: NATS reuses a message's buffer once its handler returns.
-func unquote(s []byte) string {
-	s = s[1 : len(s)-1]
-	r := indexBackslash(s)
-	if r == len(s) {
-		return string(s)
-	}
-	var b strings.Builder
-	b.Grow(len(s))
-	b.Write(s[:r])
-	for r < len(s) {
-		if s[r] != '\\' {
-			n := indexBackslash(s[r:])
-			b.Write(s[r : r+n])
-			r += n
-			continue
-		}
-		r++
-		switch s[r] {
-		case 'b':
-			b.WriteByte('\b')
-		case 'f':
-			b.WriteByte('\f')
-		case 'n':
-			b.WriteByte('\n')
-		case 'r':
-			b.WriteByte('\r')
-		case 't':
-			b.WriteByte('\t')
-		case 'u':
-			rr := getu4(s[r-1:])
-			r += 4
-			if utf16.IsSurrogate(rr) {
-				if dec := utf16.DecodeRune(rr, getu4(s[r+1:])); dec != unicode.ReplacementChar {
-					b.WriteRune(dec)
-					r += 7
-					continue
-				}
-				rr = unicode.ReplacementChar
-			}
-			b.WriteRune(rr)
-		default: // '"', '\\', '/'
-			b.WriteByte(s[r])
-		}
-		r++
-	}
-	return b.String()
-}
-
-// getu4 decodes \uXXXX at the start of s, or returns -1.
-func getu4(s []byte) rune {
-	if len(s) < 6 || s[0] != '\\' || s[1] != 'u' {
-		return -1
-	}
-	var r rune
-	for _, c := range s[2:6] {
-		switch {
-		case '0' <= c && c <= '9':
-			c = c - '0'
-		case 'a' <= c && c <= 'f':
-			c = c - 'a' + 10
-		case 'A' <= c && c <= 'F':
-			c = c - 'A' + 10
-		default:
-			return -1
-		}
-		r = r*16 + rune(c)
-	}
-	return r
+	return ((w - 0x20*lowBits) | (q - lowBits) | (b - lowBits)) &^ w & highBits
 }
 
 // text returns the decoded string at token k, which never shares memory with the
-// input.
+// input: NATS reuses a message's buffer once its handler returns.
 func (t *tape) text(k int) string {
-	if !t.toks[k].escaped {
-		return string(t.content(k))
+	return string(t.decoded(k))
+}
+
+// decoded returns the decoded bytes of the string at token k, in the input or in
+// t.buf: they must be copied to be kept.
+func (t *tape) decoded(k int) []byte {
+	if tok := &t.toks[k]; tok.escaped {
+		return t.buf[tok.text:tok.textEnd]
 	}
-	return unquote(t.raw(k))
+	return t.content(k)
 }
 
 // content returns the bytes between the quotes of the string at token k.
@@ -386,14 +408,7 @@ func (t *tape) raw(k int) []byte {
 	return t.data[tok.start:tok.end]
 }
 
-// textIs reports whether the string at token k decodes to s, without allocating
-// for a string that has no escape.
+// textIs reports whether the string at token k decodes to s.
 func (t *tape) textIs(k int, s string) bool {
-	raw := t.content(k)
-	if !t.toks[k].escaped {
-		return string(raw) == s
-	}
-	// An escape never decodes to more bytes than it takes, so a shorter raw string
-	// cannot match; a key of a known object is short, so decoding one is rare.
-	return len(raw) >= len(s) && t.text(k) == s
+	return string(t.decoded(k)) == s
 }

@@ -82,12 +82,19 @@ func checkObjectMatchesEncodingJSON(t *testing.T, data []byte) {
 	if err := json.Unmarshal(data, &want); err != nil {
 		t.Fatalf("json.Unmarshal of a valid object: %v", err)
 	}
-	o := &object{t: &tp}
 	got := map[string]json.RawMessage{}
-	for k := range o.keys() {
-		got[tp.text(k)] = tp.raw(k + 1)
-		if v := o.lookup(tp.text(k)); !bytes.Equal(tp.raw(v), want[tp.text(k)]) {
-			t.Fatalf("lookup(%q) in %q = %q, want the last value %q", tp.text(k), data, tp.raw(v), want[tp.text(k)])
+	// Look every key up both ways: in any object, and in one known to have distinct
+	// keys, where the search stops at the first match.
+	for _, distinct := range []bool{false, tp.distinctKeys(0)} {
+		o := &object{t: &tp, distinct: distinct, cursor: 1}
+		for k := range o.keys() {
+			got[tp.text(k)] = tp.raw(k + 1)
+			if v := o.lookup(tp.text(k)); !bytes.Equal(tp.raw(v), want[tp.text(k)]) {
+				t.Fatalf("lookup(%q) in %q = %q, want the last value %q", tp.text(k), data, tp.raw(v), want[tp.text(k)])
+			}
+		}
+		if o.lookup("\x00absent") != -1 {
+			t.Fatalf("lookup of an absent key in %q found one", data)
 		}
 	}
 	if !reflect.DeepEqual(got, want) {
@@ -145,11 +152,6 @@ func TestSkipPlainStopsAtTheFirstSpecialByte(t *testing.T) {
 					if got := skipPlain(d, 0); got != want {
 						t.Fatalf("skipPlain(%q) = %d, want %d", d, got, want)
 					}
-					if special == '\\' {
-						if got := indexBackslash(d); got != want {
-							t.Fatalf("indexBackslash(%q) = %d, want %d", d, got, want)
-						}
-					}
 				}
 			}
 		}
@@ -157,7 +159,7 @@ func TestSkipPlainStopsAtTheFirstSpecialByte(t *testing.T) {
 }
 
 // TestSkipPlainAgreesOnEveryByte puts each byte value at each position of a word,
-// with and without a special byte after it, and compares the scans with a byte loop.
+// with and without a special byte after it, and compares the scan with a byte loop.
 func TestSkipPlainAgreesOnEveryByte(t *testing.T) {
 	for c := range 256 {
 		for at := range 16 {
@@ -174,10 +176,32 @@ func TestSkipPlainAgreesOnEveryByte(t *testing.T) {
 				if got := skipPlain(d, 0); got != want {
 					t.Fatalf("skipPlain(%q) = %d, want %d", d, got, want)
 				}
-				if want := bytes.IndexByte(d, '\\'); want >= 0 {
-					if got := indexBackslash(d); got != want {
-						t.Fatalf("indexBackslash(%q) = %d, want %d", d, got, want)
-					}
+			}
+		}
+	}
+}
+
+// TestUnescapeAtEveryOffset puts each kind of escape at each offset of a word, with
+// text of every length after it, and compares the decoded string with encoding/json.
+func TestUnescapeAtEveryOffset(t *testing.T) {
+	escapes := []string{
+		`\"`, `\\`, `\/`, `\b`, `\f`, `\n`, `\r`, `\t`, `\u00e9`, `\u20AC`, `\u0000`, `\ud83d\ude00`,
+		`\ud800`, `\udc00`, `\ud800\u0041`, `\ud800\ud800\udc00`, `\udbff\udfff`, `\\\\\"\n\t`,
+	}
+	var tp tape
+	for _, esc := range escapes {
+		for before := range 17 {
+			for after := range 10 {
+				lit := `"` + strings.Repeat("a", before) + esc + strings.Repeat("é", after/2) + strings.Repeat("z", after%2) + `"`
+				var want string
+				if err := json.Unmarshal([]byte(lit), &want); err != nil {
+					t.Fatal(err)
+				}
+				if !tp.parse([]byte(lit)) {
+					t.Fatalf("parse(%s) failed", lit)
+				}
+				if got := tp.text(0); got != want {
+					t.Fatalf("text(%s) = %q, want %q", lit, got, want)
 				}
 			}
 		}
