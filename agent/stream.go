@@ -25,7 +25,6 @@ const (
 // stepAccepted names step 0, the acknowledgement's.
 const stepAccepted = "accepted"
 
-
 // Keys of x_custom_fields this package writes.
 const (
 	FieldOutputOffset     = "output_offset"

@@ -18,7 +18,32 @@ func isNoResponders(msg *nats.Msg) bool {
 
 // handleTaskMsg takes every message on the orchestrator's task inboxes: the agents'
 // work_status, work_result and error, and the server's no-responders status.
+//
+// Messages already read and waiting behind this one (a short task's
+// acknowledgement and result often arrive in one read) share one commit: the
+// writes of all but the last are held, and the last message's write, or a Kick
+// after it, commits them all.
 func (o *Orchestrator) handleTaskMsg(msg *nats.Msg) {
+	more := morePending(msg)
+	o.handleTaskMsgHolding(msg, more)
+	if !more && o.writesHeld.Swap(false) {
+		o.st.w.Kick()
+	}
+}
+
+// morePending reports whether messages of msg's subscription wait to be handled
+// after msg. nats.go counts the message being handled as pending until its handler
+// returns; were that to change, this would see one message fewer, which only holds
+// less.
+func morePending(msg *nats.Msg) bool {
+	if msg.Sub == nil {
+		return false
+	}
+	n, _, err := msg.Sub.Pending()
+	return err == nil && n > 1
+}
+
+func (o *Orchestrator) handleTaskMsgHolding(msg *nats.Msg, hold bool) {
 	taskID := broker.TaskIDFromSubject(msg.Subject)
 	if isNoResponders(msg) {
 		o.noResponders(taskID)
@@ -38,6 +63,8 @@ func (o *Orchestrator) handleTaskMsg(msg *nats.Msg) {
 	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
+	o.holdWrites = hold
+	defer func() { o.holdWrites = false }()
 	r := o.runs[taskID]
 	if r == nil || r.finished {
 		o.log.Debug("message for a finished or unknown task dropped", "task_id", taskID, "type", env.Type)

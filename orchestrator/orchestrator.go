@@ -19,6 +19,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/chiffon-dev/chiffon/broker"
@@ -58,6 +59,11 @@ type Orchestrator struct {
 	queues   map[envelope.AgentType][]string
 	watchers map[string]map[*watcher]struct{}
 	subs     []*nats.Subscription
+	// holdWrites is set while handleTaskMsg handles a message read together with
+	// more: the writes it makes are held for the next one's commit.
+	holdWrites bool
+	// writesHeld says a write may be held: the last message of a run kicks it.
+	writesHeld atomic.Bool
 
 	wg   sync.WaitGroup
 	done chan struct{}
@@ -216,6 +222,11 @@ func (o *Orchestrator) Close() error {
 		delete(o.watchers, id)
 	}
 	o.mu.Unlock()
+	// A write held for a message the unsubscribe dropped goes now; no write is held
+	// once closed is set (see queueWrite).
+	if o.st != nil {
+		o.st.w.Kick()
+	}
 	o.wg.Wait()
 	if o.ownConn && o.nc != nil {
 		o.nc.Close()

@@ -3,6 +3,8 @@ package orchestrator
 import (
 	"time"
 
+	"github.com/chiffon-dev/chiffon/internal/kvstore"
+
 	"github.com/dgraph-io/badger/v4"
 )
 
@@ -11,13 +13,19 @@ import (
 type commit struct {
 	done chan struct{}
 	err  error
+	// held is the Batcher that holds the write for the next message's commit (see
+	// handleTaskMsg), or nil.
+	held *kvstore.Batcher
 }
 
 // wait waits for the write and returns its outcome; a nil commit has nothing to wait
-// for.
+// for. A held write is committed now rather than with the next message's.
 func (c *commit) wait() error {
 	if c == nil {
 		return nil
+	}
+	if c.held != nil {
+		c.held.Kick()
 	}
 	<-c.done
 	return c.err
@@ -70,9 +78,15 @@ func (o *Orchestrator) queueWrite(r *run, record *Task, evs []*Event, then func(
 	t := r.t
 	ttl := o.stamp(r, evs...)
 	c := &commit{done: make(chan struct{})}
+	if o.holdWrites && !o.closed {
+		c.held = o.st.w
+		o.writesHeld.Store(true)
+	} else {
+		o.writesHeld.Store(false) // this write commits every held one
+	}
 	r.written = c
 	o.wg.Add(1) // Close waits for then, and closes the store after the write
-	err := o.st.saveTaskAsync(t.ID, record, evs, ttl, func(err error) {
+	err := o.st.saveTaskAsync(t.ID, record, evs, ttl, c.held != nil, func(err error) {
 		if err != nil {
 			o.log.Error("store task", "task_id", t.ID, "err", err)
 		}

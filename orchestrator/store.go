@@ -377,8 +377,9 @@ func (s *store) saveTask(t *Task, evs []*Event, ttl time.Duration) error {
 // saveTaskAsync is saveTask without waiting, with extra entries (nil ones skipped)
 // in the same transaction, and without the task's record when record is nil: the
 // record and evs are encoded now, the write is queued behind the earlier ones, and
-// done runs once it is committed or has failed.
-func (s *store) saveTaskAsync(id string, record *Task, evs []*Event, ttl time.Duration, done func(error), extra ...*badger.Entry) error {
+// done runs once it is committed or has failed. A held write waits for the next
+// write or Kick (see kvstore.Batcher.Hold).
+func (s *store) saveTaskAsync(id string, record *Task, evs []*Event, ttl time.Duration, hold bool, done func(error), extra ...*badger.Entry) error {
 	entries, err := s.taskEntries(id, record, evs, ttl)
 	if err != nil {
 		return err
@@ -388,7 +389,11 @@ func (s *store) saveTaskAsync(id string, record *Task, evs []*Event, ttl time.Du
 			entries = append(entries, e)
 		}
 	}
-	s.w.Write(entries, done)
+	if hold {
+		s.w.Hold(entries, done)
+	} else {
+		s.w.Write(entries, done)
+	}
 	return nil
 }
 

@@ -48,18 +48,39 @@ func NewBatcher(db *badger.DB) *Batcher {
 // committing goroutine, in order with the other writes' done functions, and must not
 // block: a done that needs a lock starts a goroutine to take it.
 func (b *Batcher) Write(entries []*badger.Entry, done func(error)) {
-	b.mu.Lock()
-	if b.closed {
-		b.mu.Unlock()
-		go done(ErrBatcherClosed)
-		return
+	if b.add(entries, done) {
+		b.Kick()
 	}
-	b.queue = append(b.queue, pendingWrite{entries, done})
-	b.mu.Unlock()
+}
+
+// Hold is Write that does not start the commit: the write waits for the next Write
+// or Kick, or a commit under way, and then goes in the same transaction as the writes
+// made after it. A caller that knows more writes follow at once (the next messages of
+// a subscription already read, say) holds all but the last. Whoever holds a write
+// must make sure a Write or Kick follows.
+func (b *Batcher) Hold(entries []*badger.Entry, done func(error)) {
+	b.add(entries, done)
+}
+
+// Kick starts committing the writes queued so far.
+func (b *Batcher) Kick() {
 	select {
 	case b.wake <- struct{}{}:
 	default:
 	}
+}
+
+// add queues a write and reports whether it did: a closed Batcher refuses it.
+func (b *Batcher) add(entries []*badger.Entry, done func(error)) bool {
+	b.mu.Lock()
+	if b.closed {
+		b.mu.Unlock()
+		go done(ErrBatcherClosed)
+		return false
+	}
+	b.queue = append(b.queue, pendingWrite{entries, done})
+	b.mu.Unlock()
+	return true
 }
 
 // WriteWait is Write that waits for the commit.

@@ -169,3 +169,70 @@ func TestBatcherClose(t *testing.T) {
 	}
 	b.Close() // a second Close is a no-op
 }
+
+// version is the commit timestamp of key: writes in one transaction share it.
+func version(t *testing.T, db *badger.DB, key string) uint64 {
+	t.Helper()
+	var v uint64
+	if err := db.View(func(txn *badger.Txn) error {
+		it, err := txn.Get([]byte(key))
+		if err == nil {
+			v = it.Version()
+		}
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+// Held writes go in one transaction with the Write or Kick that follows them, in
+// order, and each done runs once.
+func TestBatcherHoldJoinsTheNextCommit(t *testing.T) {
+	db := openTestDB(t)
+	b := NewBatcher(db)
+	defer b.Close()
+	var wg sync.WaitGroup
+	done := func(err error) {
+		if err != nil {
+			t.Error(err)
+		}
+		wg.Done()
+	}
+	wg.Add(4)
+	b.Hold([]*badger.Entry{entry("a", "1")}, done)
+	b.Hold([]*badger.Entry{entry("b", "1")}, done)
+	b.Hold([]*badger.Entry{entry("a", "2")}, done)
+	b.Write([]*badger.Entry{entry("c", "1")}, done)
+	wg.Wait()
+	if v, _ := get(t, db, "a"); v != "2" {
+		t.Fatalf("a = %q, want the later held value", v)
+	}
+	if va, vb, vc := version(t, db, "a"), version(t, db, "b"), version(t, db, "c"); va != vb || vb != vc {
+		t.Fatalf("versions %d %d %d: the held writes did not share the Write's transaction", va, vb, vc)
+	}
+
+	wg.Add(2)
+	b.Hold([]*badger.Entry{entry("d", "1")}, done)
+	b.Hold([]*badger.Entry{entry("e", "1")}, done)
+	b.Kick()
+	wg.Wait()
+	if vd, ve := version(t, db, "d"), version(t, db, "e"); vd != ve || vd == version(t, db, "c") {
+		t.Fatalf("versions d %d, e %d: Kick did not commit the held writes together", vd, ve)
+	}
+}
+
+// A write held when the Batcher closes is committed by Close.
+func TestBatcherCloseCommitsHeldWrites(t *testing.T) {
+	db := openTestDB(t)
+	b := NewBatcher(db)
+	errc := make(chan error, 1)
+	b.Hold([]*badger.Entry{entry("held", "1")}, func(err error) { errc <- err })
+	b.Close()
+	if err := <-errc; err != nil {
+		t.Fatal(err)
+	}
+	if v, ok := get(t, db, "held"); !ok || v != "1" {
+		t.Fatalf("held = %q %v", v, ok)
+	}
+}
