@@ -182,6 +182,7 @@ func (o *object) agentType(key string) AgentType {
 	}
 	return t
 }
+
 func (o *object) timestamp(key string) (t time.Time) {
 	s := o.str(key, true)
 	if o.err != nil {

@@ -9,11 +9,12 @@ import (
 	"unicode/utf8"
 )
 
-// This file is the decoder's one pass over the bytes. parse checks the grammar exactly
-// as json.Valid does and records every value as a token, decoding the strings that
-// hold escapes as it goes, so that reading the envelope afterwards never scans a byte
-// again, except to copy a string out. Before, each nesting level re-scanned what it
-// held, and a 256 KiB output was read five times.
+// This file is the decoder's one pass over the bytes once utf8.Valid has passed them.
+// parse checks the grammar exactly as json.Valid does and records every value as a
+// token, decoding the strings that hold escapes as it goes, so that reading the
+// envelope afterwards never scans a byte again, except to copy a string out. Before,
+// each nesting level re-scanned what it held, and a 256 KiB output was read five
+// times.
 
 // maxDepth is encoding/json's nesting limit: deeper input is not valid JSON to it.
 const maxDepth = 10000
@@ -68,9 +69,10 @@ func (z *tokenizer) run() bool {
 			if depth++; depth > maxDepth {
 				return false
 			}
-			z.toks = append(z.toks, token{start: i, next: open, kind: d[i]})
+			c := d[i]
+			z.push(c, i).next = open
 			open = len(z.toks) - 1
-			if i = skipWS(d, i+1); i < len(d) && d[i] != closer(d[z.toks[open].start]) {
+			if i = skipWS(d, i+1); i < len(d) && d[i] != closer(c) {
 				if i = z.memberStart(i, open); i < 0 {
 					return false
 				}
@@ -140,29 +142,36 @@ func (z *tokenizer) scalar(i int) int {
 	if i >= len(d) {
 		return -1
 	}
-	if d[i] == '"' {
-		i = z.str(i)
-	} else {
-		tok := token{start: i, kind: d[i], next: len(z.toks) + 1}
-		switch c := d[i]; {
-		case c == '-' || isDigit(c):
-			i, tok.kind = scanNumber(d, i), '0'
-		case c == 't':
-			i = scanLiteral(d, i, "true")
-		case c == 'f':
-			i = scanLiteral(d, i, "false")
-		case c == 'n':
-			i = scanLiteral(d, i, "null")
-		default:
-			return -1
-		}
-		tok.end = i
-		z.toks = append(z.toks, tok)
+	end := -1
+	switch c := d[i]; {
+	case c == '"':
+		end = z.str(i)
+	case c == '-' || isDigit(c):
+		end = scanNumber(d, i)
+		z.push('0', i).end = end
+	case c == 't':
+		end = scanLiteral(d, i, "true")
+		z.push(c, i).end = end
+	case c == 'f':
+		end = scanLiteral(d, i, "false")
+		z.push(c, i).end = end
+	case c == 'n':
+		end = scanLiteral(d, i, "null")
+		z.push(c, i).end = end
 	}
-	if i < 0 {
+	if end < 0 {
 		return -1
 	}
-	return skipWS(d, i)
+	return skipWS(d, end)
+}
+
+// push appends a token of kind starting at start, whose next is the token after it,
+// and returns it to be completed where it lies rather than built apart and copied.
+func (z *tokenizer) push(kind byte, start int) *token {
+	z.toks = append(z.toks, token{})
+	tok := &z.toks[len(z.toks)-1]
+	tok.kind, tok.start, tok.next = kind, start, len(z.toks)
+	return tok
 }
 
 // isWS reports whether c is JSON whitespace. The first test settles the usual case,
@@ -226,21 +235,17 @@ func skipDigits(d []byte, i int) int {
 // after its closing quote, or -1.
 func (z *tokenizer) str(i int) int {
 	d := z.d
-	tok := token{start: i, kind: '"', next: len(z.toks) + 1}
+	tok := z.push('"', i)
 	i = skipPlain(d, i+1)
 	if i < len(d) && d[i] == '"' {
 		tok.end = i + 1
-		z.toks = append(z.toks, tok)
 		return tok.end
 	}
 	if i >= len(d) || d[i] != '\\' {
 		return -1 // the input ends, or a control character
 	}
 	tok.escaped = true
-	if tok.end, tok.text, tok.textEnd = z.decode(tok.start+1, i); tok.end < 0 {
-		return -1
-	}
-	z.toks = append(z.toks, tok)
+	tok.end, tok.text, tok.textEnd = z.decode(tok.start+1, i)
 	return tok.end
 }
 
