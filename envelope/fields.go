@@ -375,12 +375,13 @@ func (t *tape) textIn(k int, words []string) bool {
 
 // textFrom returns the string at token k, as the element of words it equals if any.
 func (t *tape) textFrom(k int, words []string) string {
+	text := t.decoded(k)
 	for _, w := range words {
-		if t.textIs(k, w) {
+		if string(text) == w {
 			return w
 		}
 	}
-	return t.text(k)
+	return string(text)
 }
 
 // count returns the number of values in the array, or members in the object, at k.
