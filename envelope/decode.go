@@ -184,11 +184,14 @@ func (o *object) agentType(key string) AgentType {
 }
 
 func (o *object) timestamp(key string) (t time.Time) {
-	s := o.str(key, true)
-	if o.err != nil {
+	k, ok := o.stringMember(key, true)
+	if !ok {
 		return t
 	}
-	t, err := ParseTimestamp(s)
+	if t, ok := utcTimestamp(o.t.decoded(k)); ok {
+		return t
+	}
+	t, err := ParseTimestamp(o.t.text(k))
 	if err != nil {
 		o.fail(key, "%v", err)
 	}

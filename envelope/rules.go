@@ -142,6 +142,64 @@ func ParseTimestamp(s string) (time.Time, error) {
 	return t, nil
 }
 
+// utcTimestamp reads the form Encode writes, YYYY-MM-DDTHH:MM:SS[.fraction]Z with at
+// most nine digits of fraction, from the bytes where they lie. It reports false for
+// anything else, valid or not, which ParseTimestamp then reads; where it reports true,
+// ParseTimestamp returns the same time.
+func utcTimestamp(b []byte) (time.Time, bool) {
+	if len(b) < len("2006-01-02T15:04:05Z") || b[4] != '-' || b[7] != '-' || b[10] != 'T' ||
+		b[13] != ':' || b[16] != ':' || b[len(b)-1] != 'Z' {
+		return time.Time{}, false
+	}
+	year, ok1 := digits(b[0:4])
+	month, ok2 := digits(b[5:7])
+	day, ok3 := digits(b[8:10])
+	hour, ok4 := digits(b[11:13])
+	minute, ok5 := digits(b[14:16])
+	sec, ok6 := digits(b[17:19])
+	if !ok1 || !ok2 || !ok3 || !ok4 || !ok5 || !ok6 || month < 1 || month > 12 ||
+		day < 1 || day > daysIn(time.Month(month), year) || hour > 23 || minute > 59 || sec > 59 {
+		return time.Time{}, false
+	}
+	nsec := 0
+	if frac := b[19 : len(b)-1]; len(frac) > 0 {
+		n, ok := digits(frac[1:])
+		if frac[0] != '.' || len(frac) < 2 || len(frac) > 10 || !ok {
+			return time.Time{}, false
+		}
+		nsec = n
+		for range 10 - len(frac) {
+			nsec *= 10 // to nanoseconds, nine digits after the point
+		}
+	}
+	return time.Date(year, time.Month(month), day, hour, minute, sec, nsec, time.UTC), true
+}
+
+// digits reads b as a decimal number of digits only.
+func digits(b []byte) (n int, ok bool) {
+	for _, c := range b {
+		if !isDigit(c) {
+			return 0, false
+		}
+		n = n*10 + int(c-'0')
+	}
+	return n, true
+}
+
+// daysIn returns the number of days in month of year.
+func daysIn(month time.Month, year int) int {
+	switch month {
+	case time.February:
+		if year%4 == 0 && (year%100 != 0 || year%400 == 0) {
+			return 29
+		}
+		return 28
+	case time.April, time.June, time.September, time.November:
+		return 30
+	}
+	return 31
+}
+
 func checkRFC3339(s string) string {
 	const bad = "must be an RFC 3339 date-time with a zone, such as 2026-01-19T04:21:04Z"
 	// YYYY-MM-DDTHH:MM:SS is 19 bytes; the shortest zone is Z.
