@@ -156,7 +156,7 @@ func (a *Agent) Run(ctx context.Context) error {
 	bgWG.Add(3)
 	go func() { defer bgWG.Done(); a.registerLoop(bg) }()
 	go func() { defer bgWG.Done(); a.heartbeatLoop(bg) }()
-	go func() { defer bgWG.Done(); kvstore.RunGC(cache.db, 10*time.Minute, bg.Done()) }()
+	go func() { defer bgWG.Done(); kvstore.RunGC(cache.db.DB, 10*time.Minute, bg.Done()) }()
 	a.kickRegister()
 	close(a.ready)
 	a.log.Info("agent running", "type", a.cfg.Type, "work_types", a.WorkTypes())

@@ -36,7 +36,7 @@ type cacheEntry struct {
 // DedupeCache remembers, by request_id, whether a request is running or finished, and
 // a finished request's output and result. It lives in Badger, tuned to stay small.
 type DedupeCache struct {
-	db  *badger.DB
+	db  *kvstore.DB
 	w   *kvstore.Batcher // every write: requests arriving together commit together
 	ttl time.Duration
 }
@@ -58,7 +58,7 @@ func OpenDedupeCache(dir string, ttl time.Duration, log *slog.Logger) (*DedupeCa
 		WithNumGoroutines(2).
 		WithMetricsEnabled(false).
 		WithDetectConflicts(false)
-	db, err := badger.Open(opts)
+	db, err := kvstore.Open(opts)
 	if err != nil {
 		return nil, fmt.Errorf("dedupe cache: %w", err)
 	}

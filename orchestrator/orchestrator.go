@@ -152,7 +152,7 @@ func (o *Orchestrator) start() error {
 	}
 	o.discover()
 	o.wg.Add(1)
-	go func() { defer o.wg.Done(); kvstore.RunGC(o.st.db, 10*time.Minute, o.done) }()
+	go func() { defer o.wg.Done(); kvstore.RunGC(o.st.db.DB, 10*time.Minute, o.done) }()
 	return nil
 }
 

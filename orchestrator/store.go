@@ -40,7 +40,7 @@ func outputPrefix(id string) []byte { return []byte("o/" + id + "/") }
 
 // store keeps tasks, their events and their output in Badger.
 type store struct {
-	db *badger.DB
+	db *kvstore.DB
 	// w takes every task and event write: writes of tasks in flight together share
 	// a transaction, and they commit in the order they were made.
 	w *kvstore.Batcher
@@ -77,7 +77,7 @@ func openStore(dir string, log *slog.Logger) (*store, error) {
 		// Every read-write transaction here only writes (reads are View or
 		// iterators in View): nothing can conflict, so no read/write sets to track.
 		WithDetectConflicts(false)
-	db, err := badger.Open(opts)
+	db, err := kvstore.Open(opts)
 	if err != nil {
 		return nil, fmt.Errorf("open task store %s: %w", dir, err)
 	}

@@ -15,7 +15,7 @@ import (
 // Writes commit in the order Write was called, each one whole in one transaction.
 // While a batch commits, the next one gathers; a lone write goes at once.
 type Batcher struct {
-	db *badger.DB
+	db *DB
 
 	mu      sync.Mutex
 	queue   []pendingWrite
@@ -37,7 +37,7 @@ var ErrBatcherClosed = errors.New("kvstore: store closed")
 const maxBatchWrites = 256
 
 // NewBatcher starts a Batcher on db. Close it before db.
-func NewBatcher(db *badger.DB) *Batcher {
+func NewBatcher(db *DB) *Batcher {
 	b := &Batcher{db: db, wake: make(chan struct{}, 1), stopped: make(chan struct{})}
 	go b.loop()
 	return b
@@ -146,7 +146,7 @@ func (b *Batcher) commit(ws []pendingWrite) {
 // fits, and returns end. A write refused in a transaction of its own (too large for
 // one, or with a bad entry) fails alone, its error recorded in results.
 func (b *Batcher) commitFrom(ws []pendingWrite, start int, results []error) (int, error) {
-	txn := b.db.NewTransaction(true)
+	txn := b.db.newTxn()
 	defer func() { txn.Discard() }()
 	end := start
 	for ; end < len(ws); end++ {
@@ -161,7 +161,7 @@ func (b *Batcher) commitFrom(ws []pendingWrite, start int, results []error) (int
 		// ws[end] is partly in txn: the writes before it commit without it, and it
 		// starts the next transaction.
 		txn.Discard()
-		txn = b.db.NewTransaction(true)
+		txn = b.db.newTxn()
 		for _, w := range ws[start:end] {
 			if err := setAll(txn, w.entries); err != nil {
 				return end, err
@@ -169,7 +169,7 @@ func (b *Batcher) commitFrom(ws []pendingWrite, start int, results []error) (int
 		}
 		break
 	}
-	return end, txn.Commit()
+	return end, b.db.commit(txn)
 }
 
 func setAll(txn *badger.Txn, entries []*badger.Entry) error {

@@ -17,10 +17,10 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 // openTestDB opens a Badger store with 1 MiB memtables: a transaction then holds at
 // most ~150 KiB.
-func openTestDB(t *testing.T) *badger.DB {
+func openTestDB(t *testing.T) *DB {
 	t.Helper()
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	db, err := badger.Open(SmallOptions(t.TempDir(), log).WithMemTableSize(1 << 20).WithValueThreshold(64 << 10))
+	db, err := Open(SmallOptions(t.TempDir(), log).WithMemTableSize(1 << 20).WithValueThreshold(64 << 10))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -28,7 +28,7 @@ func openTestDB(t *testing.T) *badger.DB {
 	return db
 }
 
-func get(t *testing.T, db *badger.DB, key string) (string, bool) {
+func get(t *testing.T, db *DB, key string) (string, bool) {
 	t.Helper()
 	var v []byte
 	err := db.View(func(txn *badger.Txn) error {
@@ -171,7 +171,7 @@ func TestBatcherClose(t *testing.T) {
 }
 
 // version is the commit timestamp of key: writes in one transaction share it.
-func version(t *testing.T, db *badger.DB, key string) uint64 {
+func version(t *testing.T, db *DB, key string) uint64 {
 	t.Helper()
 	var v uint64
 	if err := db.View(func(txn *badger.Txn) error {
