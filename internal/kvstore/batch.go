@@ -53,11 +53,11 @@ func (b *Batcher) Write(entries []*badger.Entry, done func(error)) {
 	}
 }
 
-// Hold is Write that does not start the commit: the write waits for the next Write
-// or Kick, or a commit under way, and then goes in the same transaction as the writes
-// made after it. A caller that knows more writes follow at once (the next messages of
-// a subscription already read, say) holds all but the last. Whoever holds a write
-// must make sure a Write or Kick follows.
+// Hold is Write that does not start the commit: the write waits in the queue for the
+// next Write or Kick, and then goes in one transaction with the writes made after it.
+// A caller that knows more writes follow at once (the next messages of a
+// subscription already read, say) holds all but the last. Whoever holds a write must
+// make sure a Write or Kick follows; Close commits what is still held.
 func (b *Batcher) Hold(entries []*badger.Entry, done func(error)) {
 	b.add(entries, done)
 }
