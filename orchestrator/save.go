@@ -80,9 +80,6 @@ func (o *Orchestrator) queueWrite(r *run, record *Task, evs []*Event, then func(
 	c := &commit{done: make(chan struct{})}
 	if o.holdWrites && !o.closed {
 		c.held = o.st.w
-		o.writesHeld.Store(true)
-	} else {
-		o.writesHeld.Store(false) // this write commits every held one
 	}
 	r.written = c
 	o.wg.Add(1) // Close waits for then, and closes the store after the write
@@ -111,7 +108,8 @@ func (o *Orchestrator) queueWrite(r *run, record *Task, evs []*Event, then func(
 			then(err)
 		}()
 	}, extra...)
-	if err != nil { // nothing encoded, nothing queued
+	switch {
+	case err != nil: // nothing encoded, nothing queued
 		o.wg.Done()
 		o.taskLog(t).Error("store task", "err", err)
 		c.err = err
@@ -119,6 +117,10 @@ func (o *Orchestrator) queueWrite(r *run, record *Task, evs []*Event, then func(
 		if then != nil {
 			then(err)
 		}
+	case c.held != nil:
+		o.writesHeld.Store(true)
+	default:
+		o.writesHeld.Store(false) // this write's commit takes every held one along
 	}
 }
 
