@@ -1,6 +1,7 @@
 package kvstore
 
 import (
+	"fmt"
 	"io"
 	"log/slog"
 	"testing"
@@ -78,4 +79,84 @@ func TestWriteBatchAndBatcherShareTheClock(t *testing.T) {
 	if got, _ := get(t, db, "k"); got != "batcher again" {
 		t.Fatalf("k = %q, want the Batcher's later value", got)
 	}
+}
+
+// BenchmarkCommit is one three-entry transaction at a time with Badger's own
+// timestamps and with DB's (managed mode), and BenchmarkLookup a miss in each: the
+// figures behind choosing managed mode.
+func BenchmarkCommit(b *testing.B) {
+	val := make([]byte, 400)
+	entries := func(i int) []*badger.Entry {
+		out := make([]*badger.Entry, 3)
+		for j := range out {
+			out[j] = badger.NewEntry([]byte(fmt.Sprintf("t/%08d/%d", i, j)), val)
+		}
+		return out
+	}
+	b.Run("badger_txn", func(b *testing.B) {
+		db, err := badger.Open(smallOpts(b.TempDir()).WithDetectConflicts(false))
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer db.Close()
+		i := 0
+		for b.Loop() {
+			txn := db.NewTransaction(true)
+			for _, e := range entries(i) {
+				_ = txn.SetEntry(e)
+			}
+			if err := txn.Commit(); err != nil {
+				b.Fatal(err)
+			}
+			i++
+		}
+	})
+	b.Run("managed", func(b *testing.B) {
+		db, err := Open(smallOpts(b.TempDir()))
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer db.Close()
+		i := 0
+		for b.Loop() {
+			txn := db.newTxn()
+			for _, e := range entries(i) {
+				_ = txn.SetEntry(e)
+			}
+			if err := db.commit(txn); err != nil {
+				b.Fatal(err)
+			}
+			txn.Discard()
+			i++
+		}
+	})
+}
+
+func BenchmarkLookup(b *testing.B) {
+	miss := func(b *testing.B, db *badger.DB) {
+		i := 0
+		for b.Loop() {
+			_ = db.View(func(txn *badger.Txn) error {
+				_, err := txn.Get([]byte(fmt.Sprintf("r/%08d", i)))
+				return err
+			})
+			i++
+		}
+	}
+	b.Run("badger_txn", func(b *testing.B) {
+		db, err := badger.Open(smallOpts(b.TempDir()))
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer db.Close()
+		miss(b, db)
+	})
+	b.Run("managed", func(b *testing.B) {
+		db, err := Open(smallOpts(b.TempDir()))
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer db.Close()
+		miss(b, db.DB)
+	})
 }
