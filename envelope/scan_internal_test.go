@@ -145,16 +145,22 @@ func TestSkipPlainStopsAtTheFirstSpecialByte(t *testing.T) {
 					if at < n {
 						d[at] = special
 					}
-					want := 0
-					for want < len(d) && strSafe[d[want]] {
-						want++
-					}
-					if got := skipPlain(d, 0); got != want {
-						t.Fatalf("skipPlain(%q) = %d, want %d", d, got, want)
-					}
+					checkSkipPlain(t, d)
 				}
 			}
 		}
+	}
+}
+
+// checkSkipPlain compares skipPlain on d with a byte-by-byte loop.
+func checkSkipPlain(t *testing.T, d []byte) {
+	t.Helper()
+	want := 0
+	for want < len(d) && strSafe[d[want]] {
+		want++
+	}
+	if got := skipPlain(d, 0); got != want {
+		t.Fatalf("skipPlain(%q) = %d, want %d", d, got, want)
 	}
 }
 
@@ -169,13 +175,7 @@ func TestSkipPlainAgreesOnEveryByte(t *testing.T) {
 				if after >= 0 {
 					d[at+5] = byte(after)
 				}
-				want := 0
-				for want < len(d) && strSafe[d[want]] {
-					want++
-				}
-				if got := skipPlain(d, 0); got != want {
-					t.Fatalf("skipPlain(%q) = %d, want %d", d, got, want)
-				}
+				checkSkipPlain(t, d)
 			}
 		}
 	}
