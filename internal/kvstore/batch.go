@@ -110,6 +110,7 @@ func (b *Batcher) Close() {
 func (b *Batcher) loop() {
 	defer close(b.stopped)
 	for {
+		<-b.wake // only a Write, Kick or Close starts a commit: held writes wait
 		b.mu.Lock()
 		batch, closed := b.queue, b.closed
 		b.queue = nil
@@ -122,7 +123,6 @@ func (b *Batcher) loop() {
 		if closed {
 			return // nothing is queued once closed is seen
 		}
-		<-b.wake
 	}
 }
 
