@@ -22,9 +22,10 @@ func SmallOptions(dir string, log *slog.Logger) badger.Options {
 		WithLogger(Logger{Log: log}).
 		// A level-0 table overlaps much of level 1 (the orchestrator's keys take
 		// three prefixes; before UUIDv7 ids they were random), so each compaction
-		// rewrites much of it: fewer, larger level-0 tables mean fewer rewrites. 8 MiB memtables and 4 level-0 tables before compacting took
-		// 40,000 parallel dispatches from 85 to 66-72 µs each (4 MiB and 2 before).
-		// Memtables fill lazily: an idle daemon does not hold them.
+		// rewrites much of it: fewer, larger level-0 tables mean fewer rewrites.
+		// 8 MiB memtables and 4 level-0 tables before compacting took 40,000
+		// parallel dispatches (random ids then) from 85 to 66-72 µs each (4 MiB and
+		// 2 before). Memtables fill lazily: an idle daemon does not hold them.
 		WithMemTableSize(8 << 20).
 		WithNumMemtables(2).
 		WithNumLevelZeroTables(4).
