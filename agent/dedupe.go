@@ -56,8 +56,7 @@ func OpenDedupeCache(dir string, ttl time.Duration, log *slog.Logger) (*DedupeCa
 		WithBlockCacheSize(1 << 20).
 		WithIndexCacheSize(1 << 20).
 		WithNumGoroutines(2).
-		WithMetricsEnabled(false).
-		WithDetectConflicts(false)
+		WithMetricsEnabled(false)
 	db, err := kvstore.Open(opts)
 	if err != nil {
 		return nil, fmt.Errorf("dedupe cache: %w", err)

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/chiffon-dev/chiffon/broker"
+	"github.com/chiffon-dev/chiffon/internal/testnats"
 	"github.com/nats-io/nats.go"
 	"go.uber.org/goleak"
 )
@@ -87,16 +88,7 @@ func TestCheckAuth(t *testing.T) {
 // TestSharedAuthHeader sends several messages with one AuthHeader through a real
 // server: each arrives with the token and agent id, and the header is unchanged.
 func TestSharedAuthHeader(t *testing.T) {
-	srv, err := broker.StartServer(broker.ServerConfig{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Shutdown()
-	nc, err := nats.Connect(srv.ClientURL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
+	nc := testnats.Connect(t, testnats.Start(t, broker.ServerConfig{}))
 	sub, err := nc.SubscribeSync("auth.test")
 	if err != nil {
 		t.Fatal(err)

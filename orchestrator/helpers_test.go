@@ -3,12 +3,9 @@ package orchestrator_test
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"log/slog"
 	"net/http/httptest"
-	"os"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -307,22 +304,6 @@ func (a *fakeAgent) setPing(ok bool) {
 	defer a.mu.Unlock()
 	a.pingOK = ok
 }
-
-func readFile(t *testing.T, path string) string {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(b)
-}
-
-func mustJSON(v any) string {
-	b, _ := json.Marshal(v)
-	return string(b)
-}
-
-var _ = strings.Contains
 
 func natsMsg(a *fakeAgent, data []byte) *nats.Msg {
 	m := &nats.Msg{Subject: a.subj.Register(), Data: data}

@@ -73,10 +73,7 @@ func openStore(dir string, log *slog.Logger) (*store, error) {
 		// Badger msyncs a full value log file in the write path; larger files make
 		// that stall rarer (the mapping is virtual until written).
 		WithValueLogFileSize(128 << 20).
-		WithCompactL0OnClose(false).
-		// Every read-write transaction here only writes (reads are View or
-		// iterators in View): nothing can conflict, so no read/write sets to track.
-		WithDetectConflicts(false)
+		WithCompactL0OnClose(false)
 	db, err := kvstore.Open(opts)
 	if err != nil {
 		return nil, fmt.Errorf("open task store %s: %w", dir, err)
