@@ -15,11 +15,13 @@ import (
 	"log/slog"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/chiffon-dev/chiffon/broker"
 	"github.com/chiffon-dev/chiffon/envelope"
 	"github.com/chiffon-dev/chiffon/internal/kvstore"
+	"github.com/chiffon-dev/chiffon/internal/ratelog"
 	"github.com/nats-io/nats.go"
 )
 
@@ -34,15 +36,27 @@ type Agent struct {
 	// memory without running nvidia-smi every interval.
 	gpus []gpu
 
-	ready   chan struct{}
-	regKick chan struct{}
-	stopNow chan struct{}
-	stopped sync.Once
+	// instance tells this process from any other with the same agent id; it
+	// travels in the Chiffon-Instance header of every message.
+	instance string
+	ready    chan struct{}
+	regKick  chan struct{}
+	// accepted is closed at the first register_ack; refused delivers the
+	// orchestrator's refusal of this process, which ends Run.
+	accepted     chan struct{}
+	acceptedOnce sync.Once
+	refused      chan error
+	stopNow      chan struct{}
+	stopped      sync.Once
 
 	mu       sync.Mutex
 	running  map[string]*task // by request_id
 	draining bool
 	drainAt  *time.Timer
+
+	// authLog logs refused messages at a bounded rate; authFailures counts them.
+	authLog      *ratelog.Logger
+	authFailures atomic.Int64
 
 	nc    *nats.Conn
 	pub   *publisher
@@ -63,6 +77,9 @@ func New(cfg Config) (*Agent, error) {
 		return nil, fmt.Errorf("agent: %w", err)
 	}
 	cfg = cfg.withDefaults()
+	if err := cfg.NATS.Validate(); err != nil {
+		return nil, fmt.Errorf("agent: %w", err)
+	}
 	var err error
 	if cfg.Token == "" {
 		if cfg.Token, err = broker.ReadTokenFile(cfg.TokenFile); err != nil {
@@ -77,11 +94,15 @@ func New(cfg Config) (*Agent, error) {
 	a := &Agent{
 		cfg:      cfg,
 		log:      cfg.Logger.With("agent_id", cfg.ID),
+		authLog:  ratelog.New(cfg.Logger.With("agent_id", cfg.ID), ratelog.Policy{}),
 		subjects: broker.Subjects{Prefix: cfg.NATS.Prefix},
 		agType:   envelope.AgentType(cfg.Type),
 		handlers: map[string]workType{},
+		instance: envelope.NewID(),
 		ready:    make(chan struct{}),
 		regKick:  make(chan struct{}, 1),
+		accepted: make(chan struct{}),
+		refused:  make(chan error, 1),
 		stopNow:  make(chan struct{}),
 		running:  map[string]*task{},
 		gpus:     gpuMemory(),
@@ -114,18 +135,41 @@ func (a *Agent) WorkTypes() []string {
 	return names
 }
 
-// Ready is closed once Run has subscribed to the agent's subjects.
+// Ready is closed once the orchestrator has accepted the agent's registration and
+// Run has subscribed to its work subject.
 func (a *Agent) Ready() <-chan struct{} { return a.ready }
+
+// isAccepted reports whether the orchestrator has accepted this process.
+func (a *Agent) isAccepted() bool {
+	select {
+	case <-a.accepted:
+		return true
+	default:
+		return false
+	}
+}
+
+// AuthFailures is how many messages the agent refused for a missing or wrong
+// token.
+func (a *Agent) AuthFailures() int64 { return a.authFailures.Load() }
 
 // StopNow makes a Run that is draining cancel the running tasks at once instead of
 // waiting for the drain timeout (a second SIGTERM).
 func (a *Agent) StopNow() { a.stopped.Do(func() { close(a.stopNow) }) }
 
 // Run connects to NATS, opens the dedupe cache, registers, and serves until ctx is
-// done. It then drains: no new work is taken, running tasks get up to the drain
-// timeout to finish and are cancelled after it, everything is flushed and the cache
-// is closed. Run returns nil after a clean drain.
+// done. It takes work only once the orchestrator has accepted its registration,
+// and returns an error when the orchestrator refuses it (another process with
+// the same id is live, or the id is bound to another type). On ctx's end it
+// drains: no new work is taken, running tasks get up to the drain timeout to
+// finish and are cancelled after it, everything is flushed and the cache is
+// closed. Run returns nil after a clean drain.
 func (a *Agent) Run(ctx context.Context) error {
+	// A task runs as the agent's user unless its work type says run_as: it must
+	// not read the agent's memory or environment through /proc.
+	if err := HardenProcess(); err != nil {
+		a.log.Warn("could not hide the agent's /proc entries from its tasks", "err", err)
+	}
 	cache, err := OpenDedupeCache(a.cfg.DataDir, time.Duration(a.cfg.DedupeTTL), a.log)
 	if err != nil {
 		return fmt.Errorf("agent: %w", err)
@@ -136,21 +180,26 @@ func (a *Agent) Run(ctx context.Context) error {
 			a.log.Error("close dedupe cache", "err", err)
 		}
 	}()
-	nc, err := broker.Connect(broker.ConnConfig{
-		URLs: a.cfg.NATS.URLs, Name: "chiffon-agent-" + a.cfg.ID, Logger: a.log,
-		OnReconnect: func(*nats.Conn) { a.kickRegister() },
-	})
+	cc := a.cfg.NATS.ConnConfig("chiffon-agent-" + a.cfg.ID)
+	cc.Logger, cc.OnReconnect = a.log, func(*nats.Conn) { a.kickRegister() }
+	cc.InboxPrefix = a.subjects.Inbox(broker.RoleAgent, a.cfg.ID)
+	nc, err := broker.Connect(cc)
 	if err != nil {
 		return fmt.Errorf("agent: %w", err)
 	}
 	defer nc.Close()
 	a.nc = nc
-	a.pub = &publisher{nc: nc, auth: broker.AuthHeader(a.cfg.Token, a.cfg.ID), log: a.log}
+	auth := broker.AuthHeader(a.cfg.Token, a.cfg.ID)
+	auth.Set(broker.HeaderInstance, a.instance)
+	a.pub = &publisher{nc: nc, auth: auth, log: a.log}
 
-	subs, err := a.subscribe()
+	// The control subject first: the orchestrator pings it to learn whether
+	// another process with this id is live before it accepts this one.
+	control, err := a.subscribe(a.subjects.AgentControl(a.cfg.ID), a.onControl)
 	if err != nil {
 		return fmt.Errorf("agent: %w", err)
 	}
+	subs := []*nats.Subscription{control}
 	bg, stopBG := context.WithCancel(context.Background())
 	var bgWG sync.WaitGroup
 	bgWG.Add(3)
@@ -158,10 +207,26 @@ func (a *Agent) Run(ctx context.Context) error {
 	go func() { defer bgWG.Done(); a.heartbeatLoop(bg) }()
 	go func() { defer bgWG.Done(); kvstore.RunGC(cache.db.DB, 10*time.Minute, bg.Done()) }()
 	a.kickRegister()
-	close(a.ready)
-	a.log.Info("agent running", "type", a.cfg.Type, "work_types", a.WorkTypes())
 
-	<-ctx.Done()
+	var runErr error
+	select {
+	case <-a.accepted:
+		work, err := a.subscribe(a.subjects.AgentWork(a.cfg.ID), a.onWork)
+		if err != nil {
+			runErr = fmt.Errorf("agent: %w", err)
+			break
+		}
+		subs = append(subs, work)
+		a.sendHeartbeat() // the orchestrator routes work here from this heartbeat on
+		close(a.ready)
+		a.log.Info("agent running", "type", a.cfg.Type, "work_types", a.WorkTypes())
+		select {
+		case <-ctx.Done():
+		case runErr = <-a.refused:
+		}
+	case runErr = <-a.refused:
+	case <-ctx.Done():
+	}
 	a.log.Info("agent draining", "timeout", time.Duration(a.cfg.DrainTimeout))
 	a.drain(time.Duration(a.cfg.DrainTimeout))
 	a.waitTasks()
@@ -174,32 +239,22 @@ func (a *Agent) Run(ctx context.Context) error {
 	if err := nc.FlushTimeout(5 * time.Second); err != nil {
 		a.log.Warn("flush on shutdown", "err", err)
 	}
+	a.authLog.Flush(context.Background())
 	a.log.Info("agent stopped")
-	return nil
+	return runErr
 }
 
-func (a *Agent) subscribe() ([]*nats.Subscription, error) {
-	var subs []*nats.Subscription
-	for subj, h := range map[string]nats.MsgHandler{
-		a.subjects.AgentWork(a.cfg.ID):    a.onWork,
-		a.subjects.AgentControl(a.cfg.ID): a.onControl,
-		a.subjects.Discover():             a.onDiscover,
-	} {
-		s, err := a.nc.Subscribe(subj, h)
-		if err != nil {
-			for _, s := range subs {
-				_ = s.Unsubscribe()
-			}
-			return nil, fmt.Errorf("subscribe %s: %w", subj, err)
-		}
-		subs = append(subs, s)
+// subscribe subscribes h to subject and makes sure the server knows it before it
+// returns. While the broker is down, nats.go replays it on reconnect.
+func (a *Agent) subscribe(subject string, h nats.MsgHandler) (*nats.Subscription, error) {
+	s, err := a.nc.Subscribe(subject, h)
+	if err != nil {
+		return nil, fmt.Errorf("subscribe %s: %w", subject, err)
 	}
-	// The server must know the subscriptions before Ready says so. While the broker
-	// is down, nats.go replays them on reconnect.
 	if err := a.nc.FlushTimeout(5 * time.Second); err != nil && !errors.Is(err, nats.ErrConnectionClosed) {
 		a.log.Warn("flush subscriptions", "err", err)
 	}
-	return subs, nil
+	return s, nil
 }
 
 // drain stops new work and, after timeout (or StopNow), cancels running tasks.

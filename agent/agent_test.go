@@ -37,7 +37,11 @@ func TestEveryCheckAnswersWithItsCode(t *testing.T) {
 		{"unknown version", h.orchToken, []byte(v2), errcodes.UnsupportedWorkType, errcodes.KeyVersionRequested, "2.0"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			p := h.sendRaw(tc.data, tc.token, "").errorReply()
+			w := h.sendRaw(tc.data, tc.token, "")
+			p := w.errorReply()
+			if unauthenticated := tc.code == errcodes.AuthenticationFailed; w.bare != unauthenticated {
+				t.Errorf("answer without the agent's token: %v, want %v", w.bare, unauthenticated)
+			}
 			if p.ErrorCode != int(tc.code) {
 				t.Fatalf("code %d, want %d (%s)", p.ErrorCode, tc.code, p.ErrorMessage)
 			}

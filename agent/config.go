@@ -94,11 +94,28 @@ type WorkTypeConfig struct {
 	Command []string `yaml:"command"`
 	// AppendArgsFrom names a parameter holding a list of strings appended to argv.
 	AppendArgsFrom string `yaml:"append_args_from"`
+	// AllowOptionArgs lets parameters supply arguments that start with '-'. When
+	// false (the default) a task is refused with ExitInvalidParameters if a
+	// templated Command element or an AppendArgsFrom item would begin with '-', so
+	// that a parameter cannot turn into an option of the command ("--output=FILE").
+	// Literal elements and "--name={{.x}}" (the option fixed by the config) are
+	// always allowed; an element such as "-{{.flag}}", where a parameter completes
+	// an option, is a config error.
+	AllowOptionArgs bool `yaml:"allow_option_args"`
 	// Shell, when set instead of Command, is a script run by /bin/sh -c. Parameters
-	// are not templated into it: read them from stdin or CHIFFON_PARAM_<NAME>.
+	// are not templated into it: read them from stdin, or from CHIFFON_PARAM_<NAME>,
+	// which is set for the scalar parameters declared in Schema's top-level
+	// properties only (none without a schema).
 	Shell string `yaml:"shell"`
 	// Dir is the working directory (templated like Command); "" means the agent's.
+	// A templated Dir must stay under DirBase.
 	Dir string `yaml:"dir"`
+	// DirBase is the absolute directory a rendered Dir must be, or be below, after
+	// cleaning and after resolving symlinks; otherwise the task is refused with
+	// ExitInvalidParameters. "" means, for a templated Dir, its literal text before
+	// the first "{{" up to its last '/' ("/srv/repos/{{.repo}}" → "/srv/repos/"),
+	// which must be absolute.
+	DirBase string `yaml:"dir_base"`
 	// Env lists the agent's environment variables passed through; nothing else is.
 	Env []string `yaml:"env"`
 	// SetEnv are fixed variables set for the process.
@@ -107,6 +124,11 @@ type WorkTypeConfig struct {
 	Timeout Duration `yaml:"timeout"`
 	// Schema is a JSON Schema the parameters must satisfy.
 	Schema map[string]any `yaml:"schema"`
+	// RunAs is a user name or numeric uid the process runs as, with that user's
+	// gid and supplementary groups; "" means the agent's user. It is looked up
+	// when the config is validated. Switching to another user needs an agent
+	// running as root: otherwise the task fails to start.
+	RunAs string `yaml:"run_as"`
 }
 
 // LoadConfig reads and validates a YAML config file. Unknown keys are errors.

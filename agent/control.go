@@ -10,18 +10,13 @@ import (
 	"github.com/nats-io/nats.go"
 )
 
-// onControl answers cancel, ping and drain with a control_ack, or an error.
+// onControl answers cancel, ping and drain with a control_ack, or an error, and
+// registers again on discover (which wants no answer). Until the orchestrator
+// has accepted this process it answers pings only: they ask whether it is
+// there, while cancel and drain are meant for the registered process.
 func (a *Agent) onControl(msg *nats.Msg) {
-	if msg.Reply == "" {
-		a.log.Warn("control message without a reply subject: dropped")
-		return
-	}
 	if err := broker.CheckAuth(msg, a.cfg.OrchestratorToken); err != nil {
-		status := errcodes.TokenInvalid
-		if errors.Is(err, broker.ErrNoToken) {
-			status = errcodes.TokenMissing
-		}
-		a.replyError(msg, nil, errcodes.NewAuthenticationFailed(a.cfg.ID, status))
+		a.refuseUnauthenticated(msg, err)
 		return
 	}
 	env, err := envelope.Decode(msg.Data)
@@ -31,6 +26,18 @@ func (a *Agent) onControl(msg *nats.Msg) {
 			pe = errcodes.NewInvalidMessage("", "%v", err)
 		}
 		a.replyError(msg, nil, pe)
+		return
+	}
+	if env.Type == envelope.TypeDiscover {
+		a.onDiscover()
+		return
+	}
+	if msg.Reply == "" {
+		a.log.Warn("control message without a reply subject: dropped", "type", env.Type)
+		return
+	}
+	if env.Type != envelope.TypePing && !a.isAccepted() {
+		a.log.Warn("control message before the registration is accepted: dropped", "type", env.Type)
 		return
 	}
 	var ack *envelope.ControlAck

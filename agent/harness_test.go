@@ -1,6 +1,7 @@
 package agent_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"io"
@@ -14,6 +15,7 @@ import (
 	"github.com/chiffon-dev/chiffon/agent"
 	"github.com/chiffon-dev/chiffon/broker"
 	"github.com/chiffon-dev/chiffon/envelope"
+	"github.com/chiffon-dev/chiffon/errcodes"
 	"github.com/chiffon-dev/chiffon/internal/testnats"
 	"github.com/nats-io/nats.go"
 	"go.uber.org/goleak"
@@ -45,6 +47,11 @@ type harness struct {
 	cancel     context.CancelFunc
 	runErr     chan error
 	inbox      atomic.Int64
+	// refuse, when it holds a token status, makes registrations refused with it.
+	refuse atomic.Value
+	// gate, when it holds a channel, holds answers to registrations until it is
+	// closed.
+	gate atomic.Value
 }
 
 func newHarness(t *testing.T, mutate func(*agent.Config)) *harness {
@@ -60,7 +67,36 @@ func newHarness(t *testing.T, mutate func(*agent.Config)) *harness {
 	if mutate != nil {
 		mutate(&h.cfg)
 	}
+	h.acceptRegistrations()
 	return h
+}
+
+// acceptRegistrations answers every registration with a register_ack, as an
+// orchestrator that knows the agent does (an agent takes work only once accepted),
+// or with the 5004 h.refuse names.
+func (h *harness) acceptRegistrations() {
+	_, err := h.nc.Subscribe(broker.Subjects{}.Register(), func(m *nats.Msg) {
+		env, err := envelope.Decode(m.Data)
+		if err != nil {
+			return
+		}
+		if gate, ok := h.gate.Load().(chan struct{}); ok {
+			<-gate
+		}
+		var ack *envelope.Envelope
+		if status, _ := h.refuse.Load().(string); status != "" {
+			ack = env.Reply(envelope.NewErrorPayload(errcodes.NewAuthenticationFailed(h.cfg.ID, status)))
+		} else {
+			ack = env.Reply(&envelope.RegisterAck{AgentID: h.cfg.ID, OrchestratorID: "o1", ProtocolVersion: "1.0"})
+		}
+		data, _ := envelope.Encode(ack)
+		reply := &nats.Msg{Subject: m.Reply, Data: data}
+		broker.SetAuth(reply, h.orchToken, h.cfg.ID)
+		_ = h.nc.PublishMsg(reply)
+	})
+	if err != nil {
+		h.t.Fatal(err)
+	}
 }
 
 // start runs a new agent on the harness's config; setup may add handlers.
@@ -128,7 +164,7 @@ func (h *harness) sendRaw(data []byte, token, taskID string) *watch {
 	if taskID == "" {
 		taskID = envelope.NewID()
 	}
-	reply := broker.Subjects{}.OrchTask("orch"+string(rune('a'+h.inbox.Add(1)%26)), taskID)
+	reply := broker.Subjects{}.OrchTask("orch"+string(rune('a'+h.inbox.Add(1)%26)), h.cfg.ID, taskID, broker.NewToken())
 	w := h.watch(reply)
 	msg := &nats.Msg{Subject: broker.Subjects{}.AgentWork(h.cfg.ID), Reply: reply, Data: data}
 	if token != "" {
@@ -183,22 +219,33 @@ type watch struct {
 	ch       chan *nats.Msg
 	out      []byte
 	statuses []*envelope.WorkStatus
+	// bare is set once a message came without the agent's token (a 5004).
+	bare bool
 }
 
-// next returns the next envelope, checking its auth and size.
+// next returns the next envelope, checking its auth and size. Only a 5004, the
+// answer to a sender without the orchestrator's token, comes without the agent's
+// token, and then with no credential at all (w.bare says so).
 func (w *watch) next() *envelope.Envelope {
 	w.h.t.Helper()
 	select {
 	case m := <-w.ch:
-		if err := broker.CheckAuth(m, w.h.agentToken); err != nil {
-			w.h.t.Fatalf("agent message without its token: %v", err)
-		}
 		if len(m.Data) > int(w.h.srv.MaxPayload()) {
 			w.h.t.Fatalf("message of %d bytes is over max_payload", len(m.Data))
 		}
 		env, err := envelope.Decode(m.Data)
 		if err != nil {
 			w.h.t.Fatalf("agent sent an invalid envelope: %v", err)
+		}
+		if err := broker.CheckAuth(m, w.h.agentToken); err != nil {
+			p, ok := env.Payload.(*envelope.ErrorPayload)
+			if !ok || p.ErrorCode != int(errcodes.AuthenticationFailed) {
+				w.h.t.Fatalf("agent message without its token: %v", err)
+			}
+			if len(m.Header) > 1 || m.Header.Get(broker.HeaderAuthorization) != "" || bytes.Contains(m.Data, []byte(w.h.agentToken)) {
+				w.h.t.Fatalf("a 5004 to an unauthenticated sender carries a credential: %v", m.Header)
+			}
+			w.bare = true
 		}
 		if st, ok := env.Payload.(*envelope.WorkStatus); ok {
 			w.statuses = append(w.statuses, st)

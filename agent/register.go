@@ -3,10 +3,12 @@ package agent
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/chiffon-dev/chiffon/broker"
 	"github.com/chiffon-dev/chiffon/envelope"
+	"github.com/chiffon-dev/chiffon/errcodes"
 	"github.com/nats-io/nats.go"
 )
 
@@ -77,7 +79,11 @@ func (a *Agent) registerOnce() bool {
 		return false
 	}
 	if err := broker.CheckAuth(reply, a.cfg.OrchestratorToken); err != nil {
-		a.log.Warn("register: reply with a bad orchestrator token", "token_status", err.Error())
+		// The orchestrator answers a sender it cannot authenticate without its
+		// token: most likely this agent's token file differs from the one in the
+		// orchestrator's config.
+		a.log.Error("register: answer without the orchestrator's token for this agent (is token_file the one the orchestrator has for this id?)",
+			"token_status", err.Error())
 		return false
 	}
 	env, err := envelope.Decode(reply.Data)
@@ -89,9 +95,27 @@ func (a *Agent) registerOnce() bool {
 	case *envelope.RegisterAck:
 		a.log.Info("registered", "orchestrator_id", p.OrchestratorID, "protocol_version", p.ProtocolVersion)
 		a.markHealthy()
+		if a.isAccepted() {
+			// Registered again (a restarted orchestrator, a reconnect): the work
+			// subscription is in place, so say so at once rather than at the
+			// next tick.
+			a.sendHeartbeat()
+		}
+		a.acceptedOnce.Do(func() { close(a.accepted) })
 		return true
 	case *envelope.ErrorPayload:
 		a.log.Error("registration refused", "error_code", p.ErrorCode, "error_message", p.ErrorMessage)
+		if p.ErrorCode == int(errcodes.AuthenticationFailed) {
+			// The orchestrator itself says no (the reply bears its token): another
+			// process with this id is live, or the id is bound to another type.
+			// Trying again would not change that.
+			status, _ := p.ErrorContext[errcodes.KeyTokenStatus].(string)
+			select {
+			case a.refused <- fmt.Errorf("agent %s: registration refused (%s): %s", a.cfg.ID, status, p.ErrorMessage):
+			default:
+			}
+			return true
+		}
 	default:
 		a.log.Warn("register: unexpected reply", "type", env.Type)
 	}
@@ -122,18 +146,6 @@ func (a *Agent) sendHeartbeat() {
 	a.markHealthy()
 }
 
-// onDiscover registers again when an orchestrator asks agents of this type to.
-func (a *Agent) onDiscover(msg *nats.Msg) {
-	if broker.CheckAuth(msg, a.cfg.OrchestratorToken) != nil {
-		a.log.Warn("discover with a bad orchestrator token: ignored")
-		return
-	}
-	env, err := envelope.Decode(msg.Data)
-	if err != nil || env.Type != envelope.TypeDiscover {
-		a.log.Warn("bad discover message: ignored", "err", err)
-		return
-	}
-	if env.ToAgent == a.agType {
-		a.kickRegister()
-	}
-}
+// onDiscover registers again when the orchestrator asks (it has just started).
+// Called by onControl once the message is authenticated.
+func (a *Agent) onDiscover() { a.kickRegister() }

@@ -26,31 +26,45 @@ const killWait = 5 * time.Second
 
 // subprocess runs one configured work type as a child process.
 type subprocess struct {
-	name   string
-	cfg    WorkTypeConfig
-	argv   []*template.Template
-	dir    *template.Template
-	schema *jsonschema.Schema
+	name      string
+	cfg       WorkTypeConfig
+	argv      []argTemplate
+	dir       *template.Template
+	dirBase   string   // "" means dir is not confined
+	envParams []string // parameters passed as CHIFFON_PARAM_<NAME> in shell mode
+	runAs     *runAsUser
+	schema    *jsonschema.Schema
 }
 
 func newSubprocess(name string, cfg WorkTypeConfig) (*subprocess, error) {
 	s := &subprocess{name: name, cfg: cfg}
 	for i, arg := range cfg.Command {
-		t, err := template.New(name).Option("missingkey=error").Parse(arg)
+		a, err := newArgTemplate(name, arg, cfg.AllowOptionArgs)
 		if err != nil {
 			return nil, fmt.Errorf("command[%d]: %w", i, err)
 		}
-		s.argv = append(s.argv, t)
+		s.argv = append(s.argv, a)
 	}
 	t, err := template.New(name).Option("missingkey=error").Parse(cfg.Dir)
 	if err != nil {
 		return nil, fmt.Errorf("dir: %w", err)
 	}
 	s.dir = t
+	if s.dirBase, err = dirBaseOf(cfg, t); err != nil {
+		return nil, err
+	}
 	if cfg.Schema != nil {
 		if s.schema, err = compileSchema(name, cfg.Schema); err != nil {
 			return nil, fmt.Errorf("schema: %w", err)
 		}
+	}
+	if cfg.Shell != "" {
+		if s.envParams, err = envParams(cfg.Schema); err != nil {
+			return nil, err
+		}
+	}
+	if s.runAs, err = lookupRunAs(cfg.RunAs); err != nil {
+		return nil, err
 	}
 	return s, nil
 }
@@ -89,28 +103,61 @@ func (s *subprocess) command(req *Request) (*exec.Cmd, []byte, error) {
 	}
 	argv := []string{"/bin/sh", "-c", s.cfg.Shell}
 	if s.cfg.Shell == "" {
-		argv = argv[:0]
-		for i, t := range s.argv {
-			var b strings.Builder
-			if err := t.Execute(&b, req.Parameters); err != nil {
-				return nil, nil, fmt.Errorf("command[%d]: %v", i, err)
-			}
-			argv = append(argv, b.String())
-		}
-		extra, err := stringList(req.Parameters, s.cfg.AppendArgsFrom)
-		if err != nil {
+		if argv, err = s.renderArgv(req); err != nil {
 			return nil, nil, err
 		}
-		argv = append(argv, extra...)
 	}
-	var dir strings.Builder
-	if err := s.dir.Execute(&dir, req.Parameters); err != nil {
-		return nil, nil, fmt.Errorf("dir: %v", err)
+	dir, err := s.renderDir(req)
+	if err != nil {
+		return nil, nil, err
 	}
 	cmd := exec.Command(argv[0], argv[1:]...)
-	cmd.Dir = dir.String()
+	cmd.Dir = dir
 	cmd.Env = s.env(req)
 	return cmd, params, nil
+}
+
+// renderArgv renders Command and appends the AppendArgsFrom list, refusing an
+// argument from a parameter that would be an option unless allow_option_args.
+func (s *subprocess) renderArgv(req *Request) ([]string, error) {
+	var argv []string
+	for i, a := range s.argv {
+		var b strings.Builder
+		if err := a.t.Execute(&b, req.Parameters); err != nil {
+			return nil, fmt.Errorf("command[%d]: %v", i, err)
+		}
+		if a.guarded && !s.cfg.AllowOptionArgs {
+			if err := checkOptionArg(fmt.Sprintf("command[%d]", i), b.String(), a.params); err != nil {
+				return nil, err
+			}
+		}
+		argv = append(argv, b.String())
+	}
+	extra, err := stringList(req.Parameters, s.cfg.AppendArgsFrom)
+	if err != nil {
+		return nil, err
+	}
+	if !s.cfg.AllowOptionArgs {
+		for i, arg := range extra {
+			what := fmt.Sprintf("append_args_from item %s[%d]", s.cfg.AppendArgsFrom, i)
+			if err := checkOptionArg(what, arg, []string{s.cfg.AppendArgsFrom}); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return append(argv, extra...), nil
+}
+
+// renderDir renders Dir and, when it has a base, keeps it under the base.
+func (s *subprocess) renderDir(req *Request) (string, error) {
+	var b strings.Builder
+	if err := s.dir.Execute(&b, req.Parameters); err != nil {
+		return "", fmt.Errorf("dir: %v", err)
+	}
+	if s.dirBase == "" {
+		return b.String(), nil
+	}
+	return confineDir(s.dirBase, b.String(), templateParams(s.dir))
 }
 
 // stringList reads the list parameter key ("" means none) as strings.
@@ -136,8 +183,10 @@ func stringList(params map[string]any, key string) ([]string, error) {
 	return out, nil
 }
 
-// env is the allowlisted environment, the fixed variables, the task's ids and, in
-// shell mode, the scalar parameters as CHIFFON_PARAM_<NAME>.
+// env is the whole environment of the process, never nil (a nil Cmd.Env would
+// pass on the agent's): the allowlisted variables, the fixed ones, the task's
+// ids and, in shell mode, the scalar parameters the schema declares as
+// CHIFFON_PARAM_<NAME>.
 func (s *subprocess) env(req *Request) []string {
 	var env []string
 	for _, k := range s.cfg.Env {
@@ -150,12 +199,10 @@ func (s *subprocess) env(req *Request) []string {
 	}
 	env = append(env, "CHIFFON_TASK_ID="+req.TaskID, "CHIFFON_REQUEST_ID="+req.RequestID,
 		"CHIFFON_TRACE_ID="+req.TraceID, "CHIFFON_WORK_TYPE="+req.WorkType)
-	if s.cfg.Shell != "" {
-		for k, v := range req.Parameters {
-			switch v.(type) {
-			case string, json.Number, bool:
-				env = append(env, "CHIFFON_PARAM_"+strings.ToUpper(k)+"="+fmt.Sprint(v))
-			}
+	for _, k := range s.envParams {
+		switch v := req.Parameters[k].(type) {
+		case string, json.Number, bool:
+			env = append(env, "CHIFFON_PARAM_"+strings.ToUpper(k)+"="+fmt.Sprint(v))
 		}
 	}
 	return env
@@ -169,11 +216,14 @@ func (s *subprocess) run(ctx context.Context, req *Request, p Progress) (Result,
 	if err != nil {
 		return Result{ExitCode: ExitInvalidParameters}, err
 	}
+	cred, err := s.runAs.credential(os.Geteuid())
+	if err != nil {
+		return Result{ExitCode: 127}, fmt.Errorf("start %s: %w", cmd.Path, err)
+	}
 	lines := &lineProtocol{p: p}
 	cmd.Stdin = bytes.NewReader(params)
 	cmd.Stdout, cmd.Stderr = lines, p
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	setParentDeathSignal(cmd.SysProcAttr)
+	cmd.SysProcAttr = childSysProcAttr(cred)
 	cmd.WaitDelay = killWait
 	if err := cmd.Start(); err != nil {
 		return Result{ExitCode: 127}, fmt.Errorf("start %s: %w", cmd.Path, err)

@@ -27,6 +27,10 @@ func (a *Agent) onWork(msg *nats.Msg) {
 		a.log.Warn("work_request without a reply subject: dropped")
 		return
 	}
+	if err := broker.CheckAuth(msg, a.cfg.OrchestratorToken); err != nil {
+		a.refuseUnauthenticated(msg, err)
+		return
+	}
 	env, perr := a.checkRequest(msg)
 	if perr != nil {
 		a.replyError(msg, env, perr)
@@ -37,16 +41,10 @@ func (a *Agent) onWork(msg *nats.Msg) {
 	}
 }
 
-// checkRequest checks token (5004), envelope (5003), version (5006) and work type
-// (5006). The returned envelope is nil when the message did not decode.
+// checkRequest checks an authenticated request's envelope (5003), version (5006)
+// and work type (5006). The returned envelope is nil when the message did not
+// decode.
 func (a *Agent) checkRequest(msg *nats.Msg) (*envelope.Envelope, *errcodes.Error) {
-	if err := broker.CheckAuth(msg, a.cfg.OrchestratorToken); err != nil {
-		status := errcodes.TokenInvalid
-		if errors.Is(err, broker.ErrNoToken) {
-			status = errcodes.TokenMissing
-		}
-		return nil, errcodes.NewAuthenticationFailed(a.cfg.ID, status)
-	}
 	env, err := envelope.Decode(msg.Data)
 	if err != nil {
 		var pe *errcodes.Error
@@ -142,7 +140,34 @@ func (a *Agent) checkCapacityLocked(wr *envelope.WorkRequest) *errcodes.Error {
 	return nil
 }
 
-// replyError answers a request with an error envelope on its reply subject.
+// refuseUnauthenticated answers a message without the orchestrator's token with a
+// 5004, counted and logged at a bounded rate. Nobody vouched for the sender, so
+// the answer is not sent as this agent: it carries no token, and fresh ids
+// rather than the request_id the sender chose, so that it cannot pass for the
+// agent's word on any task.
+func (a *Agent) refuseUnauthenticated(msg *nats.Msg, err error) {
+	status := errcodes.TokenInvalid
+	if errors.Is(err, broker.ErrNoToken) {
+		status = errcodes.TokenMissing
+	}
+	a.authFailures.Add(1)
+	a.authLog.Warn("refused:"+status, "message refused: authentication failed", "subject", msg.Subject, "token_status", status)
+	if msg.Reply == "" {
+		return
+	}
+	out := envelope.New(a.agType, envelope.Orchestrator, "", "",
+		envelope.NewErrorPayload(errcodes.NewAuthenticationFailed(a.cfg.ID, status)))
+	data, encErr := envelope.Encode(out)
+	if encErr == nil {
+		encErr = a.nc.Publish(msg.Reply, data)
+	}
+	if encErr != nil {
+		a.log.Warn("answer 5004", "err", encErr)
+	}
+}
+
+// replyError answers an authenticated request with an error envelope on its reply
+// subject.
 func (a *Agent) replyError(msg *nats.Msg, env *envelope.Envelope, perr *errcodes.Error) {
 	reqID, traceID := idsOf(env, msg.Data)
 	out := envelope.New(a.agType, envelope.Orchestrator, reqID, traceID, envelope.NewErrorPayload(perr))

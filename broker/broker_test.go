@@ -2,9 +2,11 @@ package broker_test
 
 import (
 	"errors"
+	"net"
 	"os"
 	"path/filepath"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -21,12 +23,10 @@ func TestSubjectsUseOnePrefix(t *testing.T) {
 	for _, tc := range []struct{ got, want string }{
 		{broker.Subjects{}.AgentWork("a-1"), "chiffon.agent.a-1.work"},
 		{broker.Subjects{}.AgentControl("a-1"), "chiffon.agent.a-1.control"},
-		{broker.Subjects{}.OrchTask("o", "t"), "chiffon.orch.o.task.t"},
-		{broker.Subjects{}.OrchTasks("o"), "chiffon.orch.o.task.*"},
+		{broker.Subjects{}.OrchTask("o", "a-1", "t", "n"), "chiffon.orch.o.task.a-1.t.n"},
+		{broker.Subjects{}.OrchTasks("o"), "chiffon.orch.o.task.>"},
 		{broker.Subjects{Prefix: "lab"}.Register(), "lab.registry.register"},
 		{broker.Subjects{}.Heartbeat(), "chiffon.registry.heartbeat"},
-		{broker.Subjects{}.Discover(), "chiffon.registry.discover"},
-		{broker.TaskIDFromSubject("chiffon.orch.o.task.t-9"), "t-9"},
 	} {
 		if tc.got != tc.want {
 			t.Errorf("got %q, want %q", tc.got, tc.want)
@@ -169,5 +169,221 @@ func TestConnectReconnectsAfterServerRestart(t *testing.T) {
 func TestConnectNeedsAURL(t *testing.T) {
 	if _, err := broker.Connect(broker.ConnConfig{}); err == nil {
 		t.Fatal("no error without URLs")
+	}
+}
+
+// TestConnectFailsAtStartWhenTheServerRefusesTheIdentity: a server that answers but
+// does not list the NKey makes Connect fail at once, naming the seed file, instead
+// of returning a connection that retries forever.
+func TestConnectFailsAtStartWhenTheServerRefusesTheIdentity(t *testing.T) {
+	_, pub := testnats.NKey(t)
+	stranger, _ := testnats.NKey(t)
+	s := testnats.StartSecure(t, []broker.User{{NKey: pub, Publish: []string{">"}}})
+	nc, err := broker.Connect(broker.ConnConfig{URLs: []string{s.ClientURL()}, NKeyFile: stranger, TLS: s.TLS})
+	if err == nil {
+		nc.Close()
+		t.Fatal("Connect returned a connection for an unlisted NKey")
+	}
+	if !strings.Contains(strings.ToLower(err.Error()), "authorization violation") || !strings.Contains(err.Error(), stranger) {
+		t.Fatalf("error %q should name the refusal and the seed file", err)
+	}
+}
+
+// TestConnectFailsAtStartWhenTheServerCertificateIsNotTrusted covers the TLS
+// handshakes that waiting will not fix.
+func TestConnectFailsAtStartWhenTheServerCertificateIsNotTrusted(t *testing.T) {
+	seed, pub := testnats.NKey(t)
+	s := testnats.StartSecure(t, []broker.User{{NKey: pub, Publish: []string{">"}}})
+	otherCA, _, err := broker.EnsureCA(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, tc := range map[string]struct {
+		tls  broker.ClientTLS
+		want []string
+	}{
+		"another CA":       {broker.ClientTLS{CAFile: otherCA}, []string{"certificate", "unknown authority"}},
+		"system roots":     {broker.ClientTLS{ServerName: "localhost"}, []string{"certificate", "unknown authority"}},
+		"another name":     {broker.ClientTLS{CAFile: s.TLS.CAFile, ServerName: "nats.example"}, []string{"certificate", "nats.example"}},
+		"trusted, for ref": {s.TLS, nil},
+	} {
+		t.Run(name, func(t *testing.T) {
+			nc, err := broker.Connect(broker.ConnConfig{URLs: []string{s.ClientURL()}, NKeyFile: seed, TLS: tc.tls})
+			if tc.want == nil {
+				if err != nil {
+					t.Fatal(err)
+				}
+				nc.Close()
+				return
+			}
+			if err == nil {
+				nc.Close()
+				t.Fatal("Connect returned a connection")
+			}
+			t.Log(err)
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Fatalf("error %q does not mention %q", err, w)
+				}
+			}
+		})
+	}
+}
+
+// TestConnectFailsAtStartWithoutTheClientCertificateMutualTLSNeeds: a server that
+// verifies client certificates turns away a client with none, at Connect.
+func TestConnectFailsAtStartWithoutTheClientCertificateMutualTLSNeeds(t *testing.T) {
+	dir := t.TempDir()
+	caPath, _, _ := broker.EnsureCA(dir)
+	cert, key, _ := broker.EnsureServerCert(dir, nil)
+	clientCert, clientKey, err := broker.EnsureClientCert(dir, "desk-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	seed, pub := testnats.NKey(t)
+	conf := filepath.Join(dir, "nats.conf")
+	if err := broker.WriteServerFile(conf, broker.ServerFile{Listen: "127.0.0.1:-1", Users: []broker.User{{NKey: pub}},
+		TLS: &broker.ServerTLS{CertFile: cert, KeyFile: key, CAFile: caPath, Verify: true}}); err != nil {
+		t.Fatal(err)
+	}
+	s := testnats.Start(t, broker.ServerConfig{ConfigFile: conf})
+	url := []string{s.ClientURL()}
+	if nc, err := broker.Connect(broker.ConnConfig{URLs: url, NKeyFile: seed, TLS: broker.ClientTLS{CAFile: caPath}}); err == nil {
+		nc.Close()
+		t.Fatal("connected without a client certificate")
+	} else if !strings.Contains(err.Error(), "tls") {
+		t.Fatalf("error %q does not name TLS", err)
+	} else {
+		t.Log(err)
+	}
+	nc, err := broker.Connect(broker.ConnConfig{URLs: url, NKeyFile: seed,
+		TLS: broker.ClientTLS{CAFile: caPath, CertFile: clientCert, KeyFile: clientKey}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	nc.Close()
+}
+
+// TestConnectFailsAtStartOnBadIdentitySettings needs no server: the files and the
+// inbox prefix are checked before dialling, and no error quotes a seed.
+func TestConnectFailsAtStartOnBadIdentitySettings(t *testing.T) {
+	dir := t.TempDir()
+	seed, _ := testnats.NKey(t)
+	secret, _ := os.ReadFile(seed)
+	notSeed := filepath.Join(dir, "not.nk")
+	os.WriteFile(notSeed, secret[:20], 0o600)
+	url := []string{"nats://127.0.0.1:1"}
+	for name, tc := range map[string]struct {
+		cfg  broker.ConnConfig
+		want string
+	}{
+		"missing seed":         {broker.ConnConfig{NKeyFile: filepath.Join(dir, "absent.nk")}, "nkey_file"},
+		"cut seed":             {broker.ConnConfig{NKeyFile: notSeed}, "nkey_file"},
+		"seed and creds":       {broker.ConnConfig{NKeyFile: seed, CredsFile: seed}, "creds_file"},
+		"cert without key":     {broker.ConnConfig{TLS: broker.ClientTLS{CertFile: seed}}, "tls.cert_file"},
+		"CA with no cert":      {broker.ConnConfig{TLS: broker.ClientTLS{CAFile: seed}}, "tls.ca_file"},
+		"wildcard inbox":       {broker.ConnConfig{InboxPrefix: "_INBOX.*"}, "inbox prefix"},
+		"empty token in inbox": {broker.ConnConfig{InboxPrefix: "_INBOX..a"}, "inbox prefix"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			tc.cfg.URLs = url
+			nc, err := broker.Connect(tc.cfg)
+			if err == nil {
+				nc.Close()
+				t.Fatal("Connect returned a connection")
+			}
+			if !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), string(secret[:12])) {
+				t.Fatalf("error %q: want it to name %s and hold no seed", err, tc.want)
+			}
+		})
+	}
+}
+
+// TestConnectWaitsForASecureServerNotYetStarted: with nothing listening yet Connect
+// still returns a connection, which gets in as its NKey once the server starts.
+func TestConnectWaitsForASecureServerNotYetStarted(t *testing.T) {
+	seed, pub := testnats.NKey(t)
+	s := testnats.StartSecure(t, []broker.User{{NKey: pub, Publish: []string{"x.>", "_I.>"}, Subscribe: []string{"x.>", "_I.>"}}})
+	port := s.Port()
+	s.Shutdown()
+	nc, err := broker.Connect(broker.ConnConfig{URLs: []string{s.ClientURL()}, NKeyFile: seed, TLS: s.TLS, InboxPrefix: "_I"})
+	if err != nil {
+		t.Fatalf("server down: %v", err)
+	}
+	defer nc.Close()
+	connected := nc.StatusChanged(nats.CONNECTED)
+	if nc.IsConnected() {
+		t.Fatal("connected with no server")
+	}
+	testnats.Start(t, broker.ServerConfig{ConfigFile: s.ConfigFile, Port: port})
+	select {
+	case <-connected:
+	case <-time.After(20 * time.Second):
+		t.Fatal("no connection after the server started")
+	}
+	sub, err := nc.Subscribe("x.echo", func(m *nats.Msg) { _ = m.Respond(m.Data) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Unsubscribe()
+	if m, err := nc.Request("x.echo", []byte("hi"), 10*time.Second); err != nil || string(m.Data) != "hi" {
+		t.Fatalf("request through the custom inbox: %v", err)
+	}
+}
+
+// TestServerAuthRequired tells an open server from one that needs an identity, and
+// counts a no_auth_user, which anonymous clients become, as open.
+func TestServerAuthRequired(t *testing.T) {
+	_, pub := testnats.NKey(t)
+	dir := t.TempDir()
+	users := filepath.Join(dir, "users.conf")
+	if err := broker.WriteServerFile(users, broker.ServerFile{Listen: "127.0.0.1:-1", Users: []broker.User{{NKey: pub}}}); err != nil {
+		t.Fatal(err)
+	}
+	noAuthUser := filepath.Join(dir, "no_auth_user.conf")
+	if err := os.WriteFile(noAuthUser, []byte("listen: \"127.0.0.1:-1\"\nauthorization { users = [ {user: \"a\", password: \"b\"} ] }\nno_auth_user: \"a\"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		cfg  broker.ServerConfig
+		want bool
+	}{
+		{broker.ServerConfig{}, false},
+		{broker.ServerConfig{ConfigFile: users}, true},
+		{broker.ServerConfig{ConfigFile: noAuthUser}, false},
+	} {
+		s := testnats.Start(t, tc.cfg)
+		if s.AuthRequired() != tc.want || s.TLSRequired() {
+			t.Errorf("%s: auth required %v, TLS %v", tc.cfg.ConfigFile, s.AuthRequired(), s.TLSRequired())
+		}
+	}
+}
+
+// TestServerConfigFileIsOverriddenOnlyWhereSet: fields of ServerConfig left zero keep
+// the file's settings; set ones win.
+func TestServerConfigFileIsOverriddenOnlyWhereSet(t *testing.T) {
+	_, pub := testnats.NKey(t)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := ln.Addr().(*net.TCPAddr).Port
+	ln.Close()
+	conf := filepath.Join(t.TempDir(), "nats.conf")
+	if err := broker.WriteServerFile(conf, broker.ServerFile{Listen: "127.0.0.1:" + strconv.Itoa(port),
+		Users: []broker.User{{NKey: pub}}, MaxPayload: 2 << 20}); err != nil {
+		t.Fatal(err)
+	}
+	s := testnats.Start(t, broker.ServerConfig{ConfigFile: conf})
+	if s.Port() != port || s.MaxPayload() != 2<<20 || !s.AuthRequired() {
+		t.Fatalf("file's settings lost: port %d (want %d), max payload %d", s.Port(), port, s.MaxPayload())
+	}
+	store := t.TempDir()
+	o := testnats.Start(t, broker.ServerConfig{ConfigFile: conf, Port: -1, MaxPayload: 512 << 10, JetStream: true, StoreDir: store})
+	if o.Port() == port || o.MaxPayload() != 512<<10 || !o.AuthRequired() {
+		t.Fatalf("overrides lost: port %d, max payload %d", o.Port(), o.MaxPayload())
+	}
+	if _, err := broker.StartServer(broker.ServerConfig{ConfigFile: filepath.Join(t.TempDir(), "absent.conf")}); err == nil {
+		t.Fatal("started without its config file")
 	}
 }

@@ -1,8 +1,12 @@
 package broker
 
 import (
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
+	"fmt"
 	"log/slog"
+	"net"
 	"strings"
 	"time"
 
@@ -22,6 +26,19 @@ type ConnConfig struct {
 	// MinReconnectWait and MaxReconnectWait bound the reconnect backoff; 0 means
 	// 100 ms and 5 s.
 	MinReconnectWait, MaxReconnectWait time.Duration
+	// NKeyFile is a user NKey seed file to authenticate with; exclusive with
+	// CredsFile; "" with both means no identity.
+	NKeyFile string
+	// CredsFile is a .creds file (user JWT and seed) for a server in operator
+	// mode.
+	CredsFile string
+	// TLS configures TLS to the server; the zero value uses TLS only when the
+	// server requires it, trusting the system's roots.
+	TLS ClientTLS
+	// InboxPrefix replaces "_INBOX" as the first tokens of request reply subjects,
+	// so that subject permissions can give each identity inboxes of its own; it
+	// must be a subject without wildcards. "" keeps "_INBOX".
+	InboxPrefix string
 	// OnReconnect runs after every reconnect, such as to register again.
 	OnReconnect func(*nats.Conn)
 	// OnDisconnect runs when the connection drops.
@@ -31,11 +48,110 @@ type ConnConfig struct {
 }
 
 // Connect dials NATS. If no server answers yet it keeps trying in the background, so a
-// daemon may start before its broker; publishes are buffered meanwhile.
+// daemon may start before its broker; publishes are buffered meanwhile. But a bad
+// seed, creds or TLS file, a server refusing the identity and a failed TLS handshake
+// are errors at once, naming the cause, rather than a reconnect loop.
 func Connect(cfg ConnConfig) (*nats.Conn, error) {
 	if len(cfg.URLs) == 0 {
 		return nil, errors.New("broker: no NATS URL given")
 	}
+	ident, err := identityOptions(cfg)
+	if err != nil {
+		return nil, err
+	}
+	opts := append(connOptions(cfg), ident...)
+	urls := strings.Join(cfg.URLs, ",")
+	// A first attempt without retries tells an unreachable server, worth waiting
+	// for, from one that answers but refuses us, which waiting will not fix.
+	nc, err := nats.Connect(urls, opts...)
+	if err == nil {
+		return nc, nil
+	}
+	if why := refusal(cfg, err); why != "" {
+		return nil, fmt.Errorf("broker: %s: %w", why, err)
+	}
+	return nats.Connect(urls, append(opts, nats.RetryOnFailedConnect(true))...)
+}
+
+// identityOptions checks cfg's identity and TLS files and returns the options that
+// present them.
+func identityOptions(cfg ConnConfig) ([]nats.Option, error) {
+	if err := checkIdentity("", cfg.NKeyFile, cfg.CredsFile, cfg.TLS); err != nil {
+		return nil, fmt.Errorf("broker: %w", err)
+	}
+	var opts []nats.Option
+	switch {
+	case cfg.NKeyFile != "":
+		opt, err := nats.NkeyOptionFromSeed(cfg.NKeyFile)
+		if err != nil {
+			return nil, fmt.Errorf("broker: nkey_file %s: not a user NKey seed", cfg.NKeyFile)
+		}
+		opts = append(opts, opt)
+	case cfg.CredsFile != "":
+		opts = append(opts, nats.UserCredentials(cfg.CredsFile))
+	}
+	if !cfg.TLS.isZero() {
+		tc, err := cfg.TLS.config("tls.")
+		if err != nil {
+			return nil, fmt.Errorf("broker: %w", err)
+		}
+		opts = append(opts, nats.Secure(tc))
+	}
+	if cfg.InboxPrefix != "" {
+		if !validLiteralSubject(cfg.InboxPrefix) {
+			return nil, fmt.Errorf("broker: inbox prefix %q must be a subject without wildcards", cfg.InboxPrefix)
+		}
+		opts = append(opts, nats.CustomInboxPrefix(cfg.InboxPrefix))
+	}
+	return opts, nil
+}
+
+// refusal says why a server that answered refused the connection, or "" when err
+// may go away by waiting (no server reachable yet, a timeout).
+func refusal(cfg ConnConfig, err error) string {
+	var (
+		unknownCA *x509.UnknownAuthorityError
+		badName   *x509.HostnameError
+		badCert   *x509.CertificateInvalidError
+		verify    *tls.CertificateVerificationError
+		opErr     *net.OpError
+	)
+	switch {
+	case errors.Is(err, nats.ErrAuthorization), errors.Is(err, nats.ErrAuthExpired),
+		errors.Is(err, nats.ErrAuthRevoked), errors.Is(err, nats.ErrAccountAuthExpired):
+		switch {
+		case cfg.NKeyFile != "":
+			return "the NATS server refused the identity in nkey_file " + cfg.NKeyFile
+		case cfg.CredsFile != "":
+			return "the NATS server refused the identity in creds_file " + cfg.CredsFile
+		}
+		return "the NATS server requires an identity (set nkey_file or creds_file)"
+	case errors.Is(err, nats.ErrSecureConnWanted):
+		return "TLS is configured but the NATS server does not offer it"
+	case errors.As(err, &unknownCA), errors.As(err, &badName), errors.As(err, &badCert),
+		errors.As(err, &verify):
+		return "the NATS server's TLS certificate was not accepted (check tls.ca_file and tls.server_name)"
+	case errors.Is(err, nats.ErrTLS), errors.As(err, &opErr) && opErr.Op == "remote error":
+		// The server ended the handshake with an alert, as when it wants a client
+		// certificate it did not get or does not trust.
+		return "TLS with the NATS server failed (check tls.cert_file and tls.key_file)"
+	}
+	return ""
+}
+
+// validLiteralSubject reports whether s is a NATS subject with no wildcard.
+func validLiteralSubject(s string) bool {
+	for _, tok := range strings.Split(s, ".") {
+		if tok == "" || tok == "*" || tok == ">" || strings.ContainsAny(tok, " \t\r\n*>") {
+			return false
+		}
+	}
+	return true
+}
+
+// connOptions are the options every connection gets: reconnecting forever with
+// backoff, buffering while disconnected and logging its events.
+func connOptions(cfg ConnConfig) []nats.Option {
 	log := cfg.Logger
 	if log == nil {
 		log = slog.Default()
@@ -51,10 +167,9 @@ func Connect(cfg ConnConfig) (*nats.Conn, error) {
 	if maxWait == 0 {
 		maxWait = 5 * time.Second
 	}
-	opts := []nats.Option{
+	return []nats.Option{
 		nats.Name(cfg.Name),
 		nats.MaxReconnects(-1),
-		nats.RetryOnFailedConnect(true),
 		nats.ReconnectBufSize(buf),
 		nats.CustomReconnectDelay(func(attempts int) time.Duration {
 			return reconnectDelay(attempts, minWait, maxWait)
@@ -81,7 +196,6 @@ func Connect(cfg ConnConfig) (*nats.Conn, error) {
 			log.Error("nats async error", "subject", subject, "err", err)
 		}),
 	}
-	return nats.Connect(strings.Join(cfg.URLs, ","), opts...)
 }
 
 // reconnectDelay doubles from min per attempt, capped at max.

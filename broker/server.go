@@ -14,11 +14,17 @@ import (
 )
 
 // ServerConfig configures an embedded NATS server. The zero value listens on a random
-// port on 127.0.0.1 without JetStream.
+// port on 127.0.0.1 without JetStream or authentication.
 type ServerConfig struct {
-	// Host is the address to listen on; "" means 127.0.0.1.
+	// ConfigFile is a nats-server config file (see WriteServerFile) to load; the
+	// fields below then override it only where set. Without one the server has no
+	// authentication.
+	ConfigFile string
+	// Host is the address to listen on; "" means the ConfigFile's or, without one,
+	// 127.0.0.1.
 	Host string
-	// Port is the client port; 0 picks a free one.
+	// Port is the client port; 0 picks a free one, or with a ConfigFile keeps the
+	// file's; -1 always picks a free one.
 	Port int
 	// JetStream enables JetStream, storing its data in StoreDir.
 	JetStream bool
@@ -42,25 +48,9 @@ type Server struct {
 
 // StartServer starts an embedded NATS server and waits until it accepts clients.
 func StartServer(cfg ServerConfig) (*Server, error) {
-	if cfg.JetStream && cfg.StoreDir == "" {
-		return nil, errors.New("broker: JetStream needs an explicit store dir")
-	}
-	host := cfg.Host
-	if host == "" {
-		host = "127.0.0.1"
-	}
-	port := cfg.Port
-	if port == 0 {
-		port = server.RANDOM_PORT
-	}
-	opts := &server.Options{
-		Host:       host,
-		Port:       port,
-		JetStream:  cfg.JetStream,
-		StoreDir:   cfg.StoreDir,
-		MaxPayload: cfg.MaxPayload,
-		NoSigs:     true,
-		NoLog:      !cfg.Debug,
+	opts, err := serverOptions(cfg)
+	if err != nil {
+		return nil, err
 	}
 	ns, err := server.NewServer(opts)
 	if err != nil {
@@ -76,9 +66,41 @@ func StartServer(cfg ServerConfig) (*Server, error) {
 	}
 	if !ns.ReadyForConnections(wait) {
 		ns.Shutdown()
-		return nil, fmt.Errorf("broker: server on %s not ready after %s", net.JoinHostPort(host, strconv.Itoa(cfg.Port)), wait)
+		return nil, fmt.Errorf("broker: server on %s not ready after %s", net.JoinHostPort(opts.Host, strconv.Itoa(opts.Port)), wait)
 	}
 	return &Server{ns: ns, opts: opts}, nil
+}
+
+// serverOptions builds the server's options from cfg and its config file, if any.
+func serverOptions(cfg ServerConfig) (*server.Options, error) {
+	opts := &server.Options{Host: "127.0.0.1", Port: server.RANDOM_PORT}
+	if cfg.ConfigFile != "" {
+		var err error
+		if opts, err = server.ProcessConfigFile(cfg.ConfigFile); err != nil {
+			return nil, fmt.Errorf("broker: config file: %w", err)
+		}
+	}
+	if cfg.Host != "" {
+		opts.Host = cfg.Host
+	}
+	if cfg.Port != 0 {
+		opts.Port = cfg.Port
+	}
+	if cfg.MaxPayload != 0 {
+		opts.MaxPayload = cfg.MaxPayload
+	}
+	if cfg.JetStream {
+		opts.JetStream = true
+	}
+	if cfg.StoreDir != "" {
+		opts.StoreDir = cfg.StoreDir
+	}
+	if opts.JetStream && opts.StoreDir == "" {
+		return nil, errors.New("broker: JetStream needs an explicit store dir")
+	}
+	opts.NoSigs = true
+	opts.NoLog = !cfg.Debug
+	return opts, nil
 }
 
 // ClientURL is the nats:// URL clients connect to.
@@ -86,6 +108,19 @@ func (s *Server) ClientURL() string { return s.ns.ClientURL() }
 
 // Port is the client port the server listens on.
 func (s *Server) Port() int { return s.ns.Addr().(*net.TCPAddr).Port }
+
+// AuthRequired reports whether every client must authenticate: the server has users,
+// NKey users, a token or trusted operators, and no no_auth_user that anonymous
+// clients would become.
+func (s *Server) AuthRequired() bool {
+	o := s.opts
+	auth := len(o.Nkeys) > 0 || len(o.Users) > 0 || len(o.TrustedOperators) > 0 ||
+		o.Username != "" || o.Authorization != "" || o.AuthCallout != nil
+	return auth && o.NoAuthUser == ""
+}
+
+// TLSRequired reports whether clients must use TLS.
+func (s *Server) TLSRequired() bool { return s.opts.TLSConfig != nil && !s.opts.AllowNonTLS }
 
 // MaxPayload is the largest message the server accepts.
 func (s *Server) MaxPayload() int32 {

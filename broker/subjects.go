@@ -22,19 +22,39 @@ func (s Subjects) join(parts ...string) string {
 // AgentWork is where an agent instance receives work_requests.
 func (s Subjects) AgentWork(agentID string) string { return s.join("agent", agentID, "work") }
 
-// AgentControl is where an agent instance receives cancel, ping and drain.
+// AgentControl is where an agent instance receives cancel, ping, drain and
+// discover.
 func (s Subjects) AgentControl(agentID string) string {
 	return s.join("agent", agentID, "control")
 }
 
-// OrchTask is the inbox where an orchestrator receives the statuses, result and errors
-// of one task.
-func (s Subjects) OrchTask(orchID, taskID string) string {
-	return s.join("orch", orchID, "task", taskID)
+// OrchTask is the reply subject of one attempt of a task: where the agent the
+// attempt went to sends its work_status, work_result and errors. The agent's id
+// in it lets the broker allow each agent only its own task inboxes; nonce, new
+// per attempt, makes the subject unguessable, so that nobody but the agent (and
+// the server, with "no responders") can answer the attempt.
+func (s Subjects) OrchTask(orchID, agentID, taskID, nonce string) string {
+	return s.join("orch", orchID, "task", agentID, taskID, nonce)
 }
 
 // OrchTasks matches every task inbox of one orchestrator.
-func (s Subjects) OrchTasks(orchID string) string { return s.join("orch", orchID, "task", "*") }
+func (s Subjects) OrchTasks(orchID string) string { return s.join("orch", orchID, "task", ">") }
+
+// TaskInbox is a task inbox subject taken apart; ok is false when the subject
+// has not the form OrchTask builds.
+type TaskInbox struct {
+	AgentID, TaskID, Nonce string
+}
+
+// ParseTaskInbox takes apart a subject built by OrchTask.
+func ParseTaskInbox(subject string) (TaskInbox, bool) {
+	parts := strings.Split(subject, ".")
+	n := len(parts)
+	if n < 7 || parts[n-6] != "orch" || parts[n-4] != "task" {
+		return TaskInbox{}, false
+	}
+	return TaskInbox{AgentID: parts[n-3], TaskID: parts[n-2], Nonce: parts[n-1]}, true
+}
 
 // Register is where agents register (request/reply).
 func (s Subjects) Register() string { return s.join("registry", "register") }
@@ -42,19 +62,3 @@ func (s Subjects) Register() string { return s.join("registry", "register") }
 // Heartbeat is where agents publish heartbeats.
 func (s Subjects) Heartbeat() string { return s.join("registry", "heartbeat") }
 
-// Discover is where an orchestrator asks every agent to register again.
-func (s Subjects) Discover() string { return s.join("registry", "discover") }
-
-// TaskIDFromSubject returns the last token of a task inbox subject.
-func TaskIDFromSubject(subject string) string {
-	return subject[strings.LastIndexByte(subject, '.')+1:]
-}
-
-// NATSConfig is the `nats` section of a daemon's config file: where the broker is and
-// which subject prefix to use.
-type NATSConfig struct {
-	// URLs of the NATS servers; several give failover within a cluster.
-	URLs []string `yaml:"urls"`
-	// Prefix is the first token of every subject; "" means DefaultPrefix.
-	Prefix string `yaml:"prefix"`
-}

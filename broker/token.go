@@ -17,6 +17,9 @@ const (
 	HeaderAuthorization = "Authorization"
 	// HeaderAgentID carries the agent instance id of the sender or addressee.
 	HeaderAgentID = "Chiffon-Agent-Id"
+	// HeaderInstance carries the id of the agent process that sent a message, new
+	// at each start: it tells a restarted agent from a second live one.
+	HeaderInstance = "Chiffon-Instance"
 )
 
 // TokenLen is the length of a generated token.
@@ -104,6 +107,9 @@ func CheckAuth(msg *nats.Msg, want string) error {
 	}
 	return nil
 }
+
+// InstanceOf returns the Chiffon-Instance header of msg.
+func InstanceOf(msg *nats.Msg) string { return msg.Header.Get(HeaderInstance) }
 
 // AgentIDOf returns the Chiffon-Agent-Id header of msg.
 func AgentIDOf(msg *nats.Msg) string { return msg.Header.Get(HeaderAgentID) }

@@ -47,14 +47,33 @@ const (
 	TokenMissing = "missing"
 	TokenInvalid = "invalid"
 	TokenUnknown = "unknown_agent"
+	// TokenWrongType: the agent registered as another type than its id is bound
+	// to in the orchestrator's config.
+	TokenWrongType = "wrong_agent_type"
+	// TokenInstanceLive: another process with the same agent id is registered
+	// and answers; a second instance is refused.
+	TokenInstanceLive = "instance_already_live"
 )
 
+var authMessages = map[string]string{
+	TokenMissing:      "bearer token missing",
+	TokenInvalid:      "bearer token invalid",
+	TokenUnknown:      "bearer token unknown_agent",
+	TokenWrongType:    "agent id registered as another type than the orchestrator's config binds it to",
+	TokenInstanceLive: "another instance with this agent id is live; a second one is refused",
+}
+
 // NewAuthenticationFailed returns a 5004 for agentID. tokenStatus says what was wrong
-// (TokenMissing, TokenInvalid, TokenUnknown); the token itself is never included.
+// (TokenMissing, TokenInvalid, TokenUnknown, TokenWrongType, TokenInstanceLive); the
+// token itself is never included.
 func NewAuthenticationFailed(agentID, tokenStatus string) *Error {
+	msg, ok := authMessages[tokenStatus]
+	if !ok {
+		msg = "bearer token " + tokenStatus
+	}
 	return &Error{
 		Code:    AuthenticationFailed,
-		Message: "bearer token " + tokenStatus,
+		Message: msg,
 		Context: map[string]any{KeyAgentID: agentID, KeyTokenStatus: tokenStatus},
 	}
 }

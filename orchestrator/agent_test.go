@@ -21,7 +21,7 @@ func (e *env) realAgent(id string, h agent.Handler) { e.realAgentWith(id, 4, h) 
 func (e *env) realAgentWith(id string, capacity int, h agent.Handler) {
 	e.t.Helper()
 	a, err := agent.New(agent.Config{ID: id, Type: "code", NATS: broker.NATSConfig{URLs: []string{e.srv.ClientURL()}},
-		DataDir: e.t.TempDir(), Token: e.tokens[id], OrchestratorToken: e.cfg.Token, MaxConcurrency: capacity,
+		DataDir: e.t.TempDir(), Token: e.tokens[id], OrchestratorToken: e.orchTokens[id], MaxConcurrency: capacity,
 		HeartbeatInterval: agent.Duration(time.Second), KeepaliveInterval: agent.Duration(10 * time.Second),
 		DrainTimeout: agent.Duration(time.Second),
 		Logger:       slog.New(slog.NewTextHandler(e.logs, nil)).With("side", "agent")})
@@ -33,6 +33,9 @@ func (e *env) realAgentWith(id string, capacity int, h agent.Handler) {
 	done := make(chan error, 1)
 	go func() { done <- a.Run(ctx) }()
 	e.t.Cleanup(func() { cancel(); <-done })
+	if !e.opened {
+		return // the agent is ready once an orchestrator accepts it
+	}
 	select {
 	case <-a.Ready():
 	case err := <-done:

@@ -105,9 +105,12 @@ func (o *Orchestrator) apiSubmit(w http.ResponseWriter, r *http.Request) {
 	}
 	t, err := o.Submit(r.Context(), req)
 	var fe *FieldError
+	var tle *TooLargeError
 	switch {
 	case errors.As(err, &fe):
 		writeError(w, http.StatusBadRequest, "invalid_field", fe.Field, fe.Message)
+	case errors.As(err, &tle):
+		writeError(w, http.StatusRequestEntityTooLarge, "too_large", "parameters", tle.Error())
 	case errors.Is(err, ErrClosed):
 		writeError(w, http.StatusServiceUnavailable, "unavailable", "", err.Error())
 	case err != nil:

@@ -1,14 +1,18 @@
 package orchestrator_test
 
 import (
+	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/chiffon-dev/chiffon/broker"
 	"github.com/chiffon-dev/chiffon/envelope"
+	"github.com/chiffon-dev/chiffon/internal/testnats"
 	"github.com/chiffon-dev/chiffon/orchestrator"
 )
 
@@ -244,5 +248,78 @@ func TestHealthReadyAndMetrics(t *testing.T) {
 	o.Close()
 	if status, _ := call(t, c, "GET", "/readyz", "", ""); status != 503 {
 		t.Fatalf("readyz after close: %d", status)
+	}
+}
+
+func TestAPIRefusesATaskTooLargeForTheBrokerBeforeStoringIt(t *testing.T) {
+	cases := []struct {
+		name       string
+		maxPayload int32 // the broker's; 0 is NATS's default, 1 MiB
+		wantLimit  int
+	}{
+		{"default broker", 0, envelope.MaxEnvelopeSize - 1024},
+		{"broker with a smaller max_payload", 64 << 10, 64<<10 - 1024},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t, "code-1")
+			if tc.maxPayload != 0 {
+				e.srv = testnats.Restart(t, e.srv, broker.ServerConfig{MaxPayload: tc.maxPayload})
+			}
+			o, a := e.openWithAgent("code-1", 4)
+			c := e.client(o)
+			withText := func(n int) orchestrator.SubmitRequest {
+				return orchestrator.SubmitRequest{ToAgent: envelope.Code, WorkType: "echo",
+					Parameters: map[string]any{"text": strings.Repeat("x", n)}}
+			}
+			post := func(n int) (int, string) {
+				b, _ := json.Marshal(withText(n))
+				return call(t, c, "POST", "/api/v1/tasks", e.cfg.APIToken, string(b))
+			}
+
+			// Submit measures the work_request: from one size, the text that makes
+			// it exactly the limit follows (an ASCII byte is a byte of JSON).
+			probe := tc.wantLimit
+			_, err := o.Submit(t.Context(), withText(probe))
+			var tle *orchestrator.TooLargeError
+			if !errors.As(err, &tle) || !errors.Is(err, orchestrator.ErrTooLarge) {
+				t.Fatalf("Submit of %d bytes of text: %v, want a *TooLargeError", probe, err)
+			}
+			if tle.Limit != tc.wantLimit || tle.Size <= tle.Limit {
+				t.Fatalf("TooLargeError %+v, want limit %d", tle, tc.wantLimit)
+			}
+			fits := probe - (tle.Size - tle.Limit)
+
+			status, body := post(fits + 1)
+			var eb orchestrator.ErrorBody
+			if status != http.StatusRequestEntityTooLarge || json.Unmarshal([]byte(body), &eb) != nil ||
+				eb.Error.Code != "too_large" || eb.Error.Field != "parameters" ||
+				!strings.Contains(eb.Error.Message, fmt.Sprintf("%d bytes, over the limit of %d bytes", tle.Limit+1, tle.Limit)) {
+				t.Fatalf("one byte over: %d %s", status, body)
+			}
+			if list, err := c.List(t.Context(), orchestrator.ListOptions{}); err != nil || len(list) != 0 {
+				t.Fatalf("a refused task was stored: %v %d", err, len(list))
+			}
+			select {
+			case w := <-a.work:
+				t.Fatalf("a refused task was sent: %s", w.req.TaskID)
+			default:
+			}
+			if agents, err := c.Agents(t.Context()); err != nil || len(agents) != 1 || agents[0].Breaker != "closed" || agents[0].Load != 0 {
+				t.Fatalf("agents after refusals: %v %+v", err, agents)
+			}
+			if _, metrics := call(t, c, "GET", "/metrics", "", ""); !strings.Contains(metrics, "chiffon_orchestrator_tasks_too_large_total 2") {
+				t.Errorf("metrics do not count 2 refusals")
+			}
+
+			// Exactly the limit is accepted, goes out and arrives whole.
+			if status, body := post(fits); status != http.StatusCreated {
+				t.Fatalf("at the limit: %d %s", status, body)
+			}
+			w := a.next()
+			if text, _ := w.req.Parameters["text"].(string); len(text) != fits {
+				t.Fatalf("agent got %d bytes of text, want %d", len(text), fits)
+			}
+		})
 	}
 }

@@ -20,17 +20,16 @@ type Config struct {
 	// ID is the orchestrator's id (orch_id). Empty means the one kept in DataDir, or
 	// a new one written there on first start.
 	ID string `yaml:"id"`
-	// NATS says where the broker is.
+	// NATS says where the broker is and with which identity to connect.
 	NATS broker.NATSConfig `yaml:"nats"`
-	// TokenFile holds the orchestrator's own bearer token, which agents check.
-	TokenFile string `yaml:"token_file"`
 	// APITokenFile holds the bearer token HTTP API clients must send.
 	APITokenFile string `yaml:"api_token_file"`
 	// HTTP configures the API server.
 	HTTP HTTPConfig `yaml:"http"`
 	// DataDir holds orch_id and the task store (<data_dir>/tasks).
 	DataDir string `yaml:"data_dir"`
-	// Agents lists every agent instance allowed in, with its token.
+	// Agents lists every agent instance allowed in, with its type and its pair of
+	// tokens.
 	Agents []AgentConfig `yaml:"agents"`
 	// Timeouts bounds how long a dispatched task may stay silent.
 	Timeouts TimeoutConfig `yaml:"timeouts"`
@@ -41,9 +40,8 @@ type Config struct {
 	// Retention is how long finished tasks are kept; 0 means 7 days.
 	Retention time.Duration `yaml:"retention"`
 
-	// Token, APIToken and each AgentConfig.Token may be set directly (by tests or an
+	// APIToken and each AgentConfig's tokens may be set directly (by tests or an
 	// embedding program) instead of naming files.
-	Token    string `yaml:"-"`
 	APIToken string `yaml:"-"`
 }
 
@@ -52,16 +50,29 @@ type HTTPConfig struct {
 	// Listen is the address of the HTTP API, such as "127.0.0.1:8080"; "" turns the
 	// server off (Handler still serves the API for embedding programs).
 	Listen string `yaml:"listen"`
+	// TLS, when its files are set, serves the API over HTTPS (TLS 1.2 or later);
+	// unset, the API is plain HTTP.
+	TLS TLSConfig `yaml:"tls"`
 }
 
-// AgentConfig is one agent instance allowed in.
+// AgentConfig is one agent instance allowed in. Each agent has a pair of tokens:
+// its own, which it sends, and the orchestrator's for it, which the orchestrator
+// sends to it and no other agent accepts. A host that holds one agent's files
+// thus holds no credential that another agent accepts.
 type AgentConfig struct {
 	// ID is the agent's instance id.
 	ID string `yaml:"id"`
+	// Type is the agent type the id is bound to: a registration as another type is
+	// refused.
+	Type envelope.AgentType `yaml:"type"`
 	// TokenFile holds the agent's bearer token.
 	TokenFile string `yaml:"token_file"`
-	// Token is the token itself, when not read from TokenFile.
-	Token string `yaml:"-"`
+	// OrchestratorTokenFile holds the orchestrator's token for this agent.
+	OrchestratorTokenFile string `yaml:"orchestrator_token_file"`
+	// Token and OrchestratorToken are the tokens themselves, when not read from
+	// the files.
+	Token             string `yaml:"-"`
+	OrchestratorToken string `yaml:"-"`
 }
 
 // TimeoutConfig bounds how long a dispatched task may stay silent.
@@ -75,6 +86,10 @@ type TimeoutConfig struct {
 	DeadlineGrace time.Duration `yaml:"deadline_grace"`
 	// Control bounds a cancel or ping request; 0 means 5 s.
 	Control time.Duration `yaml:"control"`
+	// InstanceProbe is how long the ping that checks a new agent process is the
+	// only one with its id waits for other answers, once that process has
+	// answered; 0 means 500 ms.
+	InstanceProbe time.Duration `yaml:"instance_probe"`
 }
 
 // RetryConfig is the retry policy for the retryable codes 5001, 5002 and 5005.
@@ -122,6 +137,7 @@ func (c Config) WithDefaults() Config {
 	def(&c.Timeouts.Inactivity, DefaultInactivityTimeout)
 	def(&c.Timeouts.DeadlineGrace, DefaultDeadlineGrace)
 	def(&c.Timeouts.Control, DefaultControlTimeout)
+	def(&c.Timeouts.InstanceProbe, DefaultInstanceProbe)
 	def(&c.Retry.Initial, DefaultRetryInitial)
 	def(&c.Retry.Max, DefaultRetryMax)
 	def(&c.Breaker.OpenFor, DefaultBreakerOpenFor)
@@ -185,11 +201,11 @@ func (c Config) Validate() error {
 	if c.DataDir == "" {
 		return bad("data_dir", "is required")
 	}
-	if c.TokenFile == "" && c.Token == "" {
-		return bad("token_file", "is required")
-	}
 	if c.APITokenFile == "" && c.APIToken == "" {
 		return bad("api_token_file", "is required")
+	}
+	if err := c.HTTP.Validate(); err != nil {
+		return err // it names the key
 	}
 	seen := map[string]bool{}
 	for i, a := range c.Agents {
@@ -200,8 +216,14 @@ func (c Config) Validate() error {
 			return bad(fmt.Sprintf("agents[%d].id", i), "%q is listed twice", a.ID)
 		}
 		seen[a.ID] = true
+		if !a.Type.Valid() || a.Type == envelope.Orchestrator {
+			return bad(fmt.Sprintf("agents[%d].type", i), "must be infra, desktop, code or research, got %q", a.Type)
+		}
 		if a.TokenFile == "" && a.Token == "" {
 			return bad(fmt.Sprintf("agents[%d].token_file", i), "is required")
+		}
+		if a.OrchestratorTokenFile == "" && a.OrchestratorToken == "" {
+			return bad(fmt.Sprintf("agents[%d].orchestrator_token_file", i), "is required: the orchestrator's token for this agent")
 		}
 	}
 	durations := []struct {
@@ -210,6 +232,7 @@ func (c Config) Validate() error {
 	}{
 		{"timeouts.ack", c.Timeouts.Ack}, {"timeouts.inactivity", c.Timeouts.Inactivity},
 		{"timeouts.deadline_grace", c.Timeouts.DeadlineGrace}, {"timeouts.control", c.Timeouts.Control},
+		{"timeouts.instance_probe", c.Timeouts.InstanceProbe},
 		{"retry.initial", c.Retry.Initial}, {"retry.max", c.Retry.Max},
 		{"breaker.open_for", c.Breaker.OpenFor}, {"retention", c.Retention},
 	}
@@ -223,47 +246,59 @@ func (c Config) Validate() error {
 
 // secrets are the tokens an orchestrator runs with, read from their files.
 type secrets struct {
-	token    string
 	apiToken string
-	agents   map[string]string
-	// headers are the auth headers of a message to each agent, and to none (""),
-	// built once and shared by every message (see broker.AuthHeader).
-	headers map[string]nats.Header
+	agents   map[string]agentSecrets
 }
 
-// authHeader returns the headers of a message to agentID.
-func (s *secrets) authHeader(agentID string) nats.Header {
-	if h, ok := s.headers[agentID]; ok {
-		return h
-	}
-	return broker.AuthHeader(s.token, agentID)
+// agentSecrets are what the orchestrator holds for one agent.
+type agentSecrets struct {
+	typ envelope.AgentType
+	// token is the agent's, checked on what it sends.
+	token string
+	// header carries the orchestrator's token for the agent and its id, built
+	// once and shared by every message to it (see broker.AuthHeader).
+	header nats.Header
+}
+
+// authHeader returns the headers of a message to agentID, and false for an
+// agent not in the config, to which nothing may be sent.
+func (s *secrets) authHeader(agentID string) (nats.Header, bool) {
+	a, ok := s.agents[agentID]
+	return a.header, ok
 }
 
 func (c Config) readSecrets() (secrets, error) {
-	s := secrets{token: c.Token, apiToken: c.APIToken, agents: map[string]string{}}
+	s := secrets{apiToken: c.APIToken, agents: map[string]agentSecrets{}}
 	var err error
-	if s.token == "" {
-		if s.token, err = broker.ReadTokenFile(c.TokenFile); err != nil {
-			return s, fmt.Errorf("config: token_file: %w", err)
-		}
-	}
 	if s.apiToken == "" {
 		if s.apiToken, err = broker.ReadTokenFile(c.APITokenFile); err != nil {
 			return s, fmt.Errorf("config: api_token_file: %w", err)
 		}
 	}
-	for i, a := range c.Agents {
-		tok := a.Token
-		if tok == "" {
-			if tok, err = broker.ReadTokenFile(a.TokenFile); err != nil {
-				return s, fmt.Errorf("config: agents[%d].token_file: %w", i, err)
-			}
+	read := func(tok, file, key string) (string, error) {
+		if tok != "" {
+			return tok, nil
 		}
-		s.agents[a.ID] = tok
+		tok, err := broker.ReadTokenFile(file)
+		if err != nil {
+			return "", fmt.Errorf("config: %s: %w", key, err)
+		}
+		return tok, nil
 	}
-	s.headers = map[string]nats.Header{"": broker.AuthHeader(s.token, "")}
-	for id := range s.agents {
-		s.headers[id] = broker.AuthHeader(s.token, id)
+	for i, a := range c.Agents {
+		key := fmt.Sprintf("agents[%d].", i)
+		tok, err := read(a.Token, a.TokenFile, key+"token_file")
+		if err != nil {
+			return s, err
+		}
+		orchTok, err := read(a.OrchestratorToken, a.OrchestratorTokenFile, key+"orchestrator_token_file")
+		if err != nil {
+			return s, err
+		}
+		if tok == orchTok {
+			return s, fmt.Errorf("config: %sorchestrator_token_file: must differ from the agent's own token", key)
+		}
+		s.agents[a.ID] = agentSecrets{typ: a.Type, token: tok, header: broker.AuthHeader(orchTok, a.ID)}
 	}
 	return s, nil
 }

@@ -23,17 +23,23 @@ func TestExampleConfigLoads(t *testing.T) {
 }
 
 func TestConfigErrorsNameTheKey(t *testing.T) {
-	base := "data_dir: /d\ntoken_file: /t\napi_token_file: /a\n"
+	base := "data_dir: /d\napi_token_file: /a\n"
+	agentA := "{id: a, type: code, token_file: f, orchestrator_token_file: g}"
 	cases := map[string]string{
-		base + "colour: red\n":                                                     "colour",
-		base + "timeouts:\n  ack: soon\n":                                          "soon",
-		base + "timeouts:\n  ack: -1s\n":                                           "timeouts.ack",
-		"token_file: /t\napi_token_file: /a\n":                                     "data_dir",
-		"data_dir: /d\napi_token_file: /a\n":                                       "token_file",
-		base + "agents:\n  - id: 'a b'\n":                                          "agents[0].id",
-		base + "agents:\n  - id: a\n":                                              "agents[0].token_file",
-		base + "id: 'x.y'\n":                                                       "id",
-		base + "agents:\n  - {id: a, token_file: f}\n  - {id: a, token_file: f}\n": "agents[1].id",
+		base + "colour: red\n":                                             "colour",
+		base + "token_file: /t\n":                                          "token_file",
+		base + "timeouts:\n  ack: soon\n":                                  "soon",
+		base + "timeouts:\n  ack: -1s\n":                                   "timeouts.ack",
+		"api_token_file: /a\n":                                             "data_dir",
+		"data_dir: /d\n":                                                   "api_token_file",
+		base + "agents:\n  - id: 'a b'\n":                                  "agents[0].id",
+		base + "agents:\n  - {id: a, type: code}\n":                        "agents[0].token_file",
+		base + "agents:\n  - {id: a, type: code, token_file: f}\n":         "agents[0].orchestrator_token_file",
+		base + "agents:\n  - {id: a, token_file: f}\n":                     "agents[0].type",
+		base + "agents:\n  - {id: a, type: printer, token_file: f}\n":      "agents[0].type",
+		base + "agents:\n  - {id: a, type: orchestrator, token_file: f}\n": "agents[0].type",
+		base + "id: 'x.y'\n":                                               "id",
+		base + "agents:\n  - " + agentA + "\n  - " + agentA + "\n":         "agents[1].id",
 	}
 	for in, key := range cases {
 		_, err := orchestrator.ParseConfig([]byte(in))

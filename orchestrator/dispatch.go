@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/cenkalti/backoff/v4"
+	"github.com/chiffon-dev/chiffon/broker"
 	"github.com/chiffon-dev/chiffon/envelope"
 	"github.com/chiffon-dev/chiffon/errcodes"
 )
@@ -22,6 +23,9 @@ type run struct {
 	finished bool
 	queued   bool
 	sentAt   time.Time
+	// nonce is the last token of the current attempt's reply subject, which only
+	// the agent it went to learns: a "no responders" counts only on it.
+	nonce    string
 	timer    *time.Timer // ack or inactivity
 	deadline *time.Timer // hints.max_duration_seconds
 	retry    *time.Timer
@@ -121,6 +125,9 @@ func (req *SubmitRequest) Validate() error {
 // snapshot.
 func (o *Orchestrator) Submit(_ context.Context, req SubmitRequest) (*Task, error) {
 	if err := req.Validate(); err != nil {
+		return nil, err
+	}
+	if err := o.checkSize(&req); err != nil {
 		return nil, err
 	}
 	now := time.Now().UTC()
@@ -231,7 +238,7 @@ func (o *Orchestrator) dispatch(r *run, a *agentEntry, agentID string, before ..
 	t := r.t
 	now := time.Now().UTC()
 	r.attempt++
-	r.accepted, r.sentAt = false, now
+	r.accepted, r.sentAt, r.nonce = false, now, broker.NewToken()
 	t.Attempts++
 	t.AgentID = agentID
 	t.LastAttemptAt = &now
@@ -254,12 +261,12 @@ func (o *Orchestrator) dispatch(r *run, a *agentEntry, agentID string, before ..
 		&envelope.WorkRequest{TaskID: t.ID, WorkType: t.WorkType, Parameters: t.Parameters, Hints: t.Hints.envelope()})
 	env.ProtocolVersion = version
 	ev := &Event{Type: EventState, Message: fmt.Sprintf("dispatched to %s (attempt %d)", agentID, t.Attempts)}
-	attempt := r.attempt
+	attempt, reply := r.attempt, o.subj.OrchTask(o.id, agentID, t.ID, r.nonce)
 	o.saveAsync(r, append(before, ev), func(err error) {
 		if err != nil && len(before) > 0 {
 			return // a new task's first write: Submit drops it
 		}
-		o.send(r, attempt, agentID, env, err)
+		o.send(r, attempt, agentID, reply, env, err)
 	})
 	o.notify(t.ID, ev)
 	o.armTimers(r)
@@ -269,7 +276,7 @@ func (o *Orchestrator) dispatch(r *run, a *agentEntry, agentID string, before ..
 // unless the attempt has ended meanwhile. It may run on the committing goroutine
 // (see saveAsync), so a failure fails the attempt on a goroutine of its own. Called
 // with o.mu held.
-func (o *Orchestrator) send(r *run, attempt int, agentID string, env *envelope.Envelope, stored error) {
+func (o *Orchestrator) send(r *run, attempt int, agentID, reply string, env *envelope.Envelope, stored error) {
 	if r.finished || r.attempt != attempt || o.closed {
 		return // a closed orchestrator sends it again at the next Open
 	}
@@ -279,7 +286,7 @@ func (o *Orchestrator) send(r *run, attempt int, agentID string, env *envelope.E
 		fail = errcodes.NewAgentUnavailable("store dispatched task: "+stored.Error(), agentID, nil)
 	} else {
 		o.taskLog(t).Debug("work_request sent", "agent_id", agentID, "attempt", t.Attempts, "message_id", env.MessageID)
-		if err := o.publish(o.subj.AgentWork(agentID), o.subj.OrchTask(o.id, t.ID), agentID, env); err != nil {
+		if err := o.publish(o.subj.AgentWork(agentID), reply, agentID, env); err != nil {
 			fail = errcodes.NewAgentUnavailable("publish work_request: "+err.Error(), agentID, nil)
 		}
 	}

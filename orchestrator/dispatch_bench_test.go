@@ -29,7 +29,7 @@ func benchStack(b *testing.B, capacity int) *orchestrator.Orchestrator {
 	orchToken, agentToken := broker.NewToken(), broker.NewToken()
 	dir := b.TempDir()
 	o, err := orchestrator.Open(orchestrator.Config{NATS: nats, DataDir: filepath.Join(dir, "orch"),
-		Agents: []orchestrator.AgentConfig{{ID: "bench-1", Token: agentToken}}, Token: orchToken,
+		Agents:   []orchestrator.AgentConfig{{ID: "bench-1", Type: envelope.Code, Token: agentToken, OrchestratorToken: orchToken}},
 		APIToken: broker.NewToken()}, orchestrator.Options{Logger: log})
 	if err != nil {
 		b.Fatal(err)

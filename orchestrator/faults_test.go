@@ -123,7 +123,7 @@ func TestBadTokensAreRejected(t *testing.T) {
 		t.Fatalf("output %q err %v state %s", out.String(), err, final.State)
 	}
 	logs := e.logs.String()
-	if strings.Contains(logs, bad) || strings.Contains(logs, a.token) || strings.Contains(logs, e.cfg.Token) {
+	if strings.Contains(logs, bad) || strings.Contains(logs, a.token) || strings.Contains(logs, e.orchTokens[a.id]) {
 		t.Fatal("a token was logged")
 	}
 	if !strings.Contains(logs, "authentication failed") {
@@ -163,9 +163,11 @@ func TestAgentOfflineAfterThreeMissedHeartbeats(t *testing.T) {
 	if _, err := a.nc.RequestMsg(natsMsg(a, data), wait); err != nil {
 		t.Fatal(err)
 	}
-	if got := o.Agents()[0]; got.State != "online" || got.ProtocolVersion != "1.0" {
-		t.Fatalf("after register: %+v", got)
+	if got := o.Agents()[0]; got.State != "offline" || got.ProtocolVersion != "1.0" {
+		t.Fatalf("after register, before the first heartbeat: %+v", got)
 	}
+	a.heartbeat(1)
+	waitFor(t, "agent online", func() bool { return o.Agents()[0].State == "online" })
 	waitFor(t, "agent offline", func() bool { return o.Agents()[0].State == "offline" })
 	if el := time.Since(start); el < 90*time.Millisecond {
 		t.Fatalf("offline after %s, before 3 missed heartbeats", el)

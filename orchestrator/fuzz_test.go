@@ -29,7 +29,7 @@ func FuzzAPISubmit(f *testing.F) {
 	}
 	srv := testnats.Start(f, broker.ServerConfig{})
 	cfg := orchestrator.Config{NATS: broker.NATSConfig{URLs: []string{srv.ClientURL()}},
-		DataDir: f.TempDir(), Token: broker.NewToken(), APIToken: broker.NewToken()}
+		DataDir: f.TempDir(), APIToken: broker.NewToken()}
 	o, err := orchestrator.Open(cfg, orchestrator.Options{Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		f.Fatal(err)

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/http/httptest"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -53,22 +54,30 @@ type env struct {
 	srv    *broker.Server
 	cfg    orchestrator.Config
 	tokens map[string]string // agent id -> token
-	logs   *syncBuf
+	// orchTokens are the orchestrator's tokens, one per agent id.
+	orchTokens map[string]string
+	logs       *syncBuf
+	// opened is set once an orchestrator has been opened on the env; o is the
+	// last one.
+	opened bool
+	o      *orchestrator.Orchestrator
 }
 
 func newEnv(t *testing.T, agentIDs ...string) *env {
-	e := &env{t: t, srv: testnats.Start(t, broker.ServerConfig{}), tokens: map[string]string{}, logs: &syncBuf{}}
+	e := &env{t: t, srv: testnats.Start(t, broker.ServerConfig{}), tokens: map[string]string{},
+		orchTokens: map[string]string{}, logs: &syncBuf{}}
 	e.cfg = orchestrator.Config{
 		NATS:    broker.NATSConfig{URLs: []string{e.srv.ClientURL()}},
-		DataDir: t.TempDir(), Token: broker.NewToken(), APIToken: broker.NewToken(),
+		DataDir: t.TempDir(), APIToken: broker.NewToken(),
 		Timeouts: orchestrator.TimeoutConfig{Ack: 2 * time.Second, Inactivity: 2 * time.Second,
-			DeadlineGrace: 10 * time.Millisecond, Control: 2 * time.Second},
+			DeadlineGrace: 10 * time.Millisecond, Control: 2 * time.Second, InstanceProbe: 50 * time.Millisecond},
 		Retry:   orchestrator.RetryConfig{Initial: 10 * time.Millisecond, Max: time.Second},
 		Breaker: orchestrator.BreakerConfig{OpenFor: 300 * time.Millisecond},
 	}
 	for _, id := range agentIDs {
-		e.tokens[id] = broker.NewToken()
-		e.cfg.Agents = append(e.cfg.Agents, orchestrator.AgentConfig{ID: id, Token: e.tokens[id]})
+		e.tokens[id], e.orchTokens[id] = broker.NewToken(), broker.NewToken()
+		e.cfg.Agents = append(e.cfg.Agents, orchestrator.AgentConfig{ID: id, Type: envelope.Code,
+			Token: e.tokens[id], OrchestratorToken: e.orchTokens[id]})
 	}
 	return e
 }
@@ -82,6 +91,7 @@ func (e *env) open() *orchestrator.Orchestrator {
 		e.t.Fatalf("Open: %v", err)
 	}
 	e.t.Cleanup(func() { o.Close() })
+	e.opened, e.o = true, o
 	return o
 }
 
@@ -140,6 +150,10 @@ type fakeAgent struct {
 	pingOK    bool
 	cancelOK  bool
 	onCancel  func(*envelope.Cancel)
+	// registered is set once the orchestrator accepted the agent.
+	registered atomic.Bool
+	// instance is sent as the Chiffon-Instance header, when set.
+	instance string
 }
 
 // workMsg is one work_request the fake agent received.
@@ -162,7 +176,7 @@ func (a *fakeAgent) listen() {
 	a.t.Helper()
 	_, err := a.nc.Subscribe(a.subj.AgentWork(a.id), func(m *nats.Msg) {
 		env, err := envelope.Decode(m.Data)
-		if err != nil || broker.CheckAuth(m, a.e.cfg.Token) != nil {
+		if err != nil || broker.CheckAuth(m, a.e.orchTokens[a.id]) != nil {
 			a.t.Errorf("agent %s: bad work_request: %v", a.id, err)
 			return
 		}
@@ -173,10 +187,12 @@ func (a *fakeAgent) listen() {
 	}
 	_, err = a.nc.Subscribe(a.subj.AgentControl(a.id), func(m *nats.Msg) {
 		env, err := envelope.Decode(m.Data)
-		if err != nil {
+		if err != nil || env.Type == envelope.TypeDiscover {
 			return
 		}
-		a.control <- env
+		if env.Type != envelope.TypePing || a.registered.Load() {
+			a.control <- env // not the ping that checks for another process at registration
+		}
 		a.mu.Lock()
 		ack := &envelope.ControlAck{Command: env.Type, OK: a.pingOK, AgentStatus: envelope.AgentIdle}
 		if c, ok := env.Payload.(*envelope.Cancel); ok {
@@ -208,6 +224,9 @@ func (a *fakeAgent) publishAs(subject, token string, env *envelope.Envelope) {
 	}
 	m := &nats.Msg{Subject: subject, Data: data}
 	broker.SetAuth(m, token, a.id)
+	if a.instance != "" {
+		m.Header.Set(broker.HeaderInstance, a.instance)
+	}
 	// A handler may still answer while the test's cleanup closes the connection.
 	if err := a.nc.PublishMsg(m); err != nil && !errors.Is(err, nats.ErrConnectionClosed) {
 		a.t.Errorf("publish: %v", err)
@@ -233,6 +252,9 @@ func (a *fakeAgent) registerAs(token string, capacity int) *envelope.Envelope {
 	data, _ := envelope.Encode(reg)
 	m := &nats.Msg{Subject: a.subj.Register(), Data: data}
 	broker.SetAuth(m, token, a.id)
+	if a.instance != "" {
+		m.Header.Set(broker.HeaderInstance, a.instance)
+	}
 	rep, err := a.nc.RequestMsg(m, wait)
 	if err != nil {
 		a.t.Fatalf("register: %v", err)
@@ -249,6 +271,28 @@ func (a *fakeAgent) register(capacity int) {
 	if env := a.registerAs(a.token, capacity); env.Type != envelope.TypeRegisterAck {
 		a.t.Fatalf("register: got %s %+v", env.Type, env.Payload)
 	}
+	a.registered.Store(true)
+	// As an agent does once it is subscribed to its work subject: the
+	// orchestrator routes work to it from this heartbeat on.
+	a.heartbeat(capacity)
+	if o := a.e.o; o != nil {
+		waitFor(a.t, a.id+" online", func() bool {
+			for _, info := range o.Agents() {
+				if info.ID == a.id {
+					return info.State == "online"
+				}
+			}
+			return false
+		})
+	}
+}
+
+// heartbeat sends one heartbeat saying the agent is idle, with room for capacity
+// tasks.
+func (a *fakeAgent) heartbeat(capacity int) {
+	hb := envelope.New(envelope.Code, envelope.Orchestrator, "", "", &envelope.Heartbeat{AgentID: a.id,
+		Status: envelope.AgentIdle, MaxConcurrency: capacity})
+	a.publishAs(a.subj.Heartbeat(), a.token, hb)
 }
 
 // next returns the next work_request.

@@ -10,8 +10,10 @@ import (
 	"github.com/nats-io/nats.go"
 )
 
-// isNoResponders reports whether msg is the NATS server's "no responders" status: a
-// work_request published where no agent subscribes.
+// isNoResponders reports whether msg has the form of the NATS server's "no
+// responders" status: a work_request published where no agent subscribes. Anyone
+// who can publish on the subject can give a message that form; handleTaskMsg
+// believes it only on the current attempt's unguessable reply subject.
 func isNoResponders(msg *nats.Msg) bool {
 	return len(msg.Data) == 0 && msg.Header.Get("Status") == "503"
 }
@@ -44,15 +46,21 @@ func morePending(msg *nats.Msg) bool {
 }
 
 func (o *Orchestrator) handleTaskMsgHolding(msg *nats.Msg, hold bool) {
-	taskID := broker.TaskIDFromSubject(msg.Subject)
+	inbox, ok := broker.ParseTaskInbox(msg.Subject)
+	if !ok {
+		o.log.Warn("message on a subject that is no task inbox dropped", "subject", msg.Subject)
+		return
+	}
+	taskID := inbox.TaskID
 	if isNoResponders(msg) {
-		o.noResponders(taskID)
+		o.noResponders(inbox)
 		return
 	}
 	agentID, env, ok, err := o.receive(msg)
 	if !ok {
 		return
 	}
+
 	if err != nil {
 		o.metrics.invalid.Inc()
 		o.log.Warn("invalid message on task inbox dropped", "task_id", taskID, "agent_id", agentID, "err", err)
@@ -93,12 +101,19 @@ func (o *Orchestrator) handleTaskMsgHolding(msg *nats.Msg, hold bool) {
 	log.Warn("unexpected message on task inbox dropped", "type", env.Type)
 }
 
-// noResponders fails an attempt nobody received: it never started.
-func (o *Orchestrator) noResponders(taskID string) {
+// noResponders fails an attempt nobody received: it never started. Only the
+// server's status counts: it comes on the reply subject of the current attempt,
+// which nobody but the agent it went to has seen.
+func (o *Orchestrator) noResponders(inbox broker.TaskInbox) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	r := o.runs[taskID]
+	r := o.runs[inbox.TaskID]
 	if r == nil || r.finished || r.accepted || r.t.State != StateDispatched {
+		return
+	}
+	if inbox.Nonce != r.nonce || inbox.AgentID != r.t.AgentID {
+		o.metrics.authFailures.Inc()
+		o.authLog.Warn("forged-503", "no-responders status off the current attempt's subject dropped", "task_id", inbox.TaskID)
 		return
 	}
 	var hb *time.Time

@@ -19,6 +19,7 @@ type metrics struct {
 	messages     *prometheus.CounterVec
 	authFailures prometheus.Counter
 	invalid      prometheus.Counter
+	tooLarge     prometheus.Counter
 }
 
 func newMetrics() *metrics {
@@ -38,8 +39,10 @@ func newMetrics() *metrics {
 			Help: "Messages refused for a missing or wrong bearer token."}),
 		invalid: prometheus.NewCounter(prometheus.CounterOpts{Name: "chiffon_orchestrator_invalid_messages_total",
 			Help: "Messages or output pieces refused as invalid."}),
+		tooLarge: prometheus.NewCounter(prometheus.CounterOpts{Name: "chiffon_orchestrator_tasks_too_large_total",
+			Help: "Submissions refused because their work_request would not fit in one broker message."}),
 	}
-	m.reg.MustRegister(m.tasks, m.latency, m.retries, m.breaker, m.messages, m.authFailures, m.invalid,
+	m.reg.MustRegister(m.tasks, m.latency, m.retries, m.breaker, m.messages, m.authFailures, m.invalid, m.tooLarge,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }

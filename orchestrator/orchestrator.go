@@ -27,6 +27,7 @@ import (
 	"github.com/chiffon-dev/chiffon/errcodes"
 	"github.com/chiffon-dev/chiffon/internal/kvstore"
 	"github.com/chiffon-dev/chiffon/internal/lazylog"
+	"github.com/chiffon-dev/chiffon/internal/ratelog"
 	"github.com/nats-io/nats.go"
 )
 
@@ -41,9 +42,12 @@ type Options struct {
 
 // Orchestrator is a running orchestrator. Its methods are safe for concurrent use.
 type Orchestrator struct {
-	cfg     Config
-	sec     secrets
-	log     *slog.Logger
+	cfg Config
+	sec secrets
+	log *slog.Logger
+	// authLog logs refused messages at a bounded rate: a flood of them must not
+	// flood the log.
+	authLog *ratelog.Logger
 	id      string
 	subj    broker.Subjects
 	nc      *nats.Conn
@@ -94,6 +98,7 @@ func Open(cfg Config, opts Options) (*Orchestrator, error) {
 	}
 	o := &Orchestrator{
 		cfg: cfg, sec: sec, log: log.With("orch_id", id), id: id,
+		authLog:  ratelog.New(log.With("orch_id", id), ratelog.Policy{}),
 		subj:     broker.Subjects{Prefix: cfg.NATS.Prefix},
 		agents:   map[string]*agentEntry{},
 		runs:     map[string]*run{},
@@ -108,9 +113,15 @@ func Open(cfg Config, opts Options) (*Orchestrator, error) {
 	o.st.retention = cfg.Retention
 	o.nc = opts.Conn
 	if o.nc == nil {
+		if err := cfg.NATS.Validate(); err != nil {
+			o.st.close()
+			return nil, fmt.Errorf("config: %w", err)
+		}
 		o.ownConn = true
-		o.nc, err = broker.Connect(broker.ConnConfig{URLs: cfg.NATS.URLs, Name: "chiffon-orchestrator-" + id,
-			Logger: o.log, OnReconnect: func(*nats.Conn) { o.discover() }})
+		cc := cfg.NATS.ConnConfig("chiffon-orchestrator-" + id)
+		cc.Logger, cc.OnReconnect = o.log, func(*nats.Conn) { o.discover() }
+		cc.InboxPrefix = o.subj.Inbox(broker.RoleOrchestrator, "")
+		o.nc, err = broker.Connect(cc)
 		if err != nil {
 			o.st.close()
 			return nil, fmt.Errorf("connect to NATS: %w", err)
@@ -163,7 +174,8 @@ func (o *Orchestrator) ID() string { return o.id }
 func (o *Orchestrator) Handler() http.Handler { return o.handler }
 
 // Run serves the HTTP API on Config.HTTP.Listen until ctx ends, then shuts the server
-// down. With no listen address it only waits for ctx. It does not Close o.
+// down; over HTTPS when Config.HTTP.TLS names a certificate. With no listen address
+// it only waits for ctx. It does not Close o.
 func (o *Orchestrator) Run(ctx context.Context) error {
 	if o.cfg.HTTP.Listen == "" {
 		<-ctx.Done()
@@ -176,13 +188,24 @@ func (o *Orchestrator) Run(ctx context.Context) error {
 	return o.Serve(ctx, ln)
 }
 
-// Serve serves the HTTP API on ln until ctx ends.
+// Serve serves the HTTP API on ln until ctx ends, and closes ln. When Config.HTTP.TLS
+// names a certificate it serves HTTPS (TLS 1.2 or later), and reads the certificate
+// first: a bad file fails here, naming its config key.
 func (o *Orchestrator) Serve(ctx context.Context, ln net.Listener) error {
-	srv := &http.Server{Handler: o.handler, ReadHeaderTimeout: 10 * time.Second,
+	tlsConf, err := o.cfg.HTTP.serverTLS()
+	if err != nil {
+		_ = ln.Close()
+		return err
+	}
+	srv := &http.Server{Handler: o.handler, ReadHeaderTimeout: 10 * time.Second, TLSConfig: tlsConf,
 		BaseContext: func(net.Listener) context.Context { return ctx }}
-	o.log.Info("http api listening", "addr", ln.Addr().String())
+	serve := srv.Serve
+	if tlsConf != nil {
+		serve = func(ln net.Listener) error { return srv.ServeTLS(ln, "", "") }
+	}
+	o.log.Info("http api listening", "addr", ln.Addr().String(), "tls", tlsConf != nil)
 	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
+	go func() { errc <- serve(ln) }()
 	select {
 	case err := <-errc:
 		return err
@@ -228,6 +251,7 @@ func (o *Orchestrator) Close() error {
 		o.st.w.Kick()
 	}
 	o.wg.Wait()
+	o.authLog.Flush(context.Background())
 	if o.ownConn && o.nc != nil {
 		o.nc.Close()
 	}
@@ -267,23 +291,33 @@ func loadOrchID(dir, want string) (string, error) {
 	return id, nil
 }
 
-// discover asks every agent type to register again.
+// discover asks every configured agent to register again, on its control
+// subject: the orchestrator's token differs from one agent to the next, so there
+// is no message for all of them.
 func (o *Orchestrator) discover() {
-	for _, t := range envelope.AgentTypes {
-		env := envelope.New(envelope.Orchestrator, t, "", "", &envelope.Discover{OrchestratorID: o.id})
-		if err := o.publish(o.subj.Discover(), "", "", env); err != nil {
-			o.log.Warn("send discover", "agent_type", t, "err", err)
+	for id, a := range o.sec.agents {
+		env := envelope.New(envelope.Orchestrator, a.typ, "", "", &envelope.Discover{OrchestratorID: o.id})
+		if err := o.publish(o.subj.AgentControl(id), "", id, env); err != nil {
+			o.log.Warn("send discover", "agent_id", id, "err", err)
 		}
 	}
 }
 
-// publish sends env on subject with the orchestrator's token and the addressee's id.
+// errUnknownAgent is publish's refusal to send to an agent not in the config.
+var errUnknownAgent = errors.New("agent not in the orchestrator's config")
+
+// publish sends env on subject with the orchestrator's token for agentID, an
+// agent of the config.
 func (o *Orchestrator) publish(subject, reply, agentID string, env *envelope.Envelope) error {
+	hdr, ok := o.sec.authHeader(agentID)
+	if !ok {
+		return errUnknownAgent
+	}
 	data, err := envelope.Encode(env)
 	if err != nil {
 		return err
 	}
-	msg := &nats.Msg{Subject: subject, Reply: reply, Data: data, Header: o.sec.authHeader(agentID)}
+	msg := &nats.Msg{Subject: subject, Reply: reply, Data: data, Header: hdr}
 	o.metrics.messages.WithLabelValues("out", string(env.Type)).Inc()
 	if faultDuplicateOutgoing(env.Type) {
 		_ = o.nc.PublishMsg(msg) // test builds only: a duplicated message
@@ -292,22 +326,11 @@ func (o *Orchestrator) publish(subject, reply, agentID string, env *envelope.Env
 }
 
 // request sends env on an agent's control subject and decodes the answer, checking
-// the agent's token.
+// that the agent answered with its own token.
 func (o *Orchestrator) request(ctx context.Context, agentID string, env *envelope.Envelope) (*envelope.Envelope, error) {
-	data, err := envelope.Encode(env)
+	resp, err := o.requestMsg(ctx, agentID, env)
 	if err != nil {
 		return nil, err
-	}
-	msg := &nats.Msg{Subject: o.subj.AgentControl(agentID), Data: data, Header: o.sec.authHeader(agentID)}
-	o.metrics.messages.WithLabelValues("out", string(env.Type)).Inc()
-	ctx, cancel := context.WithTimeout(ctx, o.cfg.Timeouts.Control)
-	defer cancel()
-	resp, err := o.nc.RequestMsgWithContext(ctx, msg)
-	if err != nil {
-		return nil, err
-	}
-	if _, aerr := o.authenticate(resp); aerr != nil {
-		return nil, aerr
 	}
 	rep, err := envelope.Decode(resp.Data)
 	if err != nil {
@@ -318,6 +341,36 @@ func (o *Orchestrator) request(ctx context.Context, agentID string, env *envelop
 		return nil, p.Err()
 	}
 	return rep, nil
+}
+
+// requestMsg sends env on agentID's control subject and returns the answer once
+// it is authenticated as agentID's.
+func (o *Orchestrator) requestMsg(ctx context.Context, agentID string, env *envelope.Envelope) (*nats.Msg, error) {
+	hdr, ok := o.sec.authHeader(agentID)
+	if !ok {
+		return nil, errUnknownAgent
+	}
+	data, err := envelope.Encode(env)
+	if err != nil {
+		return nil, err
+	}
+	msg := &nats.Msg{Subject: o.subj.AgentControl(agentID), Data: data, Header: hdr}
+	o.metrics.messages.WithLabelValues("out", string(env.Type)).Inc()
+	ctx, cancel := context.WithTimeout(ctx, o.cfg.Timeouts.Control)
+	defer cancel()
+	resp, err := o.nc.RequestMsgWithContext(ctx, msg)
+	if err != nil {
+		return nil, err
+	}
+	id, aerr := o.authenticate(resp)
+	if aerr == nil && id != agentID {
+		aerr = errcodes.NewAuthenticationFailed(id, errcodes.TokenInvalid)
+	}
+	if aerr != nil {
+		o.metrics.authFailures.Inc()
+		return nil, aerr
+	}
+	return resp, nil
 }
 
 // receive is how every message from an agent comes in: its token is checked against
@@ -342,7 +395,7 @@ func (o *Orchestrator) receive(msg *nats.Msg) (agentID string, env *envelope.Env
 func (o *Orchestrator) authenticate(msg *nats.Msg) (string, *errcodes.Error) {
 	id := broker.AgentIDOf(msg)
 	want, known := o.sec.agents[id]
-	err := broker.CheckAuth(msg, want)
+	err := broker.CheckAuth(msg, want.token)
 	switch {
 	case errors.Is(err, broker.ErrNoToken):
 		return id, errcodes.NewAuthenticationFailed(id, errcodes.TokenMissing)
@@ -354,24 +407,23 @@ func (o *Orchestrator) authenticate(msg *nats.Msg) (string, *errcodes.Error) {
 	return id, nil
 }
 
-// rejectAuth logs a refused message (never its token) and answers 5004 when msg has a
-// reply subject.
+// rejectAuth counts and logs a refused message (never its token, and at a bounded
+// rate), and answers 5004 when msg has a reply subject. The answer goes to a
+// sender nobody vouched for, so it carries no credential of any kind: no token
+// header, and only what the sender itself claimed.
 func (o *Orchestrator) rejectAuth(msg *nats.Msg, e *errcodes.Error) {
 	o.metrics.authFailures.Inc()
-	o.log.Warn("message refused: authentication failed", "subject", msg.Subject,
+	o.authLog.Warn("refused:"+fmt.Sprint(e.Context[errcodes.KeyTokenStatus]), "message refused: authentication failed", "subject", msg.Subject,
 		"agent_id", e.Context[errcodes.KeyAgentID], "token_status", e.Context[errcodes.KeyTokenStatus])
 	if msg.Reply == "" {
 		return
 	}
-	to, reqID, traceID := envelope.Infra, "", ""
-	if env, err := envelope.Decode(msg.Data); err == nil {
-		if env.FromAgent != envelope.Orchestrator {
-			to = env.FromAgent
-		}
-		reqID, traceID = env.RequestID, env.TraceID
+	rep := envelope.New(envelope.Orchestrator, envelope.Infra, "", "", envelope.NewErrorPayload(e))
+	data, err := envelope.Encode(rep)
+	if err == nil {
+		err = o.nc.Publish(msg.Reply, data)
 	}
-	rep := envelope.New(envelope.Orchestrator, to, reqID, traceID, envelope.NewErrorPayload(e))
-	if err := o.publish(msg.Reply, "", broker.AgentIDOf(msg), rep); err != nil {
+	if err != nil {
 		o.log.Warn("answer 5004", "err", err)
 	}
 }

@@ -2,9 +2,11 @@ package orchestrator
 
 import (
 	"slices"
+
 	"sort"
 	"time"
 
+	"github.com/chiffon-dev/chiffon/broker"
 	"github.com/chiffon-dev/chiffon/envelope"
 	"github.com/chiffon-dev/chiffon/errcodes"
 	"github.com/nats-io/nats.go"
@@ -17,7 +19,9 @@ const missedHeartbeats = 3
 // agentEntry is what the registry knows of one agent instance. Guarded by
 // Orchestrator.mu.
 type agentEntry struct {
-	id, name     string
+	id, name string
+	// instance is the registered process's Chiffon-Instance.
+	instance     string
 	typ          envelope.AgentType
 	versions     []string
 	version      string
@@ -92,7 +96,8 @@ func (o *Orchestrator) Agents() []AgentInfo {
 }
 
 // handleRegister answers a registration with register_ack and the negotiated version,
-// or an error: 5004 for a bad token, 5006 with no common version.
+// or an error: 5004 for a bad token, for a type other than the one the id is bound
+// to, or while another process with the id is live; 5006 with no common version.
 func (o *Orchestrator) handleRegister(msg *nats.Msg) {
 	agentID, env, ok, err := o.receive(msg)
 	if !ok {
@@ -108,15 +113,50 @@ func (o *Orchestrator) handleRegister(msg *nats.Msg) {
 		o.replyError(msg, agentID, env, errcodes.NewAuthenticationFailed(agentID, errcodes.TokenInvalid))
 		return
 	}
+	if bound := o.sec.agents[agentID].typ; env.FromAgent != bound {
+		o.authLog.Warn("wrong-type", "registration as another type refused", "agent_id", agentID, "agent_type", env.FromAgent, "bound_type", bound)
+		o.replyError(msg, agentID, env, errcodes.NewAuthenticationFailed(agentID, errcodes.TokenWrongType))
+		return
+	}
 	version, err := envelope.Negotiate(envelope.SupportedVersions, reg.SupportedVersions)
 	if err != nil {
 		o.log.Warn("agent speaks no common protocol version", "agent_id", agentID, "versions", reg.SupportedVersions)
 		o.replyError(msg, agentID, env, asProtocolError(err))
 		return
 	}
+	instance := broker.InstanceOf(msg)
 	o.mu.Lock()
-	o.register(env.FromAgent, reg, version)
+	a := o.agents[agentID]
+	known := a != nil && a.instance == instance
+	if known {
+		o.accept(msg, env, reg, instance, version, true)
+	}
 	o.mu.Unlock()
+	if known {
+		return
+	}
+	// A process the registry does not know: probe for another one first, off the
+	// subscription's goroutine.
+	o.wg.Add(1)
+	go func() {
+		defer o.wg.Done()
+		if err := o.probeInstance(agentID, instance); err != nil {
+			o.log.Error("second process with a live agent id refused", "agent_id", agentID, "err", err)
+			o.replyError(msg, agentID, env, errcodes.NewAuthenticationFailed(agentID, errcodes.TokenInstanceLive))
+			return
+		}
+		o.mu.Lock()
+		defer o.mu.Unlock()
+		if !o.closed {
+			o.accept(msg, env, reg, instance, version, false)
+		}
+	}()
+}
+
+// accept records a registration and answers it. Called with o.mu held.
+func (o *Orchestrator) accept(msg *nats.Msg, env *envelope.Envelope, reg *envelope.Register, instance, version string, known bool) {
+	agentID := reg.AgentID
+	o.register(env.FromAgent, reg, instance, version, known)
 	rep := env.Reply(&envelope.RegisterAck{AgentID: agentID, OrchestratorID: o.id, ProtocolVersion: version})
 	rep.ProtocolVersion = version
 	if err := o.publish(msg.Reply, "", agentID, rep); err != nil {
@@ -126,8 +166,11 @@ func (o *Orchestrator) handleRegister(msg *nats.Msg) {
 		"protocol_version", version, "work_types", reg.WorkTypes, "max_concurrency", reg.MaxConcurrency)
 }
 
-// register records a registration. Called with o.mu held.
-func (o *Orchestrator) register(typ envelope.AgentType, reg *envelope.Register, version string) {
+// register records a registration. A process the registry knew (it registers
+// again after a reconnect) stays routable; a new one becomes routable with its
+// first heartbeat, which it sends once it is subscribed to its work subject: work
+// sent sooner would find nobody there. Called with o.mu held.
+func (o *Orchestrator) register(typ envelope.AgentType, reg *envelope.Register, instance, version string, known bool) {
 	now := time.Now().UTC()
 	a := o.agents[reg.AgentID]
 	if a == nil {
@@ -136,6 +179,10 @@ func (o *Orchestrator) register(typ envelope.AgentType, reg *envelope.Register, 
 		o.metrics.breaker.WithLabelValues(a.id).Set(0)
 		o.agents[reg.AgentID] = a
 	}
+	if a.instance != instance && a.instance != "" {
+		o.log.Warn("agent process replaced", "agent_id", a.id)
+	}
+	a.instance = instance
 	a.typ, a.name, a.versions, a.version = typ, reg.Name, reg.SupportedVersions, version
 	a.workTypes, a.capacity = reg.WorkTypes, max(reg.MaxConcurrency, 1)
 	a.hbInterval = time.Duration(reg.HeartbeatIntervalMS) * time.Millisecond
@@ -144,6 +191,13 @@ func (o *Orchestrator) register(typ envelope.AgentType, reg *envelope.Register, 
 	}
 	if a.status == "" {
 		a.status = envelope.AgentIdle
+	}
+	if !known {
+		a.online, a.lastSeen = false, now
+		if a.offline != nil {
+			a.offline.Stop()
+		}
+		return
 	}
 	o.seen(a, now)
 	o.drainQueue(a.typ)
@@ -186,6 +240,10 @@ func (o *Orchestrator) handleHeartbeat(msg *nats.Msg) {
 	a := o.agents[agentID]
 	if a == nil {
 		o.log.Debug("heartbeat from an unregistered agent", "agent_id", agentID)
+		return
+	}
+	if a.instance != broker.InstanceOf(msg) {
+		o.log.Debug("heartbeat from another process than the registered one dropped", "agent_id", agentID)
 		return
 	}
 	now := time.Now().UTC()

@@ -14,9 +14,9 @@ import (
 
 // agentFlags are the settings a flag or an environment variable can override.
 type agentFlags struct {
-	config, id, typ, name, tokenFile, orchTokenFile, dataDir string
-	nats                                                     []string
-	maxConcurrency                                           int
+	config, id, typ, name, tokenFile, orchTokenFile, nkeyFile, dataDir string
+	nats                                                               []string
+	maxConcurrency                                                     int
 }
 
 // agentEnv maps each flag to its environment variable.
@@ -24,7 +24,8 @@ var agentEnv = map[string]string{
 	"id": "CHIFFON_AGENT_ID", "type": "CHIFFON_AGENT_TYPE", "name": "CHIFFON_AGENT_NAME",
 	"nats": "CHIFFON_NATS_URL", "token-file": "CHIFFON_TOKEN_FILE",
 	"orchestrator-token-file": "CHIFFON_ORCHESTRATOR_TOKEN_FILE", "data-dir": "CHIFFON_DATA_DIR",
-	"config": "CHIFFON_AGENT_CONFIG",
+	"nkey-file": "CHIFFON_NKEY_FILE",
+	"config":    "CHIFFON_AGENT_CONFIG",
 }
 
 func newAgentCmd() *cobra.Command {
@@ -63,7 +64,8 @@ func (f *agentFlags) register(fl *pflag.FlagSet) {
 	fl.StringVar(&f.name, "name", "", "human-readable name (env CHIFFON_AGENT_NAME)")
 	fl.StringSliceVar(&f.nats, "nats", nil, "NATS URL, repeatable or comma-separated (env CHIFFON_NATS_URL)")
 	fl.StringVar(&f.tokenFile, "token-file", "", "this agent's token file (env CHIFFON_TOKEN_FILE)")
-	fl.StringVar(&f.orchTokenFile, "orchestrator-token-file", "", "the orchestrator's token file (env CHIFFON_ORCHESTRATOR_TOKEN_FILE)")
+	fl.StringVar(&f.orchTokenFile, "orchestrator-token-file", "", "the orchestrator's token for this agent (env CHIFFON_ORCHESTRATOR_TOKEN_FILE)")
+	fl.StringVar(&f.nkeyFile, "nkey-file", "", "NKey seed file of this agent's NATS identity (env CHIFFON_NKEY_FILE)")
 	fl.StringVar(&f.dataDir, "data-dir", "", "data directory, holds the dedupe cache (env CHIFFON_DATA_DIR)")
 	fl.IntVar(&f.maxConcurrency, "max-concurrency", 0, "tasks run at once (default from config, else 4)")
 }
@@ -81,7 +83,7 @@ func (f *agentFlags) merged() (agent.Config, error) {
 		dst *string
 		v   string
 	}{{&cfg.ID, f.id}, {&cfg.Type, f.typ}, {&cfg.Name, f.name}, {&cfg.TokenFile, f.tokenFile},
-		{&cfg.OrchestratorTokenFile, f.orchTokenFile}, {&cfg.DataDir, f.dataDir}} {
+		{&cfg.OrchestratorTokenFile, f.orchTokenFile}, {&cfg.NATS.NKeyFile, f.nkeyFile}, {&cfg.DataDir, f.dataDir}} {
 		if o.v != "" {
 			*o.dst = o.v
 		}

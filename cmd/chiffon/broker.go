@@ -3,52 +3,128 @@ package main
 import (
 	"fmt"
 	"net"
+	"net/url"
 	"strconv"
 
 	"github.com/chiffon-dev/chiffon/broker"
 	"github.com/spf13/cobra"
 )
 
+// brokerFlags are the flags of `chiffon broker`.
+type brokerFlags struct {
+	config    string
+	listen    string
+	jetstream bool
+	storeDir  string
+	insecure  bool
+}
+
+// openRisk is what an open broker beyond loopback exposes, for the refusal and the
+// warning.
+const openRisk = "anyone who can reach it can connect without an identity, read every message and send work to every agent"
+
 func newBrokerCmd() *cobra.Command {
-	var (
-		listen    string
-		jetstream bool
-		storeDir  string
-	)
+	var f brokerFlags
 	cmd := &cobra.Command{
 		Use:   "broker",
 		Short: "Run an embedded NATS server until interrupted",
-		Args:  cobra.NoArgs,
+		Long: "Run an embedded NATS server until interrupted. With --config it loads a nats-server\n" +
+			"config file, such as the one `chiffon init` writes, and --listen overrides its address.\n" +
+			"Without one the server has no authentication, so it refuses to listen beyond loopback\n" +
+			"unless --insecure is given.",
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			host, portStr, err := net.SplitHostPort(listen)
-			if err != nil {
-				return usagef("--listen must be host:port: " + err.Error())
-			}
-			port, err := strconv.Atoi(portStr)
-			if err != nil || port < 0 || port > 65535 {
-				return usagef("--listen port must be a number from 0 to 65535")
-			}
-			if jetstream && storeDir == "" {
-				return usagef("--jetstream needs --store-dir")
-			}
-			log := newLogger(cmd.ErrOrStderr())
-			srv, err := broker.StartServer(broker.ServerConfig{
-				Host: host, Port: port, JetStream: jetstream, StoreDir: storeDir,
-				Debug: rootLog.level == "debug",
-			})
-			if err != nil {
-				return err
-			}
-			log.Info("broker listening", "url", srv.ClientURL(), "jetstream", jetstream)
-			fmt.Fprintln(cmd.OutOrStdout(), srv.ClientURL())
-			<-cmd.Context().Done()
-			log.Info("broker stopping")
-			srv.Shutdown()
-			return nil
+			return runBroker(cmd, f, cmd.Flags().Changed("listen"))
 		},
 	}
-	cmd.Flags().StringVar(&listen, "listen", "127.0.0.1:4222", "address for NATS clients")
-	cmd.Flags().BoolVar(&jetstream, "jetstream", false, "enable JetStream")
-	cmd.Flags().StringVar(&storeDir, "store-dir", "", "JetStream store directory (required with --jetstream)")
+	cmd.Flags().StringVar(&f.config, "config", "", "nats-server config file (users, TLS, JetStream); `chiffon init` writes one")
+	cmd.Flags().StringVar(&f.listen, "listen", "127.0.0.1:4222", "address for NATS clients; with --config, overrides the file's only if given")
+	cmd.Flags().BoolVar(&f.jetstream, "jetstream", false, "enable JetStream")
+	cmd.Flags().StringVar(&f.storeDir, "store-dir", "", "JetStream store directory (required with --jetstream unless the config file sets one)")
+	cmd.Flags().BoolVar(&f.insecure, "insecure", false, "allow a broker without authentication to listen beyond loopback")
 	return cmd
+}
+
+// runBroker starts the broker, refusing an open one beyond loopback, and runs it
+// until the command's context ends.
+func runBroker(cmd *cobra.Command, f brokerFlags, listenGiven bool) error {
+	cfg := broker.ServerConfig{ConfigFile: f.config, JetStream: f.jetstream, StoreDir: f.storeDir, Debug: rootLog.level == "debug"}
+	if f.config == "" || listenGiven {
+		host, port, err := parseListen(f.listen)
+		if err != nil {
+			return err
+		}
+		cfg.Host, cfg.Port = host, port
+	}
+	if f.config == "" && cfg.Host == "" {
+		cfg.Host = "127.0.0.1" // what ":4222" has always meant here
+	}
+	if f.config == "" && f.jetstream && f.storeDir == "" {
+		return usagef("--jetstream needs --store-dir")
+	}
+	if f.config == "" && !isLoopback(cfg.Host) && !f.insecure {
+		return refuseOpen(cfg.Host)
+	}
+	log := newLogger(cmd.ErrOrStderr())
+	srv, err := broker.StartServer(cfg)
+	if err != nil {
+		return err
+	}
+	defer srv.Shutdown()
+	// A config file may set no users either; the listener is checked once known.
+	host := listenHost(srv.ClientURL())
+	if !srv.AuthRequired() && !isLoopback(host) {
+		if !f.insecure {
+			return refuseOpen(host)
+		}
+		log.Warn("broker has no authentication and listens beyond loopback: "+openRisk, "url", srv.ClientURL())
+	}
+	log.Info("broker listening", "url", srv.ClientURL(), "jetstream", f.jetstream,
+		"auth", srv.AuthRequired(), "tls", srv.TLSRequired())
+	fmt.Fprintln(cmd.OutOrStdout(), srv.ClientURL())
+	<-cmd.Context().Done()
+	log.Info("broker stopping")
+	return nil
+}
+
+// parseListen splits --listen; port 0 asks for a free port, and an empty host
+// means the default (127.0.0.1, or the config file's).
+func parseListen(listen string) (host string, port int, err error) {
+	host, portStr, err := net.SplitHostPort(listen)
+	if err != nil {
+		return "", 0, usagef("--listen must be host:port: " + err.Error())
+	}
+	port, err = strconv.Atoi(portStr)
+	if err != nil || port < 0 || port > 65535 {
+		return "", 0, usagef("--listen port must be a number from 0 to 65535")
+	}
+	if port == 0 {
+		port = -1 // StartServer's "free port" even with a config file
+	}
+	return host, port, nil
+}
+
+func refuseOpen(host string) error {
+	return usagef(fmt.Sprintf("refusing to run a broker without authentication on %s: %s; "+
+		"give --config with a nats-server config that lists users (chiffon init writes one), "+
+		"listen on 127.0.0.1, or pass --insecure to accept the risk", host, openRisk))
+}
+
+// listenHost is the host of a server's client URL.
+func listenHost(clientURL string) string {
+	u, err := url.Parse(clientURL)
+	if err != nil {
+		return ""
+	}
+	return u.Hostname()
+}
+
+// isLoopback reports whether host only accepts connections from this machine. Names
+// other than localhost count as reachable from elsewhere.
+func isLoopback(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }

@@ -3,14 +3,20 @@ package main
 import (
 	"bytes"
 	"context"
+	"crypto/x509"
+	"encoding/pem"
+	"net/url"
 	"os"
+	"path"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/chiffon-dev/chiffon/agent"
+	"github.com/chiffon-dev/chiffon/broker"
 	"github.com/chiffon-dev/chiffon/orchestrator"
+	"github.com/nats-io/nats-server/v2/conf"
 	"github.com/spf13/pflag"
 	"gopkg.in/yaml.v3"
 )
@@ -26,10 +32,13 @@ type composeFile struct {
 }
 
 type composeService struct {
-	Build   string   `yaml:"build"`
-	Image   string   `yaml:"image"`
-	Command []string `yaml:"command"`
-	Volumes []string `yaml:"volumes"`
+	Build     string   `yaml:"build"`
+	Image     string   `yaml:"image"`
+	Command   []string `yaml:"command"`
+	Volumes   []string `yaml:"volumes"`
+	DependsOn map[string]struct {
+		Condition string `yaml:"condition"`
+	} `yaml:"depends_on"`
 	Secrets []struct {
 		Source string `yaml:"source"`
 		Target string `yaml:"target"`
@@ -39,12 +48,19 @@ type composeService struct {
 	} `yaml:"healthcheck"`
 }
 
-const repoRoot = "../.."
+const (
+	repoRoot = "../.."
+	// composeSecrets is where Compose mounts a service's secrets.
+	composeSecrets = "/run/secrets"
+)
 
 // TestComposeFileMatchesTheCLI keeps docker-compose.yml and the code from drifting
-// apart: every chiffon command and healthcheck parses with the real CLI, every file it
-// references exists once the documented `chiffon init` has run, every config passes
-// `config check`, and every token a config names is mounted into its container.
+// apart. It runs the file's `chiffon init` for real, then checks that every chiffon
+// command and healthcheck parses with the real CLI, every file the compose file
+// references exists, every config passes `config check`, the broker's config loads
+// with the mounted files, its certificate names the host the daemons dial, and each
+// service mounts exactly the secret files its config names: no more (least
+// privilege), no less.
 func TestComposeFileMatchesTheCLI(t *testing.T) {
 	raw, err := os.ReadFile(filepath.Join(repoRoot, "docker-compose.yml"))
 	if err != nil {
@@ -81,15 +97,18 @@ func TestComposeFileMatchesTheCLI(t *testing.T) {
 		}
 	}
 
+	// Each compose secret must be the init-written file whose name the configs use
+	// under /run/secrets, so that a mount cannot hand a service someone else's file.
 	for name, s := range cf.Secrets {
 		mustExist("secret "+name, s.File)
 	}
-	chiffonServices := 0
+	var natsHosts []string // hosts the daemons dial
+	roles := map[string]int{}
 	for name, svc := range cf.Services {
 		if svc.Image != "chiffon:local" {
+			t.Errorf("%s: image %q: every service runs the chiffon image", name, svc.Image)
 			continue
 		}
-		chiffonServices++
 		if svc.Build != "" {
 			mustExist(name+" build", filepath.Join(svc.Build, "Dockerfile"))
 		}
@@ -111,14 +130,26 @@ func TestComposeFileMatchesTheCLI(t *testing.T) {
 				volumeTargets = append(volumeTargets, parts[1])
 			}
 		}
-		secrets := map[string]bool{}
+		mounted := map[string]bool{} // container paths of the service's secrets
 		for _, s := range svc.Secrets {
-			if _, ok := cf.Secrets[s.Source]; !ok {
+			decl, ok := cf.Secrets[s.Source]
+			if !ok {
 				t.Errorf("%s: secret %q is not declared", name, s.Source)
+				continue
 			}
-			secrets["/run/secrets/"+s.Target] = true
+			if want := initDir + "/secrets/" + s.Target; path.Clean(strings.TrimPrefix(decl.File, "./")) != want {
+				t.Errorf("%s: secret %s is mounted as %s but is the file %s, not %s", name, s.Source, s.Target, decl.File, want)
+			}
+			mounted[path.Join(composeSecrets, s.Target)] = true
+		}
+		for dep, d := range svc.DependsOn {
+			if d.Condition == "service_healthy" && len(cf.Services[dep].Healthcheck.Test) == 0 {
+				t.Errorf("%s: waits for %s to be healthy, which has no healthcheck", name, dep)
+			}
 		}
 
+		daemon := svc.Command[0]
+		roles[daemon]++
 		args := parseWithCLI(t, name, svc.Command)
 		cfgPath := args["config"]
 		src, ok := mounts[cfgPath]
@@ -126,22 +157,60 @@ func TestComposeFileMatchesTheCLI(t *testing.T) {
 			t.Errorf("%s: --config %s is not mounted", name, cfgPath)
 			continue
 		}
-		var cfgOut bytes.Buffer
-		if !checkConfigFile(&cfgOut, hostPath(src), "") {
-			t.Errorf("%s: config check %s:\n%s", name, src, cfgOut.String())
+		var holder secretHolder
+		var needs []string
+		var dataDir string
+		switch daemon {
+		case "broker":
+			holder = secretHolder{role: "broker"}
+			needs = brokerConfNeeds(t, hostPath(src))
+			checkBrokerConfLoads(t, hostPath(src), filepath.Join(generated, "secrets"))
+		case "agent", "orchestrator":
+			var cfgOut bytes.Buffer
+			if !checkConfigFile(&cfgOut, hostPath(src), daemon) {
+				t.Errorf("%s: config check %s:\n%s", name, src, cfgOut.String())
+				continue
+			}
+			var urls []string
+			holder, needs, urls, dataDir = configNeeds(t, hostPath(src), daemon)
+			for _, u := range urls {
+				pu, err := url.Parse(u)
+				if err != nil {
+					t.Errorf("%s: nats url %q: %v", name, u, err)
+					continue
+				}
+				natsHosts = append(natsHosts, pu.Hostname())
+			}
+		default:
+			t.Errorf("%s: runs chiffon %s, not broker, orchestrator or agent", name, daemon)
 			continue
 		}
-		tokens, dataDir := configNeeds(t, hostPath(src), svc.Command[0])
-		for _, tok := range tokens {
-			if !secrets[tok] {
-				t.Errorf("%s: config names token %s, which is not mounted as a secret", name, tok)
+
+		// Exactly the secrets the config names, each one its holder may have.
+		for _, f := range needs {
+			if dir, _ := path.Split(f); path.Clean(dir) != composeSecrets {
+				t.Errorf("%s: config names %s, outside %s where Compose mounts secrets", name, f, composeSecrets)
+			} else if !mounted[f] {
+				t.Errorf("%s: config names %s, which is not mounted as a secret", name, f)
 			}
 		}
-		if !slices.ContainsFunc(volumeTargets, func(v string) bool { return strings.HasPrefix(dataDir, v+"/") || dataDir == v }) {
-			t.Errorf("%s: data_dir %s is not on a volume (%v)", name, dataDir, volumeTargets)
+		for f := range mounted {
+			if !slices.Contains(needs, f) {
+				t.Errorf("%s: mounts secret %s, which its config does not name", name, f)
+			}
+			if !holder.mayHold(path.Base(f)) {
+				t.Errorf("%s: mounts %s, which %s must not hold", name, f, holder)
+			}
 		}
 
+		onVolume := func(v string) bool { return strings.HasPrefix(dataDir, v+"/") || dataDir == v }
+		if daemon != "broker" && !slices.ContainsFunc(volumeTargets, onVolume) {
+			t.Errorf("%s: data_dir %s is not on a volume (%v)", name, dataDir, volumeTargets)
+		}
 		hc := svc.Healthcheck.Test
+		if daemon == "broker" && len(hc) == 0 {
+			continue // the orchestrator's /readyz covers it; see docker-compose.yml
+		}
 		if len(hc) < 3 || hc[0] != "CMD" || hc[1] != "/usr/local/bin/chiffon" {
 			t.Errorf("%s: healthcheck must run chiffon, got %q", name, hc)
 			continue
@@ -151,14 +220,69 @@ func TestComposeFileMatchesTheCLI(t *testing.T) {
 			t.Errorf("%s: healthcheck file %s is not in data_dir %s", name, f, dataDir)
 		}
 	}
-	if chiffonServices < 3 {
-		t.Errorf("found %d chiffon services, want the orchestrator and two agents", chiffonServices)
+	if roles["broker"] != 1 || roles["orchestrator"] != 1 || roles["agent"] < 2 {
+		t.Errorf("services run %v, want a broker, an orchestrator and two agents", roles)
 	}
-	for _, want := range []string{"nats"} {
-		if _, ok := cf.Services[want]; !ok {
-			t.Errorf("no %s service", want)
+	slices.Sort(natsHosts)
+	checkCertNames(t, filepath.Join(generated, "secrets", siteServerPEM), slices.Compact(natsHosts))
+}
+
+// TestComposeHolderRules checks the least-privilege rule the compose test applies,
+// so that a rule loosened by mistake fails here.
+func TestComposeHolderRules(t *testing.T) {
+	brk := secretHolder{role: "broker"}
+	orch := secretHolder{role: "orchestrator"}
+	a := secretHolder{role: "agent", id: "a-1"}
+	for _, c := range []struct {
+		holder secretHolder
+		file   string
+		want   bool
+	}{
+		{brk, "server.pem", true}, {brk, "server-key.pem", true}, {brk, "ca.pem", true},
+		{brk, "orchestrator.nk", false}, {brk, "agent-a-1.token", false}, {brk, "ca-key.pem", false},
+		{orch, "orchestrator.nk", true}, {orch, "api.token", true}, {orch, "ca.pem", true},
+		{orch, "agent-a-1.token", true}, {orch, "agent-a-1.orchestrator.token", true},
+		{orch, "agent-a-1.nk", false}, {orch, "server-key.pem", false}, {orch, "ca-key.pem", false},
+		{a, "agent-a-1.nk", true}, {a, "agent-a-1.token", true}, {a, "agent-a-1.orchestrator.token", true},
+		{a, "ca.pem", true}, {a, "client-agent-a-1.pem", true}, {a, "client-agent-a-1-key.pem", true},
+		{a, "agent-b-1.nk", false}, {a, "agent-b-1.token", false}, {a, "agent-b-1.orchestrator.token", false},
+		{a, "agent-a-10.token", false}, {a, "orchestrator.nk", false}, {a, "api.token", false},
+		{a, "server-key.pem", false}, {a, "ca-key.pem", false}, {a, "client-orchestrator-key.pem", false},
+		{a, "client-agent-b-1-key.pem", false}, {a, "client-ops.nk", false},
+	} {
+		if got := c.holder.mayHold(c.file); got != c.want {
+			t.Errorf("%s may hold %s: got %t, want %t", c.holder, c.file, got, c.want)
 		}
 	}
+}
+
+// secretHolder is who runs in a service: the broker, the orchestrator or an agent.
+type secretHolder struct{ role, id string }
+
+func (h secretHolder) String() string { return strings.TrimSpace(h.role + " " + h.id) }
+
+// mayHold reports whether h may have the secret file of that name, as `chiffon
+// init` lists them per host: the CA certificate is everyone's; the broker's key is
+// the broker's; the orchestrator's NKey and the API token the orchestrator's; an
+// agent's NKey that agent's alone, and its token pair that agent's and the
+// orchestrator's. Nobody holds the CA's key.
+func (h secretHolder) mayHold(file string) bool {
+	switch file {
+	case siteCA:
+		return true
+	case siteServerPEM, siteServerKey:
+		return h.role == "broker"
+	case siteOrchNKey, siteAPIToken, "client-orchestrator.pem", "client-orchestrator-key.pem":
+		return h.role == "orchestrator"
+	}
+	switch h.role {
+	case "agent":
+		return slices.Contains([]string{agentNKeyName(h.id), agentTokenName(h.id), agentOrchTokenName(h.id),
+			"client-agent-" + h.id + ".pem", "client-agent-" + h.id + "-key.pem"}, file)
+	case "orchestrator":
+		return strings.HasPrefix(file, "agent-") && strings.HasSuffix(file, ".token")
+	}
+	return false
 }
 
 // parseWithCLI parses args with the real command tree and returns the flags that were
@@ -186,25 +310,107 @@ func parseWithCLI(t *testing.T, what string, args []string) map[string]string {
 	return set
 }
 
-// configNeeds returns the token files a daemon's config names and its data dir.
-func configNeeds(t *testing.T, path, daemon string) (tokens []string, dataDir string) {
+// configNeeds returns who a daemon's config makes its holder, every secret file it
+// names, its NATS URLs and its data dir.
+func configNeeds(t *testing.T, path, daemon string) (holder secretHolder, files, urls []string, dataDir string) {
 	t.Helper()
+	natsFiles := func(c broker.NATSConfig) []string {
+		return []string{c.NKeyFile, c.CredsFile, c.TLS.CAFile, c.TLS.CertFile, c.TLS.KeyFile}
+	}
 	if daemon == "agent" {
 		c, err := agent.LoadConfig(path)
 		if err != nil {
 			t.Fatal(err)
 		}
-		return []string{c.TokenFile, c.OrchestratorTokenFile}, c.DataDir
+		files = append(natsFiles(c.NATS), c.TokenFile, c.OrchestratorTokenFile)
+		return secretHolder{role: "agent", id: c.ID}, nonEmpty(files), c.NATS.URLs, c.DataDir
 	}
 	c, err := orchestrator.LoadConfig(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	tokens = []string{c.TokenFile, c.APITokenFile}
+	files = append(natsFiles(c.NATS), c.APITokenFile, c.HTTP.TLS.CertFile, c.HTTP.TLS.KeyFile)
 	for _, a := range c.Agents {
-		tokens = append(tokens, a.TokenFile)
+		files = append(files, a.TokenFile, a.OrchestratorTokenFile)
 	}
-	return tokens, c.DataDir
+	return secretHolder{role: "orchestrator"}, nonEmpty(files), c.NATS.URLs, c.DataDir
+}
+
+// brokerConfNeeds returns the files a nats-server config names in its tls block.
+func brokerConfNeeds(t *testing.T, path string) []string {
+	t.Helper()
+	m, err := conf.ParseFile(path)
+	if err != nil {
+		t.Fatalf("broker config %s: %v", path, err)
+	}
+	if _, ok := m["authorization"]; !ok {
+		t.Errorf("broker config %s has no authorization block: the broker would be open", path)
+	}
+	tls, ok := m["tls"].(map[string]any)
+	if !ok {
+		t.Fatalf("broker config %s has no tls block", path)
+	}
+	var files []string
+	for _, key := range []string{"cert_file", "key_file", "ca_file"} {
+		if f, ok := tls[key].(string); ok {
+			files = append(files, f)
+		}
+	}
+	return files
+}
+
+// checkBrokerConfLoads starts a broker from the config at path, its secret files
+// read from secrets instead of /run/secrets, and checks it requires authentication
+// and TLS.
+func checkBrokerConfLoads(t *testing.T, path, secrets string) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	local := filepath.Join(t.TempDir(), "broker.conf")
+	text := strings.ReplaceAll(string(b), `"`+composeSecrets+"/", `"`+secrets+"/")
+	if err := os.WriteFile(local, []byte(text), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	srv, err := broker.StartServer(broker.ServerConfig{ConfigFile: local, Host: "127.0.0.1", Port: -1})
+	if err != nil {
+		t.Fatalf("broker config %s does not load: %v", path, err)
+	}
+	defer srv.Shutdown()
+	if !srv.AuthRequired() || !srv.TLSRequired() {
+		t.Errorf("broker from %s: auth required %t, TLS required %t; want both", path, srv.AuthRequired(), srv.TLSRequired())
+	}
+}
+
+// checkCertNames checks that the broker's certificate is valid for every host the
+// daemons dial, so that TLS verification succeeds in the containers.
+func checkCertNames(t *testing.T, certFile string, hosts []string) {
+	t.Helper()
+	b, err := os.ReadFile(certFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	block, _ := pem.Decode(b)
+	if block == nil {
+		t.Fatalf("%s holds no PEM block", certFile)
+	}
+	cert, err := x509.ParseCertificate(block.Bytes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(hosts) == 0 {
+		t.Error("no daemon dials the broker")
+	}
+	for _, h := range hosts {
+		if err := cert.VerifyHostname(h); err != nil {
+			t.Errorf("daemons dial %s, but the broker's certificate does not name it (init --broker-host): %v", h, err)
+		}
+	}
+}
+
+func nonEmpty(ss []string) []string {
+	return slices.DeleteFunc(ss, func(s string) bool { return s == "" })
 }
 
 func TestDockerfileBuildsAStaticNonRootImage(t *testing.T) {
@@ -216,6 +422,22 @@ func TestDockerfileBuildsAStaticNonRootImage(t *testing.T) {
 	for _, want := range []string{"CGO_ENABLED=0", "./cmd/chiffon", "USER 65532", "AS build", "COPY --from=build"} {
 		if !strings.Contains(df, want) {
 			t.Errorf("Dockerfile lacks %q", want)
+		}
+	}
+}
+
+// TestDockerIgnoreKeepsSecretsOutOfTheBuild checks that the files `chiffon init` and
+// `chiffon up` write are not sent to the image build, whose first stage copies the
+// whole context.
+func TestDockerIgnoreKeepsSecretsOutOfTheBuild(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join(repoRoot, ".dockerignore"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Fields(string(b))
+	for _, want := range []string{"deploy/compose", "chiffon-data"} {
+		if !slices.Contains(lines, want) {
+			t.Errorf(".dockerignore lacks %q", want)
 		}
 	}
 }

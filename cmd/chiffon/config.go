@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/chiffon-dev/chiffon/agent"
+	"github.com/chiffon-dev/chiffon/broker"
 	"github.com/chiffon-dev/chiffon/orchestrator"
 	"github.com/spf13/cobra"
 	"gopkg.in/yaml.v3"
@@ -66,15 +67,18 @@ func checkConfigFile(w io.Writer, path, kind string) bool {
 		if c, err = agent.LoadConfig(path); err == nil {
 			desc = fmt.Sprintf("agent %s (%s), work types: %s", c.ID, c.Type, strings.Join(slices.Sorted(maps.Keys(c.WorkTypes)), ", "))
 			tokenFiles = map[string]string{"token_file": c.TokenFile, "orchestrator_token_file": c.OrchestratorTokenFile}
+			addNATSFiles(tokenFiles, c.NATS)
 		}
 	default:
 		var c orchestrator.Config
 		if c, err = orchestrator.LoadConfig(path); err == nil {
 			desc = fmt.Sprintf("orchestrator, %d agents allowed", len(c.Agents))
-			tokenFiles = map[string]string{"token_file": c.TokenFile, "api_token_file": c.APITokenFile}
+			tokenFiles = map[string]string{"api_token_file": c.APITokenFile}
 			for i, a := range c.Agents {
 				tokenFiles[fmt.Sprintf("agents[%d].token_file", i)] = a.TokenFile
+				tokenFiles[fmt.Sprintf("agents[%d].orchestrator_token_file", i)] = a.OrchestratorTokenFile
 			}
+			addNATSFiles(tokenFiles, c.NATS)
 		}
 	}
 	if err != nil {
@@ -102,6 +106,14 @@ func checkConfigFile(w io.Writer, path, kind string) bool {
 		}
 	}
 	return true
+}
+
+// addNATSFiles adds the identity and TLS files of a nats section to files.
+func addNATSFiles(files map[string]string, c broker.NATSConfig) {
+	for key, f := range map[string]string{"nats.nkey_file": c.NKeyFile, "nats.creds_file": c.CredsFile,
+		"nats.tls.ca_file": c.TLS.CAFile, "nats.tls.cert_file": c.TLS.CertFile, "nats.tls.key_file": c.TLS.KeyFile} {
+		files[key] = f
+	}
 }
 
 // configKind tells an agent config (it has a type key) from an orchestrator's.

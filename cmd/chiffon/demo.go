@@ -21,7 +21,7 @@ var demoTasks = []orchestrator.SubmitRequest{
 	{ToAgent: envelope.Infra, WorkType: "sleep", Parameters: map[string]any{"seconds": 2}},
 	{ToAgent: envelope.Desktop, WorkType: "system_info"},
 	{ToAgent: envelope.Code, WorkType: "echo", Parameters: map[string]any{"message": "hello from the code agent"}},
-	{ToAgent: envelope.Research, WorkType: "run_command", Parameters: map[string]any{"command": "uname", "args": []any{"-s", "-m"}}},
+	{ToAgent: envelope.Research, WorkType: "run_command", Parameters: map[string]any{"command": "df", "args": []any{"/"}}},
 }
 
 func newDemoCmd() *cobra.Command {

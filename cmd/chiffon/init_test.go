@@ -8,17 +8,25 @@ import (
 	"testing"
 )
 
-func TestInitWritesConfigsAndPrivateTokens(t *testing.T) {
+func TestInitWritesConfigsAndPrivateSecrets(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "site")
-	code, out, errOut := runCLI(t, "", "init", "--dir", dir, "--agents", "infra,desktop=ws-1", "--nats", "nats://hub.lan:4222")
+	code, out, errOut := runCLI(t, "", "init", "--dir", dir, "--agents", "infra,desktop=ws-1",
+		"--nats", "nats://hub.lan:4222", "--client", "backup=ws-1")
 	if code != 0 {
 		t.Fatalf("init: exit %d: %s", code, errOut)
 	}
-	if !strings.Contains(out, "agents/ws-1.yaml") {
-		t.Errorf("summary does not list ws-1:\n%s", out)
+	for _, want := range []string{"agents/ws-1.yaml", "clients/backup.txt", "agent ws-1:", "ca-key.pem off every host"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("summary lacks %q:\n%s", want, out)
+		}
 	}
-	for _, name := range []string{"orchestrator", "api", "infra-1", "ws-1"} {
-		path := filepath.Join(dir, "tokens", name+".token")
+	secrets := filepath.Join(dir, "secrets")
+	if info, err := os.Stat(secrets); err != nil || info.Mode().Perm() != 0o700 {
+		t.Fatalf("secrets dir: %v %v", info, err)
+	}
+	for _, name := range []string{"api.token", "agent-infra-1.token", "agent-infra-1.orchestrator.token", "agent-ws-1.token",
+		"agent-ws-1.orchestrator.token", "orchestrator.nk", "agent-infra-1.nk", "agent-ws-1.nk", "client-backup.nk", "ca-key.pem", "server-key.pem"} {
+		path := filepath.Join(secrets, name)
 		info, err := os.Stat(path)
 		if err != nil {
 			t.Fatal(err)
@@ -33,24 +41,66 @@ func TestInitWritesConfigsAndPrivateTokens(t *testing.T) {
 		t.Fatalf("config check of init's output: exit %d:\n%s", code, out)
 	}
 	ws, _ := os.ReadFile(filepath.Join(dir, "agents", "ws-1.yaml"))
-	for _, want := range []string{"id: ws-1", "type: desktop", "nats://hub.lan:4222", "/var/lib/chiffon/ws-1", "# A desktop agent"} {
+	for _, want := range []string{"id: ws-1", "type: desktop", "nats://hub.lan:4222", "/var/lib/chiffon/ws-1", "# A desktop agent",
+		"nkey_file: " + filepath.Join(secrets, "agent-ws-1.nk"), "ca_file: " + filepath.Join(secrets, "ca.pem"),
+		"orchestrator_token_file: " + filepath.Join(secrets, "agent-ws-1.orchestrator.token")} {
 		if !strings.Contains(string(ws), want) {
 			t.Errorf("ws-1.yaml lacks %q:\n%s", want, ws)
 		}
 	}
 	orch, _ := os.ReadFile(filepath.Join(dir, "orchestrator.yaml"))
-	if !regexp.MustCompile(`(?s)agents:.*id: infra-1.*id: ws-1`).Match(orch) {
-		t.Errorf("orchestrator.yaml does not allow both agents:\n%s", orch)
+	if !regexp.MustCompile(`(?s)agents:.*id: infra-1.*type: infra.*id: ws-1.*type: desktop`).Match(orch) {
+		t.Errorf("orchestrator.yaml does not bind both agents to their types:\n%s", orch)
+	}
+	conf, _ := os.ReadFile(filepath.Join(dir, "broker.conf"))
+	for _, want := range []string{"nkey:", "tls", "chiffon.agent.ws-1.work", "chiffon.inbox.client.backup.>"} {
+		if !strings.Contains(string(conf), want) {
+			t.Errorf("broker.conf lacks %q:\n%s", want, conf)
+		}
+	}
+	if regexp.MustCompile(`allow: \[?\s*"?>"?`).Match(conf) || strings.Contains(string(conf), "no_auth_user") {
+		t.Errorf("broker.conf lets someone do everything, or anonymous clients in:\n%s", conf)
 	}
 }
 
-func TestInitKeepsTokensAndRefusesToOverwriteConfigs(t *testing.T) {
+// TestInitGivesEachHostOnlyItsCredentials: no agent host is told to hold another
+// agent's token or key, nor the orchestrator's NKey.
+func TestInitGivesEachHostOnlyItsCredentials(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "site")
+	code, out, errOut := runCLI(t, "", "init", "--dir", dir, "--agents", "infra,code")
+	if code != 0 {
+		t.Fatalf("init: exit %d: %s", code, errOut)
+	}
+	var infraLine string
+	for _, l := range strings.Split(out, "\n") {
+		if strings.Contains(l, "agent infra-1:") {
+			infraLine = l
+		}
+	}
+	if infraLine == "" || !strings.Contains(infraLine, "agent-infra-1.nk") || !strings.Contains(infraLine, "agent-infra-1.orchestrator.token") {
+		t.Fatalf("no list of infra-1's files:\n%s", out)
+	}
+	for _, foreign := range []string{"code-1", "orchestrator.nk", "api.token", "ca-key.pem"} {
+		if strings.Contains(infraLine, foreign) {
+			t.Errorf("infra-1's host is told to hold %s: %s", foreign, infraLine)
+		}
+	}
+	a, _ := os.ReadFile(filepath.Join(dir, "secrets", "agent-infra-1.orchestrator.token"))
+	b, _ := os.ReadFile(filepath.Join(dir, "secrets", "agent-code-1.orchestrator.token"))
+	if len(a) == 0 || string(a) == string(b) {
+		t.Error("two agents share the orchestrator's token")
+	}
+}
+
+func TestInitKeepsSecretsAndRefusesToOverwriteConfigs(t *testing.T) {
 	dir := t.TempDir()
 	if code, _, errOut := runCLI(t, "", "init", "--dir", dir, "--agents", "code"); code != 0 {
 		t.Fatalf("init: %s", errOut)
 	}
-	tokenPath := filepath.Join(dir, "tokens", "code-1.token")
+	tokenPath := filepath.Join(dir, "secrets", "agent-code-1.token")
+	seedPath := filepath.Join(dir, "secrets", "agent-code-1.nk")
 	before, _ := os.ReadFile(tokenPath)
+	seedBefore, _ := os.ReadFile(seedPath)
 	code, _, errOut := runCLI(t, "", "init", "--dir", dir, "--agents", "code")
 	if code != 1 || !strings.Contains(errOut, "--force") {
 		t.Fatalf("second init: exit %d, %q; want 1 and a hint at --force", code, errOut)
@@ -59,8 +109,9 @@ func TestInitKeepsTokensAndRefusesToOverwriteConfigs(t *testing.T) {
 		t.Fatalf("init --force: %s", errOut)
 	}
 	after, _ := os.ReadFile(tokenPath)
-	if string(before) != string(after) || len(strings.TrimSpace(string(after))) != 32 {
-		t.Errorf("token changed or malformed across init runs")
+	seedAfter, _ := os.ReadFile(seedPath)
+	if string(before) != string(after) || len(strings.TrimSpace(string(after))) != 32 || string(seedBefore) != string(seedAfter) {
+		t.Errorf("token or NKey changed or malformed across init runs")
 	}
 }
 
@@ -89,7 +140,10 @@ func TestConfigCheckNamesTheKey(t *testing.T) {
 		{"bad id", "id: 'a b'\ntype: infra\nnats: {urls: [nats://x:4222]}\ntoken_file: t\norchestrator_token_file: o\ndata_dir: d\n", "id: must be"},
 		{"no urls", "id: a\ntype: infra\ntoken_file: t\norchestrator_token_file: o\ndata_dir: d\n", "nats.urls:"},
 		{"bad duration", "id: a\ntype: infra\nheartbeat_interval: soon\n", "line 3: heartbeat_interval: "},
-		{"orchestrator without token", "nats: {urls: [nats://x:4222]}\napi_token_file: a\ndata_dir: d\n", "token_file: is required"},
+		{"orchestrator without its agent's tokens", "nats: {urls: [nats://x:4222]}\napi_token_file: a\ndata_dir: d\nagents: [{id: a, type: infra, token_file: t}]\n",
+			"agents[0].orchestrator_token_file: is required"},
+		{"agent without a type binding", "nats: {urls: [nats://x:4222]}\napi_token_file: a\ndata_dir: d\nagents: [{id: a, token_file: t}]\n",
+			"agents[0].type"},
 		{"not yaml", ":\n- [", "not YAML"},
 	}
 	for _, tt := range tests {

@@ -11,14 +11,14 @@ import (
 
 // orchFlags are the settings a flag or an environment variable can override.
 type orchFlags struct {
-	config, id, tokenFile, apiTokenFile, listen, dataDir string
-	nats                                                 []string
+	config, id, nkeyFile, apiTokenFile, listen, dataDir string
+	nats                                                []string
 }
 
 // orchEnv maps each flag to its environment variable.
 var orchEnv = map[string]string{
 	"config": "CHIFFON_ORCHESTRATOR_CONFIG", "id": "CHIFFON_ORCH_ID", "nats": "CHIFFON_NATS_URL",
-	"token-file": "CHIFFON_TOKEN_FILE", "api-token-file": "CHIFFON_API_TOKEN_FILE",
+	"nkey-file": "CHIFFON_NKEY_FILE", "api-token-file": "CHIFFON_API_TOKEN_FILE",
 	"listen": "CHIFFON_LISTEN", "data-dir": "CHIFFON_DATA_DIR",
 }
 
@@ -57,7 +57,7 @@ func (f *orchFlags) register(fl *pflag.FlagSet) {
 	fl.StringVar(&f.config, "config", "", "YAML config file (env CHIFFON_ORCHESTRATOR_CONFIG)")
 	fl.StringVar(&f.id, "id", "", "orch_id; default: the one kept in the data dir (env CHIFFON_ORCH_ID)")
 	fl.StringSliceVar(&f.nats, "nats", nil, "NATS URL, repeatable or comma-separated (env CHIFFON_NATS_URL)")
-	fl.StringVar(&f.tokenFile, "token-file", "", "the orchestrator's token file (env CHIFFON_TOKEN_FILE)")
+	fl.StringVar(&f.nkeyFile, "nkey-file", "", "NKey seed file of the orchestrator's NATS identity (env CHIFFON_NKEY_FILE)")
 	fl.StringVar(&f.apiTokenFile, "api-token-file", "", "HTTP API token file (env CHIFFON_API_TOKEN_FILE)")
 	fl.StringVar(&f.listen, "listen", "", "HTTP API address, such as 127.0.0.1:8080 (env CHIFFON_LISTEN)")
 	fl.StringVar(&f.dataDir, "data-dir", "", "data directory, holds orch_id and the task store (env CHIFFON_DATA_DIR)")
@@ -81,7 +81,7 @@ func (f *orchFlags) merged(fl *pflag.FlagSet) (orchestrator.Config, error) {
 		}
 	}
 	set("id", &cfg.ID, f.id)
-	set("token-file", &cfg.TokenFile, f.tokenFile)
+	set("nkey-file", &cfg.NATS.NKeyFile, f.nkeyFile)
 	set("api-token-file", &cfg.APITokenFile, f.apiTokenFile)
 	set("listen", &cfg.HTTP.Listen, f.listen)
 	set("data-dir", &cfg.DataDir, f.dataDir)

@@ -46,41 +46,57 @@ type stack struct {
 	errs   chan error
 }
 
-// startStack starts the broker, the orchestrator with its API, and the four agents,
-// generating tokens in the data dir on first use. Stop ends it.
+// startStack starts the broker, the orchestrator with its API, and the four agents.
+// The site's secrets (tokens, NATS identities, a CA and the broker's certificate)
+// are made in the data dir on first use, as `chiffon init` makes them for several
+// hosts, and the broker runs the config that gives each daemon only its rights:
+// no anonymous local process can use its port either. Stop ends it.
 func startStack(cfg stackConfig) (_ *stack, err error) {
-	tokens, err := ensureTokens(cfg.DataDir)
-	if err != nil {
-		return nil, err
-	}
-	srv, err := broker.StartServer(broker.ServerConfig{Host: cfg.Host, Port: portOrRandom(cfg.NATSPort)})
-	if err != nil {
-		return nil, err
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	s := &stack{NATSURL: srv.ClientURL(), APIToken: tokens.api, srv: srv, cancel: cancel, errs: make(chan error, 8)}
-	defer func() {
-		if err != nil {
-			s.Stop()
-		}
-	}()
-
-	var agentsAllowed []orchestrator.AgentConfig
+	var agents []initAgent
+	var acs []*agent.Config
 	for _, t := range envelope.AgentTypes {
 		ac, err := exampleAgentConfig(string(t))
 		if err != nil {
 			return nil, err
 		}
-		if ac.Token, err = tokens.agent(ac.ID); err != nil {
-			return nil, err
+		agents = append(agents, initAgent{typ: string(t), id: ac.ID})
+		acs = append(acs, ac)
+	}
+	secrets := filepath.Join(cfg.DataDir, "secrets")
+	st, err := ensureSite(secrets, siteSpec{agents: agents, brokerHosts: []string{cfg.Host}})
+	if err != nil {
+		return nil, err
+	}
+	confPath := filepath.Join(cfg.DataDir, "broker.conf")
+	listen := net.JoinHostPort(cfg.Host, strconv.Itoa(max(cfg.NATSPort, 0)))
+	if err := broker.WriteServerFile(confPath, st.brokerFile(secrets, listen)); err != nil {
+		return nil, err
+	}
+	srv, err := broker.StartServer(broker.ServerConfig{ConfigFile: confPath, Host: cfg.Host, Port: portOrRandom(cfg.NATSPort)})
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	s := &stack{NATSURL: srv.ClientURL(), srv: srv, cancel: cancel, errs: make(chan error, 8)}
+	defer func() {
+		if err != nil {
+			s.Stop()
 		}
-		ac.NATS.URLs = []string{s.NATSURL}
-		ac.TokenFile = ""
-		ac.OrchestratorToken, ac.OrchestratorTokenFile = tokens.orch, ""
+	}()
+	if s.APIToken, err = broker.ReadTokenFile(filepath.Join(secrets, siteAPIToken)); err != nil {
+		return nil, err
+	}
+	urls := []string{s.NATSURL}
+	var agentsAllowed []orchestrator.AgentConfig
+	for _, ac := range acs {
+		ac.NATS = st.natsConfig(broker.Identity{Role: broker.RoleAgent, Name: ac.ID}, urls, secrets)
+		ac.TokenFile = filepath.Join(secrets, agentTokenName(ac.ID))
+		ac.OrchestratorTokenFile = filepath.Join(secrets, agentOrchTokenName(ac.ID))
 		ac.DataDir = filepath.Join(cfg.DataDir, "agents", ac.ID)
 		ac.Logger = cfg.Log.With("agent", ac.ID)
 		s.Agents = append(s.Agents, ac)
-		agentsAllowed = append(agentsAllowed, orchestrator.AgentConfig{ID: ac.ID, Token: ac.Token})
+		agentsAllowed = append(agentsAllowed, orchestrator.AgentConfig{ID: ac.ID, Type: envelope.AgentType(ac.Type),
+			TokenFile: ac.TokenFile, OrchestratorTokenFile: ac.OrchestratorTokenFile})
 	}
 
 	ln, err := net.Listen("tcp", net.JoinHostPort(cfg.Host, strconv.Itoa(cfg.HTTPPort)))
@@ -89,11 +105,10 @@ func startStack(cfg stackConfig) (_ *stack, err error) {
 	}
 	s.APIURL = "http://" + ln.Addr().String()
 	s.orch, err = orchestrator.Open(orchestrator.Config{
-		NATS:     broker.NATSConfig{URLs: []string{s.NATSURL}},
-		DataDir:  filepath.Join(cfg.DataDir, "orchestrator"),
-		Agents:   agentsAllowed,
-		Token:    tokens.orch,
-		APIToken: tokens.api,
+		NATS:         st.natsConfig(broker.Identity{Role: broker.RoleOrchestrator}, urls, secrets),
+		DataDir:      filepath.Join(cfg.DataDir, "orchestrator"),
+		Agents:       agentsAllowed,
+		APITokenFile: filepath.Join(secrets, siteAPIToken),
 	}, orchestrator.Options{Logger: cfg.Log.With("daemon", "orchestrator")})
 	if err != nil {
 		ln.Close()

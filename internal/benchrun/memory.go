@@ -55,8 +55,9 @@ func idleRSS(ctx context.Context, url, dir string, cfg Config) (agentMiB, orchMi
 		}
 	}
 	natsYAML := fmt.Sprintf("nats:\n  urls: [%q]\n  prefix: chiffonidle%s\n", url, randHex(4))
-	orchCfg := natsYAML + fmt.Sprintf("token_file: %s\napi_token_file: %s\ndata_dir: %s\nhttp:\n  listen: 127.0.0.1:0\nagents:\n  - id: idle-agent\n    token_file: %s\n",
-		files["orch"], files["api"], filepath.Join(dir, "orchestrator"), files["agent"])
+	orchCfg := natsYAML + fmt.Sprintf("api_token_file: %s\ndata_dir: %s\nhttp:\n  listen: 127.0.0.1:0\n"+
+		"agents:\n  - id: idle-agent\n    type: infra\n    token_file: %s\n    orchestrator_token_file: %s\n",
+		files["api"], filepath.Join(dir, "orchestrator"), files["agent"], files["orch"])
 	agentCfg := natsYAML + fmt.Sprintf("id: idle-agent\ntype: infra\ntoken_file: %s\norchestrator_token_file: %s\ndata_dir: %s\n",
 		files["agent"], files["orch"], filepath.Join(dir, "agent"))
 	for name, body := range map[string]string{"orchestrator.yaml": orchCfg, "agent.yaml": agentCfg} {

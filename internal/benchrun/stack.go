@@ -16,6 +16,7 @@ import (
 
 	"github.com/chiffon-dev/chiffon/agent"
 	"github.com/chiffon-dev/chiffon/broker"
+	"github.com/chiffon-dev/chiffon/envelope"
 	"github.com/chiffon-dev/chiffon/orchestrator"
 )
 
@@ -50,8 +51,9 @@ func startStack(ctx context.Context, url, dir string, capacity int) (*stack, err
 	orchToken, agentToken, apiToken := broker.NewToken(), broker.NewToken(), broker.NewToken()
 	o, err := orchestrator.Open(orchestrator.Config{
 		NATS: nats, DataDir: filepath.Join(dir, "orchestrator"),
-		Agents: []orchestrator.AgentConfig{{ID: "bench-agent", Token: agentToken}},
-		Token:  orchToken, APIToken: apiToken,
+		Agents: []orchestrator.AgentConfig{{ID: "bench-agent", Type: envelope.Infra,
+			Token: agentToken, OrchestratorToken: orchToken}},
+		APIToken: apiToken,
 	}, orchestrator.Options{Logger: log.With("daemon", "orchestrator")})
 	if err != nil {
 		return nil, err

@@ -3,6 +3,7 @@
 package testnats
 
 import (
+	"path/filepath"
 	"testing"
 
 	"github.com/chiffon-dev/chiffon/broker"
@@ -36,6 +37,71 @@ func Connect(t testing.TB, s *broker.Server) *nats.Conn {
 	nc, err := broker.Connect(broker.ConnConfig{URLs: []string{s.ClientURL()}, Name: t.Name()})
 	if err != nil {
 		t.Fatalf("connect to nats: %v", err)
+	}
+	t.Cleanup(nc.Close)
+	return nc
+}
+
+// SecureServer is a server started by StartSecure, with what its clients need.
+type SecureServer struct {
+	*broker.Server
+	// TLS trusts the server's certificate through the test's own CA.
+	TLS broker.ClientTLS
+	// ConfigFile is the server's nats-server config file; Restart with
+	// broker.ServerConfig{ConfigFile: ConfigFile} starts the same server again.
+	ConfigFile string
+}
+
+// StartSecure starts a server on a free port of 127.0.0.1 that accepts only users,
+// each within its allow lists, over TLS with a CA and certificate made in a
+// temporary directory. It shuts the server down when the test ends.
+func StartSecure(t testing.TB, users []broker.User) *SecureServer {
+	t.Helper()
+	dir := t.TempDir()
+	caFile, _, err := broker.EnsureCA(dir)
+	if err != nil {
+		t.Fatalf("test CA: %v", err)
+	}
+	cert, key, err := broker.EnsureServerCert(dir, nil)
+	if err != nil {
+		t.Fatalf("test server certificate: %v", err)
+	}
+	conf := filepath.Join(dir, "nats-server.conf")
+	err = broker.WriteServerFile(conf, broker.ServerFile{
+		Listen: "127.0.0.1:-1",
+		Users:  users,
+		TLS:    &broker.ServerTLS{CertFile: cert, KeyFile: key},
+	})
+	if err != nil {
+		t.Fatalf("write nats server config: %v", err)
+	}
+	s := Start(t, broker.ServerConfig{ConfigFile: conf})
+	return &SecureServer{Server: s, TLS: broker.ClientTLS{CAFile: caFile}, ConfigFile: conf}
+}
+
+// NKey makes a user NKey seed file in a temporary directory and returns it with its
+// public key, for a broker.User of StartSecure and a ConnectAs.
+func NKey(t testing.TB) (seedFile, publicKey string) {
+	t.Helper()
+	seedFile = filepath.Join(t.TempDir(), "user.nk")
+	publicKey, err := broker.EnsureNKeySeed(seedFile)
+	if err != nil {
+		t.Fatalf("nkey: %v", err)
+	}
+	return seedFile, publicKey
+}
+
+// ConnectAs connects to s with broker.Connect as the user of seedFile, over TLS
+// configured by tlsCfg, with inboxPrefix ("" for _INBOX), and closes the connection
+// when the test ends.
+func ConnectAs(t testing.TB, s *broker.Server, seedFile string, tlsCfg broker.ClientTLS, inboxPrefix string) *nats.Conn {
+	t.Helper()
+	nc, err := broker.Connect(broker.ConnConfig{
+		URLs: []string{s.ClientURL()}, Name: t.Name(),
+		NKeyFile: seedFile, TLS: tlsCfg, InboxPrefix: inboxPrefix,
+	})
+	if err != nil {
+		t.Fatalf("connect to nats as %s: %v", seedFile, err)
 	}
 	t.Cleanup(nc.Close)
 	return nc

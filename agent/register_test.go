@@ -1,0 +1,96 @@
+package agent_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chiffon-dev/chiffon/agent"
+	"github.com/chiffon-dev/chiffon/broker"
+	"github.com/chiffon-dev/chiffon/envelope"
+	"github.com/chiffon-dev/chiffon/errcodes"
+	"github.com/nats-io/nats.go"
+)
+
+// TestRefusedAgentTakesNoWorkAndStops: an agent the orchestrator refuses (another
+// process with its id is live) never subscribes to its work subject, and Run
+// returns the refusal.
+func TestRefusedAgentTakesNoWorkAndStops(t *testing.T) {
+	h := newHarness(t, nil)
+	h.refuse.Store(errcodes.TokenInstanceLive)
+	a, err := agent.New(h.cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- a.Run(context.Background()) }()
+	select {
+	case err := <-done:
+		if err == nil || !strings.Contains(err.Error(), "registration refused") || !strings.Contains(err.Error(), errcodes.TokenInstanceLive) {
+			t.Fatalf("Run = %v, want the refusal", err)
+		}
+	case <-time.After(wait):
+		t.Fatal("a refused agent goes on running")
+	}
+	select {
+	case <-a.Ready():
+		t.Fatal("a refused agent said it was ready")
+	default:
+	}
+}
+
+// TestNoWorkBeforeTheRegistrationIsAccepted: until the orchestrator answers, the
+// agent is subscribed to its control subject (pings are answered, with its
+// instance) but not to its work subject.
+func TestNoWorkBeforeTheRegistrationIsAccepted(t *testing.T) {
+	h := newHarness(t, nil)
+	hold := make(chan struct{})
+	h.gate.Store(hold) // the harness's registry answers once hold is closed
+	registered := make(chan *nats.Msg, 4)
+	sub, err := h.nc.Subscribe(broker.Subjects{}.Register(), func(m *nats.Msg) { registered <- m })
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Unsubscribe()
+	a, err := agent.New(h.cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- a.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+	defer func() {
+		select {
+		case <-hold:
+		default:
+			close(hold)
+		}
+	}()
+	var reg *nats.Msg
+	select {
+	case reg = <-registered:
+	case <-time.After(wait):
+		t.Fatal("no registration")
+	}
+	ping := h.control(&envelope.Ping{})
+	if _, ok := ping.Payload.(*envelope.ControlAck); !ok {
+		t.Fatalf("ping before acceptance: %s", ping.Type)
+	}
+	data, _ := envelope.Encode(h.request("echo", map[string]any{"message": "x"}, nil))
+	msg := &nats.Msg{Subject: broker.Subjects{}.AgentWork(h.cfg.ID), Data: data, Reply: nats.NewInbox()}
+	broker.SetAuth(msg, h.orchToken, h.cfg.ID)
+	if _, err := h.nc.RequestMsg(msg, time.Second); err != nats.ErrNoResponders {
+		t.Fatalf("work before acceptance: %v, want no responders", err)
+	}
+	if broker.InstanceOf(reg) == "" {
+		t.Fatal("registration without the process's instance header")
+	}
+	close(hold)
+	select {
+	case <-a.Ready():
+	case <-time.After(wait):
+		t.Fatal("not ready once accepted")
+	}
+}

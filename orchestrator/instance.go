@@ -1,0 +1,80 @@
+package orchestrator
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/chiffon-dev/chiffon/broker"
+	"github.com/chiffon-dev/chiffon/envelope"
+	"github.com/nats-io/nats.go"
+)
+
+// One live process per agent id. An agent subscribes to its control subject
+// before it registers, and to its work subject only once it is accepted. A
+// registration from a process the registry does not know (its Chiffon-Instance
+// header) is accepted only after a ping on the control subject finds no other
+// process there: an agent restarted after a crash is accepted, since its old
+// connection, and with it the old subscription, is gone; a second process
+// started beside a live one is refused before it ever sees work.
+
+// DefaultInstanceProbe is how long a probe waits for an answer from another
+// process after the registering one has answered.
+const DefaultInstanceProbe = 500 * time.Millisecond
+
+// errInstanceLive says another process with the agent's id answered a probe.
+var errInstanceLive = errors.New("another process with this agent id answers on its control subject")
+
+// probeInstance pings agentID's control subject and collects every answer:
+// it fails when a process other than instance answers, or when nobody answers
+// at all within the control timeout (a subscriber that does not answer is hung,
+// not gone). It runs without o.mu.
+func (o *Orchestrator) probeInstance(agentID, instance string) error {
+	hdr, ok := o.sec.authHeader(agentID)
+	if !ok {
+		return errUnknownAgent
+	}
+	inbox := o.nc.NewRespInbox()
+	sub, err := o.nc.SubscribeSync(inbox)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = sub.Unsubscribe() }()
+	env := envelope.New(envelope.Orchestrator, o.sec.agents[agentID].typ, "", "", &envelope.Ping{})
+	data, err := envelope.Encode(env)
+	if err != nil {
+		return err
+	}
+	if err := o.nc.PublishMsg(&nats.Msg{Subject: o.subj.AgentControl(agentID), Reply: inbox, Data: data, Header: hdr}); err != nil {
+		return err
+	}
+	deadline := time.Now().Add(o.cfg.Timeouts.Control)
+	selfSeen := false
+	for {
+		msg, err := sub.NextMsg(time.Until(deadline))
+		if errors.Is(err, nats.ErrNoResponders) {
+			return nil // no process at all: the registering one has not subscribed
+		}
+		if errors.Is(err, nats.ErrTimeout) {
+			if selfSeen {
+				return nil
+			}
+			return fmt.Errorf("%w: it did not answer a ping within %s", errInstanceLive, o.cfg.Timeouts.Control)
+		}
+		if err != nil {
+			return err
+		}
+		if id, aerr := o.authenticate(msg); aerr != nil || id != agentID {
+			o.metrics.authFailures.Inc()
+			continue
+		}
+		if broker.InstanceOf(msg) != instance {
+			return errInstanceLive
+		}
+		if !selfSeen {
+			// The registering process answered; give any other one a moment.
+			selfSeen = true
+			deadline = time.Now().Add(o.cfg.Timeouts.InstanceProbe)
+		}
+	}
+}
