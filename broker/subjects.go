@@ -40,14 +40,14 @@ func (s Subjects) OrchTask(orchID, agentID, taskID, nonce string) string {
 // OrchTasks matches every task inbox of one orchestrator.
 func (s Subjects) OrchTasks(orchID string) string { return s.join("orch", orchID, "task", ">") }
 
-// TaskInbox is a task inbox subject taken apart; ok is false when the subject
-// has not the form OrchTask builds.
+// TaskInbox is a task inbox subject (see OrchTask) taken apart.
 type TaskInbox struct {
 	AgentID, TaskID, Nonce string
 }
 
-// ParseTaskInbox takes apart a subject built by OrchTask.
-func ParseTaskInbox(subject string) (TaskInbox, bool) {
+// ParseTaskInbox takes apart a subject built by OrchTask; ok is false for a
+// subject of another form.
+func ParseTaskInbox(subject string) (inbox TaskInbox, ok bool) {
 	parts := strings.Split(subject, ".")
 	n := len(parts)
 	if n < 7 || parts[n-6] != "orch" || parts[n-4] != "task" {
@@ -61,4 +61,3 @@ func (s Subjects) Register() string { return s.join("registry", "register") }
 
 // Heartbeat is where agents publish heartbeats.
 func (s Subjects) Heartbeat() string { return s.join("registry", "heartbeat") }
-
