@@ -10,7 +10,6 @@ package agent
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -251,8 +250,9 @@ func (a *Agent) subscribe(subject string, h nats.MsgHandler) (*nats.Subscription
 	if err != nil {
 		return nil, fmt.Errorf("subscribe %s: %w", subject, err)
 	}
-	if err := a.nc.FlushTimeout(5 * time.Second); err != nil && !errors.Is(err, nats.ErrConnectionClosed) {
-		a.log.Warn("flush subscriptions", "err", err)
+	if err := broker.ConfirmSubscription(a.nc, subject, 5*time.Second); err != nil {
+		_ = s.Unsubscribe()
+		return nil, err
 	}
 	return s, nil
 }

@@ -387,3 +387,19 @@ func TestServerConfigFileIsOverriddenOnlyWhereSet(t *testing.T) {
 		t.Fatal("started without its config file")
 	}
 }
+
+func TestParseTaskInboxTakesApartWhatOrchTaskBuilds(t *testing.T) {
+	for _, prefix := range []string{"", "lab", "lab.site"} {
+		s := broker.Subjects{Prefix: prefix}
+		got, ok := broker.ParseTaskInbox(s.OrchTask("o-1", "code-1", "t-9", "n0nce"))
+		if !ok || got != (broker.TaskInbox{AgentID: "code-1", TaskID: "t-9", Nonce: "n0nce"}) {
+			t.Errorf("prefix %q: %+v %v", prefix, got, ok)
+		}
+	}
+	for _, bad := range []string{"", "chiffon.orch.o.task.a.t", "chiffon.orch.o.tasks.a.t.n", "chiffon.orc.o.task.a.t.n",
+		"orch.o.task.a.t.n", "chiffon.agent.a.work"} {
+		if got, ok := broker.ParseTaskInbox(bad); ok {
+			t.Errorf("%q parsed as %+v", bad, got)
+		}
+	}
+}

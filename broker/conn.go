@@ -213,3 +213,18 @@ func min64(a, b int64) int64 {
 	}
 	return b
 }
+
+// ConfirmSubscription waits until the server has seen the subscriptions made so far
+// on nc and reports its refusal of the one to subject: a subject the identity's
+// allow lists do not name, as when a daemon runs with another identity's NKey. A
+// server that cannot be reached within timeout is no refusal: nats.go subscribes
+// again once it can.
+func ConfirmSubscription(nc *nats.Conn, subject string, timeout time.Duration) error {
+	if err := nc.FlushTimeout(timeout); err != nil {
+		return nil
+	}
+	if err := nc.LastError(); errors.Is(err, nats.ErrPermissionViolation) && strings.Contains(err.Error(), `"`+subject+`"`) {
+		return fmt.Errorf("the NATS server does not let this identity subscribe to %s (is nkey_file or creds_file the one made for this daemon?)", subject)
+	}
+	return nil
+}

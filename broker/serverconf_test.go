@@ -196,3 +196,24 @@ func TestSecureServerAcceptsOnlyListedUsersWithinTheirAllowLists(t *testing.T) {
 	}
 	waitViolation(t, bErrs, "ok.>")
 }
+
+// TestConfirmSubscriptionReportsARefusedSubject: a daemon that subscribes where its
+// identity may not (another daemon's NKey) learns it at once, not by silence.
+func TestConfirmSubscriptionReportsARefusedSubject(t *testing.T) {
+	seed, pub := testnats.NKey(t)
+	srv := testnats.StartSecure(t, []broker.User{{NKey: pub, Publish: []string{"mine.>"}, Subscribe: []string{"mine.>"}}})
+	nc := testnats.ConnectAs(t, srv.Server, seed, srv.TLS, "")
+	if _, err := nc.SubscribeSync("mine.work"); err != nil {
+		t.Fatal(err)
+	}
+	if err := broker.ConfirmSubscription(nc, "mine.work", 5*time.Second); err != nil {
+		t.Fatalf("allowed subject: %v", err)
+	}
+	if _, err := nc.SubscribeSync("theirs.work"); err != nil {
+		t.Fatal(err)
+	}
+	err := broker.ConfirmSubscription(nc, "theirs.work", 5*time.Second)
+	if err == nil || !strings.Contains(err.Error(), "theirs.work") {
+		t.Fatalf("refused subject: %v, want an error naming it", err)
+	}
+}

@@ -48,12 +48,28 @@ type TaskInbox struct {
 // ParseTaskInbox takes apart a subject built by OrchTask; ok is false for a
 // subject of another form.
 func ParseTaskInbox(subject string) (inbox TaskInbox, ok bool) {
-	parts := strings.Split(subject, ".")
-	n := len(parts)
-	if n < 7 || parts[n-6] != "orch" || parts[n-4] != "task" {
+	// From the end, without allocating: it runs for every message of a task.
+	rest := subject
+	last := func() string {
+		i := strings.LastIndexByte(rest, '.')
+		if i < 0 {
+			ok = false
+			return ""
+		}
+		tok := rest[i+1:]
+		rest = rest[:i]
+		return tok
+	}
+	ok = true
+	inbox.Nonce, inbox.TaskID, inbox.AgentID = last(), last(), last()
+	if task := last(); task != "task" || !ok {
 		return TaskInbox{}, false
 	}
-	return TaskInbox{AgentID: parts[n-3], TaskID: parts[n-2], Nonce: parts[n-1]}, true
+	_ = last() // orch_id
+	if !strings.HasSuffix(rest, ".orch") || !ok {
+		return TaskInbox{}, false
+	}
+	return inbox, true
 }
 
 // Register is where agents register (request/reply).

@@ -11,30 +11,46 @@ import (
 	"github.com/chiffon-dev/chiffon/agent"
 	"github.com/chiffon-dev/chiffon/broker"
 	"github.com/chiffon-dev/chiffon/envelope"
+	"github.com/chiffon-dev/chiffon/internal/testnats"
 	"github.com/chiffon-dev/chiffon/orchestrator"
 )
 
 // benchStack opens an orchestrator and a real agent with a no-op work type on an
 // embedded server, with Badger stores in b.TempDir(), and waits until the agent is
-// online.
-func benchStack(b *testing.B, capacity int) *orchestrator.Orchestrator {
+// online. With secure, the server is the one a site runs: TLS, an NKey per daemon
+// and each one's allow lists.
+func benchStack(b *testing.B, capacity int, secure bool) *orchestrator.Orchestrator {
 	b.Helper()
-	srv, err := broker.StartServer(broker.ServerConfig{})
-	if err != nil {
-		b.Fatal(err)
+	var orchNATS, agentNATS broker.NATSConfig
+	if secure {
+		subj := broker.Subjects{}
+		ids := []broker.Identity{{Role: broker.RoleOrchestrator}, {Role: broker.RoleAgent, Name: "bench-1"}}
+		seeds := make([]string, len(ids))
+		var users []broker.User
+		for i, id := range ids {
+			var pub string
+			seeds[i], pub = testnats.NKey(b)
+			p := subj.Permissions(id, ids)
+			users = append(users, broker.User{NKey: pub, Publish: p.Publish, Subscribe: p.Subscribe})
+		}
+		srv := testnats.StartSecure(b, users)
+		orchNATS = broker.NATSConfig{URLs: []string{srv.ClientURL()}, NKeyFile: seeds[0], TLS: srv.TLS}
+		agentNATS = broker.NATSConfig{URLs: []string{srv.ClientURL()}, NKeyFile: seeds[1], TLS: srv.TLS}
+	} else {
+		srv := testnats.Start(b, broker.ServerConfig{})
+		orchNATS = broker.NATSConfig{URLs: []string{srv.ClientURL()}}
+		agentNATS = orchNATS
 	}
-	b.Cleanup(srv.Shutdown)
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	nats := broker.NATSConfig{URLs: []string{srv.ClientURL()}}
 	orchToken, agentToken := broker.NewToken(), broker.NewToken()
 	dir := b.TempDir()
-	o, err := orchestrator.Open(orchestrator.Config{NATS: nats, DataDir: filepath.Join(dir, "orch"),
-		Agents:   []orchestrator.AgentConfig{{ID: "bench-1", Type: envelope.Code, Token: agentToken, OrchestratorToken: orchToken}},
+	o, err := orchestrator.Open(orchestrator.Config{NATS: orchNATS, DataDir: filepath.Join(dir, "orch"),
+		Agents:   []orchestrator.AgentConfig{{ID: "bench-1", Type: envelope.Infra, Token: agentToken, OrchestratorToken: orchToken}},
 		APIToken: broker.NewToken()}, orchestrator.Options{Logger: log})
 	if err != nil {
 		b.Fatal(err)
 	}
-	a, err := agent.New(agent.Config{ID: "bench-1", Type: "infra", NATS: nats, DataDir: filepath.Join(dir, "agent"),
+	a, err := agent.New(agent.Config{ID: "bench-1", Type: "infra", NATS: agentNATS, DataDir: filepath.Join(dir, "agent"),
 		MaxConcurrency: capacity, Token: agentToken, OrchestratorToken: orchToken, Logger: log})
 	if err != nil {
 		b.Fatal(err)
@@ -71,7 +87,7 @@ func runNoop(b *testing.B, o *orchestrator.Orchestrator) {
 // BenchmarkDispatch is one no-op task at a time from Submit to its recorded result:
 // store, routing, breaker, publish, the agent's checks and dedupe write, ack, result.
 func BenchmarkDispatch(b *testing.B) {
-	o := benchStack(b, 4)
+	o := benchStack(b, 4, false)
 	b.ReportAllocs()
 	for b.Loop() {
 		runNoop(b, o)
@@ -80,7 +96,30 @@ func BenchmarkDispatch(b *testing.B) {
 
 // BenchmarkDispatchParallel is the same with many tasks in flight.
 func BenchmarkDispatchParallel(b *testing.B) {
-	o := benchStack(b, 256)
+	o := benchStack(b, 256, false)
+	b.ReportAllocs()
+	b.SetParallelism(32)
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			runNoop(b, o)
+		}
+	})
+}
+
+// BenchmarkDispatchSecure is BenchmarkDispatch through a broker with TLS, NKeys and
+// subject permissions, as every site runs: what the security costs a task.
+func BenchmarkDispatchSecure(b *testing.B) {
+	o := benchStack(b, 4, true)
+	b.ReportAllocs()
+	for b.Loop() {
+		runNoop(b, o)
+	}
+}
+
+// BenchmarkDispatchParallelSecure is BenchmarkDispatchParallel through the secure
+// broker.
+func BenchmarkDispatchParallelSecure(b *testing.B) {
+	o := benchStack(b, 256, true)
 	b.ReportAllocs()
 	b.SetParallelism(32)
 	b.RunParallel(func(pb *testing.PB) {

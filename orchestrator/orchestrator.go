@@ -152,8 +152,10 @@ func (o *Orchestrator) start() error {
 		sub.SetPendingLimits(-1, 256<<20)
 		o.subs = append(o.subs, sub)
 	}
-	if err := o.nc.Flush(); err != nil && !errors.Is(err, nats.ErrConnectionClosed) {
-		o.log.Warn("nats flush after subscribe", "err", err)
+	for _, s := range subs {
+		if err := broker.ConfirmSubscription(o.nc, s.subject, 5*time.Second); err != nil {
+			return err
+		}
 	}
 	if err := o.initMetrics(); err != nil {
 		return err

@@ -37,7 +37,7 @@ func newBrokerCmd() *cobra.Command {
 			return runBroker(cmd, f, cmd.Flags().Changed("listen"))
 		},
 	}
-	cmd.Flags().StringVar(&f.config, "config", "", "nats-server config file (users, TLS, JetStream); `chiffon init` writes one")
+	cmd.Flags().StringVar(&f.config, "config", "", "nats-server config file (users, TLS, JetStream), such as the one chiffon init writes")
 	cmd.Flags().StringVar(&f.listen, "listen", "127.0.0.1:4222", "address for NATS clients; with --config, overrides the file's only if given")
 	cmd.Flags().BoolVar(&f.jetstream, "jetstream", false, "enable JetStream")
 	cmd.Flags().StringVar(&f.storeDir, "store-dir", "", "JetStream store directory (required with --jetstream unless the config file sets one)")

@@ -35,7 +35,7 @@ type clientFlags struct {
 
 func (f *clientFlags) add(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&f.server, "server", "", "orchestrator API URL (env CHIFFON_SERVER; default from ./chiffon-data, else http://127.0.0.1:8080)")
-	cmd.Flags().StringVar(&f.tokenFile, "api-token-file", "", "file holding the API token (env CHIFFON_API_TOKEN holds the token itself; default ./chiffon-data/tokens/api.token)")
+	cmd.Flags().StringVar(&f.tokenFile, "api-token-file", "", "file holding the API token (env CHIFFON_API_TOKEN holds the token itself; default ./chiffon-data/secrets/api.token)")
 	cmd.Flags().StringVar(&f.caFile, "api-ca-file", "", "PEM file of the CA to trust for an https server, instead of the system's (env CHIFFON_API_CA_FILE)")
 	cmd.Flags().BoolVar(&f.jsonOut, "json", false, "print JSON")
 }

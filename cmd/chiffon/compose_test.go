@@ -62,169 +62,216 @@ const (
 // service mounts exactly the secret files its config names: no more (least
 // privilege), no less.
 func TestComposeFileMatchesTheCLI(t *testing.T) {
-	raw, err := os.ReadFile(filepath.Join(repoRoot, "docker-compose.yml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var cf composeFile
-	if err := yaml.Unmarshal(raw, &cf); err != nil {
-		t.Fatalf("docker-compose.yml: %v", err)
-	}
-
-	generated := t.TempDir()
-	initArgs := slices.Clone(cf.Init)
-	i := slices.Index(initArgs, "--dir")
-	if len(initArgs) == 0 || initArgs[0] != "init" || i < 0 || i+1 >= len(initArgs) {
-		t.Fatalf("x-chiffon-init must be `init --dir DIR ...`, got %q", cf.Init)
-	}
-	initDir := initArgs[i+1]
-	initArgs[i+1] = generated
-	var out, errb bytes.Buffer
-	if code := run(context.Background(), initArgs, strings.NewReader(""), &out, &errb); code != 0 {
-		t.Fatalf("chiffon %s: exit %d: %s", strings.Join(cf.Init, " "), code, errb.String())
-	}
-	// hostPath maps a path of the compose file to where it is in this test.
-	hostPath := func(p string) string {
-		p = strings.TrimPrefix(p, "./")
-		if rest, ok := strings.CutPrefix(p, initDir+"/"); ok {
-			return filepath.Join(generated, rest)
-		}
-		return filepath.Join(repoRoot, p)
-	}
-	mustExist := func(what, p string) {
-		if _, err := os.Stat(hostPath(p)); err != nil {
-			t.Errorf("%s: %s does not exist: %v", what, p, err)
-		}
-	}
-
+	c := newComposeCheck(t)
 	// Each compose secret must be the init-written file whose name the configs use
 	// under /run/secrets, so that a mount cannot hand a service someone else's file.
-	for name, s := range cf.Secrets {
-		mustExist("secret "+name, s.File)
+	for name, s := range c.cf.Secrets {
+		c.mustExist("secret "+name, s.File)
 	}
 	var natsHosts []string // hosts the daemons dial
 	roles := map[string]int{}
-	for name, svc := range cf.Services {
-		if svc.Image != "chiffon:local" {
-			t.Errorf("%s: image %q: every service runs the chiffon image", name, svc.Image)
-			continue
-		}
-		if svc.Build != "" {
-			mustExist(name+" build", filepath.Join(svc.Build, "Dockerfile"))
-		}
-		mounts := map[string]string{} // container path -> compose source
-		var volumeTargets []string
-		for _, v := range svc.Volumes {
-			parts := strings.Split(v, ":")
-			if len(parts) < 2 {
-				t.Errorf("%s: volume %q: want src:dst", name, v)
-				continue
-			}
-			if strings.HasPrefix(parts[0], "./") {
-				mustExist(name+" volume", parts[0])
-				mounts[parts[1]] = parts[0]
-			} else {
-				if _, ok := cf.Volumes[parts[0]]; !ok {
-					t.Errorf("%s: named volume %q is not declared", name, parts[0])
-				}
-				volumeTargets = append(volumeTargets, parts[1])
-			}
-		}
-		mounted := map[string]bool{} // container paths of the service's secrets
-		for _, s := range svc.Secrets {
-			decl, ok := cf.Secrets[s.Source]
-			if !ok {
-				t.Errorf("%s: secret %q is not declared", name, s.Source)
-				continue
-			}
-			if want := initDir + "/secrets/" + s.Target; path.Clean(strings.TrimPrefix(decl.File, "./")) != want {
-				t.Errorf("%s: secret %s is mounted as %s but is the file %s, not %s", name, s.Source, s.Target, decl.File, want)
-			}
-			mounted[path.Join(composeSecrets, s.Target)] = true
-		}
-		for dep, d := range svc.DependsOn {
-			if d.Condition == "service_healthy" && len(cf.Services[dep].Healthcheck.Test) == 0 {
-				t.Errorf("%s: waits for %s to be healthy, which has no healthcheck", name, dep)
-			}
-		}
-
-		daemon := svc.Command[0]
+	for name, svc := range c.cf.Services {
+		daemon, urls := c.checkService(name, svc)
 		roles[daemon]++
-		args := parseWithCLI(t, name, svc.Command)
-		cfgPath := args["config"]
-		src, ok := mounts[cfgPath]
-		if !ok {
-			t.Errorf("%s: --config %s is not mounted", name, cfgPath)
-			continue
-		}
-		var holder secretHolder
-		var needs []string
-		var dataDir string
-		switch daemon {
-		case "broker":
-			holder = secretHolder{role: "broker"}
-			needs = brokerConfNeeds(t, hostPath(src))
-			checkBrokerConfLoads(t, hostPath(src), filepath.Join(generated, "secrets"))
-		case "agent", "orchestrator":
-			var cfgOut bytes.Buffer
-			if !checkConfigFile(&cfgOut, hostPath(src), daemon) {
-				t.Errorf("%s: config check %s:\n%s", name, src, cfgOut.String())
+		for _, u := range urls {
+			pu, err := url.Parse(u)
+			if err != nil {
+				t.Errorf("%s: nats url %q: %v", name, u, err)
 				continue
 			}
-			var urls []string
-			holder, needs, urls, dataDir = configNeeds(t, hostPath(src), daemon)
-			for _, u := range urls {
-				pu, err := url.Parse(u)
-				if err != nil {
-					t.Errorf("%s: nats url %q: %v", name, u, err)
-					continue
-				}
-				natsHosts = append(natsHosts, pu.Hostname())
-			}
-		default:
-			t.Errorf("%s: runs chiffon %s, not broker, orchestrator or agent", name, daemon)
-			continue
-		}
-
-		// Exactly the secrets the config names, each one its holder may have.
-		for _, f := range needs {
-			if dir, _ := path.Split(f); path.Clean(dir) != composeSecrets {
-				t.Errorf("%s: config names %s, outside %s where Compose mounts secrets", name, f, composeSecrets)
-			} else if !mounted[f] {
-				t.Errorf("%s: config names %s, which is not mounted as a secret", name, f)
-			}
-		}
-		for f := range mounted {
-			if !slices.Contains(needs, f) {
-				t.Errorf("%s: mounts secret %s, which its config does not name", name, f)
-			}
-			if !holder.mayHold(path.Base(f)) {
-				t.Errorf("%s: mounts %s, which %s must not hold", name, f, holder)
-			}
-		}
-
-		onVolume := func(v string) bool { return strings.HasPrefix(dataDir, v+"/") || dataDir == v }
-		if daemon != "broker" && !slices.ContainsFunc(volumeTargets, onVolume) {
-			t.Errorf("%s: data_dir %s is not on a volume (%v)", name, dataDir, volumeTargets)
-		}
-		hc := svc.Healthcheck.Test
-		if daemon == "broker" && len(hc) == 0 {
-			continue // the orchestrator's /readyz covers it; see docker-compose.yml
-		}
-		if len(hc) < 3 || hc[0] != "CMD" || hc[1] != "/usr/local/bin/chiffon" {
-			t.Errorf("%s: healthcheck must run chiffon, got %q", name, hc)
-			continue
-		}
-		hcArgs := parseWithCLI(t, name+" healthcheck", hc[2:])
-		if f := hcArgs["file"]; f != "" && !strings.HasPrefix(f, dataDir+"/") {
-			t.Errorf("%s: healthcheck file %s is not in data_dir %s", name, f, dataDir)
+			natsHosts = append(natsHosts, pu.Hostname())
 		}
 	}
 	if roles["broker"] != 1 || roles["orchestrator"] != 1 || roles["agent"] < 2 {
 		t.Errorf("services run %v, want a broker, an orchestrator and two agents", roles)
 	}
 	slices.Sort(natsHosts)
-	checkCertNames(t, filepath.Join(generated, "secrets", siteServerPEM), slices.Compact(natsHosts))
+	checkCertNames(t, filepath.Join(c.generated, "secrets", siteServerPEM), slices.Compact(natsHosts))
+}
+
+// composeCheck is docker-compose.yml with the files its `chiffon init` wrote.
+type composeCheck struct {
+	t  *testing.T
+	cf composeFile
+	// initDir is init's --dir in the compose file; generated is where this test ran
+	// init instead.
+	initDir, generated string
+}
+
+// newComposeCheck reads docker-compose.yml, checks that its header documents the
+// x-chiffon-init command, and runs that command into a temp dir.
+func newComposeCheck(t *testing.T) *composeCheck {
+	t.Helper()
+	raw, err := os.ReadFile(filepath.Join(repoRoot, "docker-compose.yml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &composeCheck{t: t, generated: t.TempDir()}
+	if err := yaml.Unmarshal(raw, &c.cf); err != nil {
+		t.Fatalf("docker-compose.yml: %v", err)
+	}
+	if got := headerInitCommand(string(raw)); !slices.Equal(got, c.cf.Init) {
+		t.Errorf("the header's `go run ./cmd/chiffon init` command is %q, want x-chiffon-init's %q", got, c.cf.Init)
+	}
+	args := slices.Clone(c.cf.Init)
+	i := slices.Index(args, "--dir")
+	if len(args) == 0 || args[0] != "init" || i < 0 || i+1 >= len(args) {
+		t.Fatalf("x-chiffon-init must be `init --dir DIR ...`, got %q", c.cf.Init)
+	}
+	c.initDir, args[i+1] = args[i+1], c.generated
+	var out, errb bytes.Buffer
+	if code := run(context.Background(), args, strings.NewReader(""), &out, &errb); code != 0 {
+		t.Fatalf("chiffon %s: exit %d: %s", strings.Join(c.cf.Init, " "), code, errb.String())
+	}
+	return c
+}
+
+// hostPath maps a path of the compose file to where it is in this test.
+func (c *composeCheck) hostPath(p string) string {
+	p = strings.TrimPrefix(p, "./")
+	if rest, ok := strings.CutPrefix(p, c.initDir+"/"); ok {
+		return filepath.Join(c.generated, rest)
+	}
+	return filepath.Join(repoRoot, p)
+}
+
+func (c *composeCheck) mustExist(what, p string) {
+	if _, err := os.Stat(c.hostPath(p)); err != nil {
+		c.t.Errorf("%s: %s does not exist: %v", what, p, err)
+	}
+}
+
+// checkService checks one service and returns the chiffon command it runs and the
+// NATS URLs its config dials.
+func (c *composeCheck) checkService(name string, svc composeService) (daemon string, urls []string) {
+	t := c.t
+	if svc.Image != "chiffon:local" {
+		t.Errorf("%s: image %q: every service runs the chiffon image", name, svc.Image)
+		return "", nil
+	}
+	if svc.Build != "" {
+		c.mustExist(name+" build", filepath.Join(svc.Build, "Dockerfile"))
+	}
+	for dep, d := range svc.DependsOn {
+		if d.Condition == "service_healthy" && len(c.cf.Services[dep].Healthcheck.Test) == 0 {
+			t.Errorf("%s: waits for %s to be healthy, which has no healthcheck", name, dep)
+		}
+	}
+	binds, volumeTargets := c.volumes(name, svc)
+	mounted := c.secrets(name, svc)
+
+	daemon = svc.Command[0]
+	cfgPath := parseWithCLI(t, name, svc.Command)["config"]
+	src, ok := binds[cfgPath]
+	if !ok {
+		t.Errorf("%s: --config %s is not mounted", name, cfgPath)
+		return daemon, nil
+	}
+	var holder secretHolder
+	var needs []string
+	var dataDir string
+	switch daemon {
+	case "broker":
+		holder = secretHolder{role: "broker"}
+		needs = brokerConfNeeds(t, c.hostPath(src))
+		checkBrokerConfLoads(t, c.hostPath(src), filepath.Join(c.generated, "secrets"))
+	case "agent", "orchestrator":
+		var cfgOut bytes.Buffer
+		if !checkConfigFile(&cfgOut, c.hostPath(src), daemon) {
+			t.Errorf("%s: config check %s:\n%s", name, src, cfgOut.String())
+			return daemon, nil
+		}
+		holder, needs, urls, dataDir = configNeeds(t, c.hostPath(src), daemon)
+		onVolume := func(v string) bool { return strings.HasPrefix(dataDir, v+"/") || dataDir == v }
+		if !slices.ContainsFunc(volumeTargets, onVolume) {
+			t.Errorf("%s: data_dir %s is not on a volume (%v)", name, dataDir, volumeTargets)
+		}
+	default:
+		t.Errorf("%s: runs chiffon %s, not broker, orchestrator or agent", name, daemon)
+		return daemon, nil
+	}
+	checkExactSecrets(t, name, holder, needs, mounted)
+	c.checkHealthcheck(name, daemon, svc, dataDir)
+	return daemon, urls
+}
+
+// volumes returns a service's bind mounts (container path -> compose source) and
+// the container paths of its named volumes.
+func (c *composeCheck) volumes(name string, svc composeService) (binds map[string]string, named []string) {
+	binds = map[string]string{}
+	for _, v := range svc.Volumes {
+		parts := strings.Split(v, ":")
+		if len(parts) < 2 {
+			c.t.Errorf("%s: volume %q: want src:dst", name, v)
+			continue
+		}
+		if strings.HasPrefix(parts[0], "./") {
+			c.mustExist(name+" volume", parts[0])
+			binds[parts[1]] = parts[0]
+			continue
+		}
+		if _, ok := c.cf.Volumes[parts[0]]; !ok {
+			c.t.Errorf("%s: named volume %q is not declared", name, parts[0])
+		}
+		named = append(named, parts[1])
+	}
+	return binds, named
+}
+
+// secrets returns the container paths of a service's secrets, each checked to be
+// the init-written file of the name it is mounted as.
+func (c *composeCheck) secrets(name string, svc composeService) map[string]bool {
+	mounted := map[string]bool{}
+	for _, s := range svc.Secrets {
+		decl, ok := c.cf.Secrets[s.Source]
+		if !ok {
+			c.t.Errorf("%s: secret %q is not declared", name, s.Source)
+			continue
+		}
+		if want := c.initDir + "/secrets/" + s.Target; path.Clean(strings.TrimPrefix(decl.File, "./")) != want {
+			c.t.Errorf("%s: secret %s is mounted as %s but is the file %s, not %s", name, s.Source, s.Target, decl.File, want)
+		}
+		mounted[path.Join(composeSecrets, s.Target)] = true
+	}
+	return mounted
+}
+
+// checkExactSecrets checks that a service mounts exactly the secret files its
+// config names, and that its holder may have each one.
+func checkExactSecrets(t *testing.T, name string, holder secretHolder, needs []string, mounted map[string]bool) {
+	t.Helper()
+	for _, f := range needs {
+		if dir, _ := path.Split(f); path.Clean(dir) != composeSecrets {
+			t.Errorf("%s: config names %s, outside %s where Compose mounts secrets", name, f, composeSecrets)
+		} else if !mounted[f] {
+			t.Errorf("%s: config names %s, which is not mounted as a secret", name, f)
+		}
+	}
+	for f := range mounted {
+		if !slices.Contains(needs, f) {
+			t.Errorf("%s: mounts secret %s, which its config does not name", name, f)
+		}
+		if !holder.mayHold(path.Base(f)) {
+			t.Errorf("%s: mounts %s, which %s must not hold", name, f, holder)
+		}
+	}
+}
+
+// checkHealthcheck checks that a service's healthcheck runs chiffon with valid
+// flags; the broker may have none (the orchestrator's /readyz covers it).
+func (c *composeCheck) checkHealthcheck(name, daemon string, svc composeService, dataDir string) {
+	hc := svc.Healthcheck.Test
+	if daemon == "broker" && len(hc) == 0 {
+		return
+	}
+	if len(hc) < 3 || hc[0] != "CMD" || hc[1] != "/usr/local/bin/chiffon" {
+		c.t.Errorf("%s: healthcheck must run chiffon, got %q", name, hc)
+		return
+	}
+	args := parseWithCLI(c.t, name+" healthcheck", hc[2:])
+	if f := args["file"]; f != "" && !strings.HasPrefix(f, dataDir+"/") {
+		c.t.Errorf("%s: healthcheck file %s is not in data_dir %s", name, f, dataDir)
+	}
 }
 
 // TestComposeHolderRules checks the least-privilege rule the compose test applies,
@@ -407,6 +454,31 @@ func checkCertNames(t *testing.T, certFile string, hosts []string) {
 			t.Errorf("daemons dial %s, but the broker's certificate does not name it (init --broker-host): %v", h, err)
 		}
 	}
+}
+
+// headerInitCommand returns the arguments of the `go run ./cmd/chiffon init` command
+// that docker-compose.yml's header comment tells users to run, from "init" on.
+func headerInitCommand(file string) []string {
+	var cmd string
+	in := false
+	for _, line := range strings.Split(file, "\n") {
+		text, ok := strings.CutPrefix(line, "#")
+		if !ok {
+			break
+		}
+		text = strings.TrimSpace(text)
+		if rest, found := strings.CutPrefix(text, "go run ./cmd/chiffon "); found {
+			in, text = true, rest
+		}
+		if !in {
+			continue
+		}
+		cmd += " " + strings.TrimSuffix(text, "\\")
+		if !strings.HasSuffix(text, "\\") {
+			break
+		}
+	}
+	return strings.Fields(cmd)
 }
 
 func nonEmpty(ss []string) []string {

@@ -173,6 +173,20 @@ func writeInit(w io.Writer, o initOptions, agents []initAgent, clients []initCli
 	if err != nil {
 		return usagef(err.Error())
 	}
+	// Refuse before anything is made: a new NKey without the broker.conf that
+	// lists it would lock its daemon out.
+	targets := []string{filepath.Join(o.dir, "broker.conf"), filepath.Join(o.dir, "orchestrator.yaml")}
+	for _, a := range agents {
+		targets = append(targets, filepath.Join(o.dir, "agents", a.id+".yaml"))
+	}
+	for _, c := range clients {
+		targets = append(targets, filepath.Join(o.dir, "clients", c.name+".txt"))
+	}
+	for _, path := range targets {
+		if err := refuseOverwrite(path, o.force); err != nil {
+			return err
+		}
+	}
 	for _, d := range []string{"agents", "clients"} {
 		if err := os.MkdirAll(filepath.Join(o.dir, d), 0o755); err != nil {
 			return err
@@ -184,11 +198,7 @@ func writeInit(w io.Writer, o initOptions, agents []initAgent, clients []initCli
 		return err
 	}
 	onHost := func(name string) string { return filepath.Join(o.secretsDir, name) }
-	brokerConf := filepath.Join(o.dir, "broker.conf")
-	if err := refuseOverwrite(brokerConf, o.force); err != nil {
-		return err
-	}
-	if err := broker.WriteServerFile(brokerConf, st.brokerFile(o.secretsDir, o.brokerListen)); err != nil {
+	if err := broker.WriteServerFile(filepath.Join(o.dir, "broker.conf"), st.brokerFile(o.secretsDir, o.brokerListen)); err != nil {
 		return err
 	}
 	var allowed []map[string]string
@@ -290,11 +300,7 @@ func writeClientNotes(o initOptions, st *site, c initClient) error {
 		fmt.Fprintf(&b, "The Authorization token of each agent is its agent-<id>.orchestrator.token; its answers\n"+
 			"carry its agent-<id>.token, which the client should check.\n")
 	}
-	path := filepath.Join(o.dir, "clients", c.name+".txt")
-	if err := refuseOverwrite(path, o.force); err != nil {
-		return err
-	}
-	return os.WriteFile(path, []byte(b.String()), 0o644)
+	return os.WriteFile(filepath.Join(o.dir, "clients", c.name+".txt"), []byte(b.String()), 0o644)
 }
 
 func agentType(st *site, id string) string {

@@ -101,9 +101,12 @@ func TestInitKeepsSecretsAndRefusesToOverwriteConfigs(t *testing.T) {
 	seedPath := filepath.Join(dir, "secrets", "agent-code-1.nk")
 	before, _ := os.ReadFile(tokenPath)
 	seedBefore, _ := os.ReadFile(seedPath)
-	code, _, errOut := runCLI(t, "", "init", "--dir", dir, "--agents", "code")
+	code, _, errOut := runCLI(t, "", "init", "--dir", dir, "--agents", "code,infra")
 	if code != 1 || !strings.Contains(errOut, "--force") {
 		t.Fatalf("second init: exit %d, %q; want 1 and a hint at --force", code, errOut)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "secrets", "agent-infra-1.nk")); !os.IsNotExist(err) {
+		t.Errorf("a refused init made a new agent's NKey (%v): broker.conf would not list it", err)
 	}
 	if code, _, errOut := runCLI(t, "", "init", "--dir", dir, "--agents", "code", "--force"); code != 0 {
 		t.Fatalf("init --force: %s", errOut)
