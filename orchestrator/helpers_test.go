@@ -154,6 +154,8 @@ type fakeAgent struct {
 	registered atomic.Bool
 	// instance is sent as the Chiffon-Instance header, when set.
 	instance string
+	// silent makes the agent answer no control message, as a hung process.
+	silent bool
 }
 
 // workMsg is one work_request the fake agent received.
@@ -192,6 +194,9 @@ func (a *fakeAgent) listen() {
 		}
 		if env.Type != envelope.TypePing || a.registered.Load() {
 			a.control <- env // not the ping that checks for another process at registration
+		}
+		if a.silent {
+			return
 		}
 		a.mu.Lock()
 		ack := &envelope.ControlAck{Command: env.Type, OK: a.pingOK, AgentStatus: envelope.AgentIdle}

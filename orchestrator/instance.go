@@ -25,10 +25,15 @@ const DefaultInstanceProbe = 500 * time.Millisecond
 // errInstanceLive says another process with the agent's id answered a probe.
 var errInstanceLive = errors.New("another process with this agent id answers on its control subject")
 
-// probeInstance pings agentID's control subject and collects every answer:
-// it fails when a process other than instance answers, or when nobody answers
-// at all within the control timeout (a subscriber that does not answer is hung,
-// not gone). It runs without o.mu.
+// errProbeUnanswered says a process is subscribed to the agent's control subject
+// but nobody answered the probe: a hung process, or the registering one too slow.
+// The registration is refused for now, and the agent tries again.
+var errProbeUnanswered = errors.New("a process is subscribed to the agent's control subject but did not answer a ping")
+
+// probeInstance pings agentID's control subject and collects every answer: it
+// fails with errInstanceLive when a process other than instance answers, and with
+// errProbeUnanswered when nobody answers within the control timeout (a subscriber
+// that does not answer is hung, not gone). It runs without o.mu.
 func (o *Orchestrator) probeInstance(agentID, instance string) error {
 	hdr, ok := o.sec.authHeader(agentID)
 	if !ok {
@@ -59,7 +64,7 @@ func (o *Orchestrator) probeInstance(agentID, instance string) error {
 			if selfSeen {
 				return nil
 			}
-			return fmt.Errorf("%w: it did not answer a ping within %s", errInstanceLive, o.cfg.Timeouts.Control)
+			return fmt.Errorf("%w within %s", errProbeUnanswered, o.cfg.Timeouts.Control)
 		}
 		if err != nil {
 			return err

@@ -1,8 +1,8 @@
 package orchestrator
 
 import (
+	"errors"
 	"slices"
-
 	"sort"
 	"time"
 
@@ -140,9 +140,16 @@ func (o *Orchestrator) handleRegister(msg *nats.Msg) {
 	o.wg.Add(1)
 	go func() {
 		defer o.wg.Done()
-		if err := o.probeInstance(agentID, instance); err != nil {
+		switch err := o.probeInstance(agentID, instance); {
+		case errors.Is(err, errInstanceLive):
 			o.log.Error("second process with a live agent id refused", "agent_id", agentID, "err", err)
 			o.replyError(msg, agentID, env, errcodes.NewAuthenticationFailed(agentID, errcodes.TokenInstanceLive))
+			return
+		case err != nil:
+			// Maybe the registering process itself was too slow to answer: a
+			// retryable refusal, which the agent meets by registering again.
+			o.log.Warn("registration put off: the agent's control subject did not answer", "agent_id", agentID, "err", err)
+			o.replyError(msg, agentID, env, errcodes.NewTimeout("registration probe: "+err.Error(), 0, time.Now().UTC()))
 			return
 		}
 		o.mu.Lock()

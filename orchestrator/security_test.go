@@ -244,3 +244,20 @@ func TestAuthFailureFloodIsCountedAndLoggedAtABoundedRate(t *testing.T) {
 		t.Fatalf("%d log lines for %d refused messages, want a few", lines, n)
 	}
 }
+
+// TestUnansweredProbePutsTheRegistrationOff: a process subscribed to the control
+// subject that answers nothing (hung, or the registering one too slow) gets a
+// retryable refusal, not the final one: the agent registers again.
+func TestUnansweredProbePutsTheRegistrationOff(t *testing.T) {
+	e := newEnv(t, "code-1")
+	e.cfg.Timeouts.Control = 200 * time.Millisecond
+	e.open()
+	a := e.fakeAgent("code-1")
+	a.instance, a.silent = "slow", true
+	a.listen()
+	rep := a.registerAs(a.token, 4)
+	p, ok := rep.Payload.(*envelope.ErrorPayload)
+	if !ok || p.ErrorCode != int(errcodes.Timeout) {
+		t.Fatalf("unanswered probe: got %s %+v, want a retryable 5001", rep.Type, rep.Payload)
+	}
+}

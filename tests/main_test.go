@@ -49,9 +49,21 @@ func chiffon(t *testing.T, env []string, stdin string, args ...string) result {
 // chiffonIn runs the binary in dir, to completion with a deadline.
 func chiffonIn(t *testing.T, dir string, env []string, stdin string, args ...string) result {
 	t.Helper()
+	return runBin(t, chiffonBin, dir, env, stdin, args...)
+}
+
+// chiffonBinary runs bin, a build of chiffon, to completion with a deadline.
+func chiffonBinary(t *testing.T, bin string, args ...string) result {
+	t.Helper()
+	return runBin(t, bin, "", nil, "", args...)
+}
+
+// runBin runs bin in dir, to completion with a deadline.
+func runBin(t *testing.T, bin, dir string, env []string, stdin string, args ...string) result {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, chiffonBin, args...)
+	cmd := exec.CommandContext(ctx, bin, args...)
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), env...)
 	cmd.Stdin = strings.NewReader(stdin)

@@ -21,13 +21,18 @@ import (
 // TestReliabilityBadInput sends bad input straight onto every subject with a raw NATS
 // client, in both directions: malformed JSON, wrong types, unknown fields, envelopes
 // over the size limit, and wrong and missing tokens; then a flood of 10,000 garbage
-// messages. Every message with a reply subject must get the right error code, and
-// the orchestrator and the agent must go on serving.
+// messages. It sends as the identities broker.conf allows there: work and control
+// as the tester client, registrations, heartbeats and task messages as agent
+// code-1. Every message with a reply subject must get the right error code, no
+// answer may hold a secret, an answer to an unauthenticated message must carry no
+// Authorization header at all, and the orchestrator and the agent must go on
+// serving.
 func TestReliabilityBadInput(t *testing.T) {
 	c := newCluster(t, 1)
-	// An embedded server whose max_payload is above the envelope limit, so that an
-	// oversized envelope reaches the daemons instead of being refused by NATS.
-	srv, err := broker.StartServer(broker.ServerConfig{Port: c.natsPort, MaxPayload: 4 << 20})
+	// The broker of the site's broker.conf, with a max_payload above the envelope
+	// limit, so that an oversized envelope reaches the daemons instead of being
+	// refused by NATS.
+	srv, err := broker.StartServer(broker.ServerConfig{ConfigFile: c.brokerConf(), Port: c.natsPort, MaxPayload: 4 << 20})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -35,13 +40,9 @@ func TestReliabilityBadInput(t *testing.T) {
 	c.startOrchestrator()
 	c.startAgent("code-1")
 
-	nc, err := nats.Connect(c.natsURL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	subj := broker.Subjects{Prefix: "chiffon"}
-	orchTok, agentTok := c.tokens["orchestrator"], c.tokens["code-1"]
+	tester, asCode1 := c.connect(testerID), c.connect(agentID("code-1"))
+	orchTok, agentTok := c.orchToken("code-1"), c.agentToken("code-1")
+	taskInbox := func() string { return subj.OrchTask(clusterOrchID, "code-1", envelope.NewID(), envelope.NewID()) }
 
 	// Valid envelopes of each type, and damaged copies of them.
 	ping := encode(t, envelope.New(envelope.Orchestrator, envelope.Code, "", "", &envelope.Ping{}))
@@ -59,43 +60,54 @@ func TestReliabilityBadInput(t *testing.T) {
 	asAgent := auth{agentTok, "code-1"}
 	cases := []struct {
 		name    string
+		nc      *nats.Conn
 		subject string
 		auth    *auth
 		data    []byte
 		want    errcodes.Code
 	}{
-		{"work: malformed JSON", subj.AgentWork("code-1"), &right, []byte(`{"type": "work_request",`), errcodes.InvalidMessage},
-		{"work: wrong types", subj.AgentWork("code-1"), &right, retype(t, work, "protocol_version", 1), errcodes.InvalidMessage},
-		{"work: payload wrong type", subj.AgentWork("code-1"), &right, retype(t, work, "payload", "text"), errcodes.InvalidMessage},
-		{"work: unknown field", subj.AgentWork("code-1"), &right, retype(t, work, "surprise", true), errcodes.InvalidMessage},
-		{"work: over the size limit", subj.AgentWork("code-1"), &right, oversized, errcodes.InvalidMessage},
-		{"work: unknown work type", subj.AgentWork("code-1"), &right, unknownType, errcodes.UnsupportedWorkType},
-		{"work: missing token", subj.AgentWork("code-1"), nil, work, errcodes.AuthenticationFailed},
-		{"work: wrong token", subj.AgentWork("code-1"), &auth{strings.Repeat("x", 32), "code-1"}, work, errcodes.AuthenticationFailed},
-		{"work: agent's own token", subj.AgentWork("code-1"), &asAgent, work, errcodes.AuthenticationFailed},
-		{"control: malformed JSON", subj.AgentControl("code-1"), &right, []byte("\x00\xff"), errcodes.InvalidMessage},
-		{"control: unknown field", subj.AgentControl("code-1"), &right, retype(t, ping, "extra", 1), errcodes.InvalidMessage},
-		{"control: over the size limit", subj.AgentControl("code-1"), &right, oversized, errcodes.InvalidMessage},
-		{"control: missing token", subj.AgentControl("code-1"), nil, ping, errcodes.AuthenticationFailed},
-		{"control: wrong token", subj.AgentControl("code-1"), &auth{"nope", "code-1"}, ping, errcodes.AuthenticationFailed},
-		{"register: malformed JSON", subj.Register(), &asAgent, []byte(`[1,2`), errcodes.InvalidMessage},
-		{"register: wrong types", subj.Register(), &asAgent, retype(t, register, "timestamp", 12), errcodes.InvalidMessage},
-		{"register: unknown field", subj.Register(), &asAgent, retype(t, register, "surprise", "x"), errcodes.InvalidMessage},
-		{"register: over the size limit", subj.Register(), &asAgent, oversized, errcodes.InvalidMessage},
-		{"register: missing token", subj.Register(), nil, register, errcodes.AuthenticationFailed},
-		{"register: wrong token", subj.Register(), &auth{orchTok, "code-1"}, register, errcodes.AuthenticationFailed},
-		{"register: unknown agent", subj.Register(), &auth{agentTok, "code-9"}, register, errcodes.AuthenticationFailed},
-		{"task inbox: wrong token", subj.OrchTask("orch-rel", envelope.NewID()), &auth{"bad", "code-1"}, work, errcodes.AuthenticationFailed},
-		{"task inbox: missing token", subj.OrchTask("orch-rel", envelope.NewID()), nil, work, errcodes.AuthenticationFailed},
+		{"work: malformed JSON", tester, subj.AgentWork("code-1"), &right, []byte(`{"type": "work_request",`), errcodes.InvalidMessage},
+		{"work: wrong types", tester, subj.AgentWork("code-1"), &right, retype(t, work, "protocol_version", 1), errcodes.InvalidMessage},
+		{"work: payload wrong type", tester, subj.AgentWork("code-1"), &right, retype(t, work, "payload", "text"), errcodes.InvalidMessage},
+		{"work: unknown field", tester, subj.AgentWork("code-1"), &right, retype(t, work, "surprise", true), errcodes.InvalidMessage},
+		{"work: over the size limit", tester, subj.AgentWork("code-1"), &right, oversized, errcodes.InvalidMessage},
+		{"work: unknown work type", tester, subj.AgentWork("code-1"), &right, unknownType, errcodes.UnsupportedWorkType},
+		{"work: missing token", tester, subj.AgentWork("code-1"), nil, work, errcodes.AuthenticationFailed},
+		{"work: wrong token", tester, subj.AgentWork("code-1"), &auth{strings.Repeat("x", 32), "code-1"}, work, errcodes.AuthenticationFailed},
+		{"work: agent's own token", tester, subj.AgentWork("code-1"), &asAgent, work, errcodes.AuthenticationFailed},
+		{"work: the API token", tester, subj.AgentWork("code-1"), &auth{c.tokens["api.token"], "code-1"}, work, errcodes.AuthenticationFailed},
+		{"control: malformed JSON", tester, subj.AgentControl("code-1"), &right, []byte("\x00\xff"), errcodes.InvalidMessage},
+		{"control: unknown field", tester, subj.AgentControl("code-1"), &right, retype(t, ping, "extra", 1), errcodes.InvalidMessage},
+		{"control: over the size limit", tester, subj.AgentControl("code-1"), &right, oversized, errcodes.InvalidMessage},
+		{"control: missing token", tester, subj.AgentControl("code-1"), nil, ping, errcodes.AuthenticationFailed},
+		{"control: wrong token", tester, subj.AgentControl("code-1"), &auth{"nope", "code-1"}, ping, errcodes.AuthenticationFailed},
+		{"register: malformed JSON", asCode1, subj.Register(), &asAgent, []byte(`[1,2`), errcodes.InvalidMessage},
+		{"register: wrong types", asCode1, subj.Register(), &asAgent, retype(t, register, "timestamp", 12), errcodes.InvalidMessage},
+		{"register: unknown field", asCode1, subj.Register(), &asAgent, retype(t, register, "surprise", "x"), errcodes.InvalidMessage},
+		{"register: over the size limit", asCode1, subj.Register(), &asAgent, oversized, errcodes.InvalidMessage},
+		{"register: missing token", asCode1, subj.Register(), nil, register, errcodes.AuthenticationFailed},
+		{"register: wrong token", asCode1, subj.Register(), &auth{orchTok, "code-1"}, register, errcodes.AuthenticationFailed},
+		{"register: unknown agent", asCode1, subj.Register(), &auth{agentTok, "code-9"}, register, errcodes.AuthenticationFailed},
+		{"task inbox: wrong token", asCode1, taskInbox(), &auth{"bad", "code-1"}, work, errcodes.AuthenticationFailed},
+		{"task inbox: missing token", asCode1, taskInbox(), nil, work, errcodes.AuthenticationFailed},
 	}
+	secrets := c.allSecrets()
 	for _, tc := range cases {
 		msg := &nats.Msg{Subject: tc.subject, Data: tc.data}
 		if tc.auth != nil {
 			broker.SetAuth(msg, tc.auth.token, tc.auth.agentID)
 		}
-		resp, err := nc.RequestMsg(msg, 5*time.Second)
+		resp, err := tc.nc.RequestMsg(msg, 5*time.Second)
 		if err != nil {
 			t.Errorf("%s: no answer: %v", tc.name, err)
+			continue
+		}
+		if tc.want == errcodes.AuthenticationFailed {
+			// Nobody vouched for the sender: the answer is a 5004 that carries no
+			// credential, and no Authorization header at all.
+			for _, problem := range answerProblems(resp, secrets) {
+				t.Errorf("%s: %s", tc.name, problem)
+			}
 			continue
 		}
 		rep, err := envelope.Decode(resp.Data)
@@ -103,35 +115,52 @@ func TestReliabilityBadInput(t *testing.T) {
 			t.Errorf("%s: the answer does not decode: %v: %s", tc.name, err, resp.Data)
 			continue
 		}
-		p, ok := rep.Payload.(*envelope.ErrorPayload)
-		if !ok || errcodes.Code(p.ErrorCode) != tc.want {
+		if p, ok := rep.Payload.(*envelope.ErrorPayload); !ok || errcodes.Code(p.ErrorCode) != tc.want {
 			t.Errorf("%s: answered %s %s, want error %d", tc.name, rep.Type, resp.Data, tc.want)
 		}
-		if bytes.Contains(resp.Data, []byte(orchTok)) || bytes.Contains(resp.Data, []byte(agentTok)) {
-			t.Errorf("%s: the answer holds a token", tc.name)
+		for name, secret := range secrets {
+			if bytes.Contains(resp.Data, []byte(secret)) {
+				t.Errorf("%s: the answer holds the secret of %s", tc.name, name)
+			}
+		}
+		// An authenticated sender may get the replier's token for code-1, nothing else.
+		if name := headerSecret(resp.Header, without(secrets, "agent-code-1.token", "agent-code-1.orchestrator.token")); name != "" {
+			t.Errorf("%s: a header of the answer holds the secret of %s", tc.name, name)
 		}
 	}
 
 	// Messages with no reply subject are dropped; nothing to answer.
-	for _, s := range []string{subj.Heartbeat(), subj.Discover(), subj.OrchTask("orch-rel", envelope.NewID())} {
+	for _, target := range []struct {
+		nc      *nats.Conn
+		subject string
+	}{{asCode1, subj.Heartbeat()}, {asCode1, taskInbox()}, {tester, subj.AgentControl("code-1")}, {tester, subj.AgentWork("code-1")}} {
 		for _, a := range []*auth{nil, {"bad", "code-1"}, &asAgent, &right} {
-			msg := &nats.Msg{Subject: s, Data: []byte(`{"garbage":`)}
+			msg := &nats.Msg{Subject: target.subject, Data: []byte(`{"garbage":`)}
 			if a != nil {
 				broker.SetAuth(msg, a.token, a.agentID)
 			}
-			if err := nc.PublishMsg(msg); err != nil {
+			if err := target.nc.PublishMsg(msg); err != nil {
 				t.Fatal(err)
 			}
 		}
 	}
 	// Over the server's own max_payload the client refuses to send.
-	if err := nc.Publish(subj.AgentWork("code-1"), make([]byte, 5<<20)); !errors.Is(err, nats.ErrMaxPayload) {
+	if err := tester.Publish(subj.AgentWork("code-1"), make([]byte, 5<<20)); !errors.Is(err, nats.ErrMaxPayload) {
 		t.Errorf("publish over max_payload: %v, want %v", err, nats.ErrMaxPayload)
 	}
 
-	flood(t, nc, subj, []string{orchTok, agentTok})
-	if err := nc.Flush(); err != nil {
-		t.Fatal(err)
+	flood(t, []floodTarget{
+		{tester, subj.AgentWork("code-1")}, {tester, subj.AgentControl("code-1")},
+		{asCode1, subj.Register()}, {asCode1, subj.Heartbeat()}, {asCode1, taskInbox()},
+	}, []string{orchTok, agentTok})
+	for _, nc := range []*nats.Conn{tester, asCode1} {
+		if err := nc.Flush(); err != nil {
+			t.Fatal(err)
+		}
+		// Each message went where its identity may publish: the broker refused none.
+		if err := nc.LastError(); err != nil {
+			t.Errorf("%s: %v", nc.Opts.Name, err)
+		}
 	}
 	assertServing(t, c)
 	m, err := c.metrics()
@@ -145,18 +174,29 @@ func TestReliabilityBadInput(t *testing.T) {
 	c.assertNoTokenLogged()
 }
 
-// flood publishes 10,000 garbage messages on every subject the daemons read, some
-// with a reply subject, some with the right tokens.
-func flood(t *testing.T, nc *nats.Conn, subj broker.Subjects, tokens []string) {
+// floodTarget is a subject and the connection, of an identity allowed to publish
+// there, that floods it.
+type floodTarget struct {
+	nc      *nats.Conn
+	subject string
+}
+
+// flood publishes 10,000 garbage messages across targets, some with a reply
+// subject in the sender's own inbox, some with the right tokens.
+func flood(t *testing.T, targets []floodTarget, tokens []string) {
 	t.Helper()
-	subjects := []string{subj.AgentWork("code-1"), subj.AgentControl("code-1"), subj.Register(),
-		subj.Heartbeat(), subj.Discover(), subj.OrchTask("orch-rel", envelope.NewID())}
-	replies := nc.NewRespInbox()
-	sub, err := nc.Subscribe(replies, func(*nats.Msg) {}) // answers are not read one by one
-	if err != nil {
-		t.Fatal(err)
+	replies := map[*nats.Conn]string{}
+	for _, tg := range targets {
+		if _, ok := replies[tg.nc]; ok {
+			continue
+		}
+		replies[tg.nc] = tg.nc.NewRespInbox()
+		sub, err := tg.nc.Subscribe(replies[tg.nc], func(*nats.Msg) {}) // answers are not read one by one
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer sub.Unsubscribe()
 	}
-	defer sub.Unsubscribe()
 	rng := rand.New(rand.NewPCG(1, 2))
 	for i := range 10000 {
 		data := make([]byte, rng.IntN(512))
@@ -167,14 +207,15 @@ func flood(t *testing.T, nc *nats.Conn, subj broker.Subjects, tokens []string) {
 			data = fmt.Appendf(nil, `{"protocol_version":"1.0","type":%q,"payload":{"x":%d}}`,
 				[]string{"work_request", "ping", "register", "heartbeat", "work_result"}[i%5], i)
 		}
-		msg := &nats.Msg{Subject: subjects[i%len(subjects)], Data: data}
+		tg := targets[rng.IntN(len(targets))]
+		msg := &nats.Msg{Subject: tg.subject, Data: data}
 		if i%2 == 0 {
-			msg.Reply = replies
+			msg.Reply = replies[tg.nc]
 		}
 		if i%4 == 0 {
 			broker.SetAuth(msg, tokens[i%len(tokens)], "code-1")
 		}
-		if err := nc.PublishMsg(msg); err != nil {
+		if err := tg.nc.PublishMsg(msg); err != nil {
 			t.Fatal(err)
 		}
 	}

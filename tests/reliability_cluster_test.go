@@ -3,13 +3,13 @@ package tests
 import (
 	"bufio"
 	"context"
-	"crypto/rand"
 	"fmt"
 	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -17,7 +17,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chiffon-dev/chiffon/broker"
 	"github.com/chiffon-dev/chiffon/orchestrator"
+	"github.com/nats-io/nats.go"
 )
 
 // faultsBin is chiffon built with -tags chiffonfaults: the same program, plus the
@@ -99,7 +101,10 @@ func (p *proc) stop(t *testing.T) {
 }
 
 // cluster is a broker, an orchestrator and agents, each its own chiffon process,
-// sharing a directory of configs, tokens, data dirs and logs.
+// sharing a directory of configs, data dirs and logs. Its site (NKey identities,
+// tokens, the CA and the broker's certificate, broker.conf) is what `chiffon init`
+// writes: every process authenticates, every connection is TLS, and each identity
+// holds only the subject rights broker.conf gives it.
 type cluster struct {
 	t        *testing.T
 	bin      string
@@ -107,10 +112,14 @@ type cluster struct {
 	logLevel string
 	// orchEnv is added to the orchestrator's environment (CHIFFON_FAULTS).
 	orchEnv []string
+	// extraWorkTypes is YAML added to every agent's work_types by writeAgentConfig.
+	extraWorkTypes string
 
 	natsPort  int
 	httpAddr  string
-	tokens    map[string]string // "orchestrator", "api" and each agent id
+	siteDir   string            // what chiffon init wrote: broker.conf, secrets/
+	tokens    map[string]string // every *.token of the site, by file name
+	seeds     map[string]string // every NKey seed (*.nk) of the site, by file name
 	agentType string
 	agentIDs  []string
 	runsFile  string
@@ -132,33 +141,41 @@ const (
 	relHeartbeat  = 500 * time.Millisecond
 )
 
-// newCluster writes the configs of a cluster with n agents of type "code" and
-// starts nothing.
+// clusterOrchID is the orchestrator's id, in every task inbox subject.
+const clusterOrchID = "orch-rel"
+
+// testerClient is the client identity (chiffon init --client) allowed to command
+// every agent of a cluster, as a script with its own NATS client would.
+const testerClient = "tester"
+
+// newCluster runs `chiffon init` for n agents of type "code" (code-1..code-n) and
+// the tester client, writes the daemons' own configs over its secrets, and starts
+// nothing.
 func newCluster(t *testing.T, n int) *cluster {
 	t.Helper()
 	dir := t.TempDir()
 	c := &cluster{t: t, bin: faultsBinary(t), dir: dir, logLevel: "info",
 		natsPort: freePort(t), httpAddr: "127.0.0.1:" + strconv.Itoa(freePort(t)),
-		tokens: map[string]string{}, agentType: "code", agents: map[string]*proc{},
+		siteDir: filepath.Join(dir, "site"), agentType: "code", agents: map[string]*proc{},
 		runsFile: filepath.Join(dir, "runs.log")}
-	for _, d := range []string{"tokens", "logs", "data"} {
+	for _, d := range []string{"logs", "data"} {
 		if err := os.MkdirAll(filepath.Join(dir, d), 0o700); err != nil {
 			t.Fatal(err)
 		}
 	}
-	c.token("orchestrator")
-	c.token("api")
+	var specs []string
 	for i := 1; i <= n; i++ {
 		id := fmt.Sprintf("code-%d", i)
 		c.agentIDs = append(c.agentIDs, id)
-		c.token(id)
+		specs = append(specs, c.agentType+"="+id)
 	}
+	c.initSite(specs)
 	c.writeOrchConfig()
 	for _, id := range c.agentIDs {
 		c.writeAgentConfig(id)
 	}
 	c.http = &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 8}}
-	c.client = &orchestrator.Client{BaseURL: "http://" + c.httpAddr, Token: c.tokens["api"], HTTP: c.http}
+	c.client = &orchestrator.Client{BaseURL: "http://" + c.httpAddr, Token: c.tokens["api.token"], HTTP: c.http}
 	t.Cleanup(func() {
 		c.stopAll()
 		if t.Failed() || os.Getenv("CHIFFON_REL_LOGS") != "" {
@@ -166,6 +183,52 @@ func newCluster(t *testing.T, n int) *cluster {
 		}
 	})
 	return c
+}
+
+// initSite runs `chiffon init` for the agents of specs (type=id) and the tester
+// client, and reads every token and seed it made.
+func (c *cluster) initSite(specs []string) {
+	c.t.Helper()
+	got := chiffonBinary(c.t, c.bin, "init", "--dir", c.siteDir, "--agents", strings.Join(specs, ","),
+		"--client", testerClient, "--nats", c.natsURL(), "--listen", c.httpAddr,
+		"--secrets-dir", c.secretsDir(), "--data-root", filepath.Join(c.dir, "data"),
+		"--broker-listen", c.natsAddr(), "--broker-host", "127.0.0.1")
+	if got.code != 0 {
+		c.t.Fatalf("chiffon init: exit %d: %s%s", got.code, got.stdout, got.stderr)
+	}
+	c.tokens, c.seeds = c.readSecrets("*.token"), c.readSecrets("*.nk")
+	if len(c.tokens) != 1+2*len(specs) || len(c.seeds) != 2+len(specs) {
+		c.t.Fatalf("chiffon init made tokens %v and seeds %v for %d agents", keys(c.tokens), keys(c.seeds), len(specs))
+	}
+}
+
+// readSecrets reads the secret files matching glob, by file name.
+func (c *cluster) readSecrets(glob string) map[string]string {
+	c.t.Helper()
+	files, err := filepath.Glob(filepath.Join(c.secretsDir(), glob))
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	out := map[string]string{}
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			c.t.Fatal(err)
+		}
+		if out[filepath.Base(f)] = strings.TrimSpace(string(b)); out[filepath.Base(f)] == "" {
+			c.t.Fatalf("%s is empty", f)
+		}
+	}
+	return out
+}
+
+func keys(m map[string]string) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
 }
 
 // dumpLogs logs the last n lines of every process's log, or copies the logs to
@@ -183,32 +246,56 @@ func (c *cluster) dumpLogs(n int) {
 	}
 }
 
-// token makes a fresh 32-character token for name and writes its file.
-func (c *cluster) token(name string) {
-	const alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
-	b := make([]byte, 32)
-	_, _ = rand.Read(b)
-	for i := range b {
-		b[i] = alphabet[int(b[i])%len(alphabet)]
-	}
-	c.tokens[name] = string(b)
-	if err := os.WriteFile(c.tokenFile(name), append(b, '\n'), 0o600); err != nil {
-		c.t.Fatal(err)
-	}
+func (c *cluster) secretsDir() string          { return filepath.Join(c.siteDir, "secrets") }
+func (c *cluster) secret(name string) string   { return filepath.Join(c.secretsDir(), name) }
+func (c *cluster) brokerConf() string          { return filepath.Join(c.siteDir, "broker.conf") }
+func (c *cluster) natsAddr() string            { return "127.0.0.1:" + strconv.Itoa(c.natsPort) }
+func (c *cluster) natsURL() string             { return "nats://" + c.natsAddr() }
+func (c *cluster) agentToken(id string) string { return c.tokens["agent-"+id+".token"] }
+
+// orchToken is the orchestrator's token for agent id: what that agent accepts.
+func (c *cluster) orchToken(id string) string { return c.tokens["agent-"+id+".orchestrator.token"] }
+
+// natsSection is the nats section of a daemon's config: the cluster's broker over
+// TLS trusting the site CA, as the identity whose seed is seedFile.
+func (c *cluster) natsSection(seedFile string) string {
+	return fmt.Sprintf("nats: {urls: [%s], nkey_file: %s, tls: {ca_file: %s}}", c.natsURL(), c.secret(seedFile), c.secret("ca.pem"))
 }
 
-func (c *cluster) tokenFile(name string) string { return filepath.Join(c.dir, "tokens", name+".token") }
+// seedName is the name of id's NKey seed file in the site's secrets.
+func seedName(id broker.Identity) string {
+	switch id.Role {
+	case broker.RoleAgent:
+		return "agent-" + id.Name + ".nk"
+	case broker.RoleClient:
+		return "client-" + id.Name + ".nk"
+	}
+	return "orchestrator.nk"
+}
 
-func (c *cluster) natsURL() string { return "nats://127.0.0.1:" + strconv.Itoa(c.natsPort) }
+// connect connects to the cluster's broker as id, as its daemon does: its NKey,
+// TLS trusting the site CA, and its own inbox prefix. The connection is closed
+// when the test ends.
+func (c *cluster) connect(id broker.Identity) *nats.Conn {
+	c.t.Helper()
+	nc, err := broker.Connect(broker.ConnConfig{URLs: []string{c.natsURL()}, Name: seedName(id),
+		NKeyFile: c.secret(seedName(id)), TLS: broker.ClientTLS{CAFile: c.secret("ca.pem")},
+		InboxPrefix: broker.Subjects{}.InboxOf(id)})
+	if err != nil {
+		c.t.Fatalf("connect as %s: %v", seedName(id), err)
+	}
+	c.t.Cleanup(nc.Close)
+	return nc
+}
 
 func (c *cluster) writeOrchConfig() {
 	var agents strings.Builder
 	for _, id := range c.agentIDs {
-		fmt.Fprintf(&agents, "  - {id: %s, token_file: %s}\n", id, c.tokenFile(id))
+		fmt.Fprintf(&agents, "  - {id: %s, type: %s, token_file: %s, orchestrator_token_file: %s}\n",
+			id, c.agentType, c.secret("agent-"+id+".token"), c.secret("agent-"+id+".orchestrator.token"))
 	}
-	cfg := fmt.Sprintf(`id: orch-rel
-nats: {urls: [%s]}
-token_file: %s
+	cfg := fmt.Sprintf(`id: %s
+%s
 api_token_file: %s
 http: {listen: %s}
 data_dir: %s
@@ -216,7 +303,7 @@ agents:
 %stimeouts: {ack: %s, inactivity: %s, deadline_grace: 1s, control: 2s}
 retry: {max_retries: 5, initial: 500ms, max: 4s}
 breaker: {failures: 5, open_for: 1s}
-`, c.natsURL(), c.tokenFile("orchestrator"), c.tokenFile("api"), c.httpAddr,
+`, clusterOrchID, c.natsSection("orchestrator.nk"), c.secret("api.token"), c.httpAddr,
 		filepath.Join(c.dir, "data", "orchestrator"), agents.String(), relAck, relInactivity)
 	c.write("orchestrator.yaml", cfg)
 }
@@ -228,10 +315,18 @@ const workScript = `echo "$CHIFFON_REQUEST_ID" >> "$RUNS_FILE"
 if [ -n "${CHIFFON_PARAM_SLEEP:-}" ]; then sleep "$CHIFFON_PARAM_SLEEP"; fi
 echo "out $CHIFFON_PARAM_N $CHIFFON_REQUEST_ID"`
 
+// writeAgentConfig writes <id>.yaml: agent id of the cluster's type, with the
+// count and hang work types and c.extraWorkTypes.
 func (c *cluster) writeAgentConfig(id string) {
+	c.writeAgentConfigAs(id+".yaml", id, c.agentType, c.extraWorkTypes)
+}
+
+// writeAgentConfigAs writes file, the config of agent id as type typ, with the
+// count and hang work types and the work types of the YAML extra.
+func (c *cluster) writeAgentConfigAs(file, id, typ, extra string) {
 	cfg := fmt.Sprintf(`id: %s
 type: %s
-nats: {urls: [%s]}
+%s
 token_file: %s
 orchestrator_token_file: %s
 data_dir: %s
@@ -246,12 +341,17 @@ work_types:
     env: [PATH]
     set_env: {RUNS_FILE: %s}
     timeout: 2m
+    schema:
+      type: object
+      properties:
+        n: {type: integer}
+        sleep: {type: string}
   hang:
     command: [sleep, "{{.seconds}}"]
-`, id, c.agentType, c.natsURL(), c.tokenFile(id), c.tokenFile("orchestrator"),
+%s`, id, typ, c.natsSection("agent-"+id+".nk"), c.secret("agent-"+id+".token"), c.secret("agent-"+id+".orchestrator.token"),
 		filepath.Join(c.dir, "data", id), relHeartbeat, relKeepalive,
-		indent(workScript, "      "), c.runsFile)
-	c.write(id+".yaml", cfg)
+		indent(workScript, "      "), c.runsFile, extra)
+	c.write(file, cfg)
 }
 
 func indent(s, pre string) string {
@@ -267,12 +367,18 @@ func (c *cluster) write(name, text string) {
 // spawn starts one chiffon process whose output is appended to logs/<name>.log.
 func (c *cluster) spawn(name string, env []string, args ...string) *proc {
 	c.t.Helper()
+	return c.spawnBin(name, c.bin, env, append([]string{"--log-level", c.logLevel}, args...)...)
+}
+
+// spawnBin starts bin as one process of the cluster whose output is appended to
+// logs/<name>.log.
+func (c *cluster) spawnBin(name, bin string, env []string, args ...string) *proc {
+	c.t.Helper()
 	logf, err := os.OpenFile(filepath.Join(c.dir, "logs", name+".log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
 		c.t.Fatal(err)
 	}
-	args = append([]string{"--log-level", c.logLevel}, args...)
-	cmd := exec.Command(c.bin, args...)
+	cmd := exec.Command(bin, args...)
 	cmd.Env = append(os.Environ(), env...)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	if err := cmd.Start(); err != nil {
@@ -291,13 +397,19 @@ func (c *cluster) spawn(name string, env []string, args ...string) *proc {
 	return p
 }
 
-// startBroker starts `chiffon broker` on the cluster's NATS port and waits until it
-// accepts connections.
+// startBroker starts `chiffon broker` from the broker.conf chiffon init wrote, on the
+// cluster's NATS port, and waits until it accepts connections.
 func (c *cluster) startBroker() {
 	c.t.Helper()
-	c.broker = c.spawn("broker", nil, "broker", "--listen", fmt.Sprintf("127.0.0.1:%d", c.natsPort))
+	c.broker = c.spawn("broker", nil, "broker", "--config", c.brokerConf(), "--listen", c.natsAddr())
+	c.waitBroker()
+}
+
+// waitBroker waits until the cluster's broker accepts connections.
+func (c *cluster) waitBroker() {
+	c.t.Helper()
 	c.waitFor("broker accepting connections", 20*time.Second, func() bool {
-		conn, err := net.DialTimeout("tcp", fmt.Sprintf("127.0.0.1:%d", c.natsPort), time.Second)
+		conn, err := net.DialTimeout("tcp", c.natsAddr(), time.Second)
 		if err == nil {
 			conn.Close()
 		}
@@ -421,21 +533,33 @@ func (c *cluster) logs() map[string][]string {
 	return out
 }
 
-// assertNoTokenLogged fails the test when any process logged any token.
+// assertNoTokenLogged fails the test when any process logged any token or NKey
+// seed of the site.
 func (c *cluster) assertNoTokenLogged() int {
 	c.t.Helper()
 	lines := 0
 	for file, ls := range c.logs() {
 		lines += len(ls)
 		for i, l := range ls {
-			for name, tok := range c.tokens {
-				if strings.Contains(l, tok) {
-					c.t.Errorf("%s line %d holds the %s token", file, i+1, name)
+			for name, secret := range c.secrets() {
+				if strings.Contains(l, secret) {
+					c.t.Errorf("%s line %d holds the secret of %s", file, i+1, name)
 				}
 			}
 		}
 	}
 	return lines
+}
+
+// secrets are every token and NKey seed of the site, by file name.
+func (c *cluster) secrets() map[string]string {
+	out := make(map[string]string, len(c.tokens)+len(c.seeds))
+	for _, m := range []map[string]string{c.tokens, c.seeds} {
+		for name, v := range m {
+			out[name] = v
+		}
+	}
+	return out
 }
 
 // freePort returns a TCP port that was free on 127.0.0.1 a moment ago.

@@ -82,7 +82,7 @@ func TestUpSecondInterruptCancelsRunningWork(t *testing.T) {
 	}
 
 	// The cancelled result was recorded before the stores closed.
-	stop := startUp(t, dir)
+	stop, _ := startUp(t, dir)
 	if got := cli("task", id, "--json"); !strings.Contains(got.stdout, `"state": "cancelled"`) {
 		t.Fatalf("task after the restart: %s", got.stdout)
 	}

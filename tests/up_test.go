@@ -3,6 +3,7 @@ package tests
 import (
 	"bufio"
 	"encoding/json"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -11,11 +12,15 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/chiffon-dev/chiffon/broker"
+	"github.com/nats-io/nats.go"
 )
 
-// startUp runs `chiffon up` on free ports in dir and returns once it says it is up.
-// The process is interrupted and waited for when the test ends.
-func startUp(t *testing.T, dir string) (stop func() result) {
+// startUp runs `chiffon up` on free ports in dir and returns once it says it is up,
+// with the lines it printed until then. The process is interrupted and waited for
+// when the test ends.
+func startUp(t *testing.T, dir string) (stop func() result, printed []string) {
 	t.Helper()
 	cmd := exec.Command(chiffonBin, "up", "--nats-port", "0", "--http-port", "0")
 	cmd.Dir = dir
@@ -36,7 +41,6 @@ func startUp(t *testing.T, dir string) (stop func() result) {
 			lines <- sc.Text()
 		}
 	}()
-	var printed []string
 	deadline := time.After(30 * time.Second)
 	for up := false; !up; {
 		select {
@@ -72,12 +76,13 @@ func startUp(t *testing.T, dir string) (stop func() result) {
 			stop()
 		}
 	})
-	return stop
+	return stop, printed
 }
 
 func TestUpServesTheCLI(t *testing.T) {
 	dir := t.TempDir()
-	stop := startUp(t, dir)
+	stop, printed := startUp(t, dir)
+	assertNoAnonymousNATS(t, printed, filepath.Join(dir, "chiffon-data", "secrets", "ca.pem"))
 	// Client commands run where `up` keeps chiffon-data find the API with no flags.
 	cli := func(args ...string) result { return chiffonIn(t, dir, nil, "", args...) }
 
@@ -140,7 +145,34 @@ func TestUpServesTheCLI(t *testing.T) {
 	if end.code != 0 || !strings.Contains(end.stdout, "stopped") {
 		t.Fatalf("up after SIGINT: exit %d:\n%s\n%s", end.code, end.stdout, end.stderr)
 	}
-	assertTokenFilesPrivate(t, filepath.Join(dir, "chiffon-data", "tokens"))
+	assertSecretsPrivate(t, filepath.Join(dir, "chiffon-data", "secrets"))
+}
+
+// assertNoAnonymousNATS checks that the NATS broker `chiffon up` printed refuses a
+// client without an identity, even one that trusts its CA.
+func assertNoAnonymousNATS(t *testing.T, printed []string, caFile string) {
+	t.Helper()
+	var url string
+	for _, l := range printed {
+		if f := strings.Fields(l); len(f) == 3 && f[0] == "NATS" && f[1] == "broker" {
+			url = f[2]
+		}
+	}
+	if url == "" {
+		t.Fatalf("up printed no NATS broker URL:\n%s", strings.Join(printed, "\n"))
+	}
+	tc, err := broker.ClientTLS{CAFile: caFile}.Config()
+	if err != nil {
+		t.Fatal(err)
+	}
+	nc, err := nats.Connect(url, nats.Secure(tc), nats.NoReconnect())
+	if err == nil {
+		nc.Close()
+		t.Fatalf("an anonymous client connected to up's broker %s", url)
+	}
+	if !errors.Is(err, nats.ErrAuthorization) {
+		t.Errorf("anonymous client to up's broker %s: %v, want an authorization violation", url, err)
+	}
 }
 
 // waitForState polls `chiffon task --json` until the task reaches state.
@@ -161,21 +193,42 @@ func waitForState(t *testing.T, cli func(...string) result, id, state string) {
 	}
 }
 
-// assertTokenFilesPrivate checks that every token file in dir is readable by its owner
-// only.
-func assertTokenFilesPrivate(t *testing.T, dir string) {
+// assertSecretsPrivate checks that the secrets dir and every secret in it (tokens,
+// NKey seeds, private keys) are for their owner only; certificates may be read by
+// anyone.
+func assertSecretsPrivate(t *testing.T, dir string) {
 	t.Helper()
-	entries, err := os.ReadDir(dir)
-	if err != nil || len(entries) == 0 {
-		t.Fatalf("token dir %s: %v (%d files)", dir, err, len(entries))
+	info, err := os.Stat(dir)
+	if err != nil {
+		t.Fatal(err)
 	}
+	if info.Mode().Perm() != 0o700 {
+		t.Errorf("%s has mode %v, want 0700", dir, info.Mode().Perm())
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	secrets := 0
 	for _, e := range entries {
 		info, err := e.Info()
 		if err != nil {
 			t.Fatal(err)
 		}
-		if info.Mode().Perm() != 0o600 {
-			t.Errorf("%s has mode %v, want 0600", e.Name(), info.Mode().Perm())
+		name, perm := e.Name(), info.Mode().Perm()
+		switch {
+		case strings.HasSuffix(name, ".pem") && !strings.HasSuffix(name, "-key.pem"):
+			if perm&0o022 != 0 {
+				t.Errorf("certificate %s has mode %v: writable by others", name, perm)
+			}
+		default:
+			secrets++
+			if perm != 0o600 {
+				t.Errorf("%s has mode %v, want 0600", name, perm)
+			}
 		}
+	}
+	if secrets == 0 {
+		t.Errorf("no secret in %s", dir)
 	}
 }
