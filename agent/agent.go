@@ -188,9 +188,9 @@ func (a *Agent) Run(ctx context.Context) error {
 	}
 	defer nc.Close()
 	a.nc = nc
-	auth := broker.AuthHeader(a.cfg.Token, a.cfg.ID)
-	auth.Set(broker.HeaderInstance, a.instance)
-	a.pub = &publisher{nc: nc, auth: auth, log: a.log}
+	identified := broker.AuthHeader(a.cfg.Token, a.cfg.ID)
+	identified.Set(broker.HeaderInstance, a.instance)
+	a.pub = &publisher{nc: nc, auth: broker.AuthHeader(a.cfg.Token, a.cfg.ID), identified: identified, log: a.log}
 
 	// The control subject first: the orchestrator pings it to learn whether
 	// another process with this id is live before it accepts this one.

@@ -63,7 +63,7 @@ func (a *Agent) onControl(msg *nats.Msg) {
 	ack.AgentStatus, ack.ActiveTasks = status, len(ids)
 	out := env.Reply(ack)
 	out.FromAgent, out.ToAgent = a.agType, envelope.Orchestrator
-	a.pub.publish(msg.Reply, out)
+	a.pub.publishIdentified(msg.Reply, out)
 }
 
 // cancelTask cancels the running task with the given task_id.

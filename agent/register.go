@@ -69,7 +69,7 @@ func (a *Agent) registerOnce() bool {
 		a.log.Error("encode register", "err", err)
 		return false
 	}
-	reply, err := a.nc.RequestMsg(a.pub.msg(a.subjects.Register(), data), registerTimeout)
+	reply, err := a.nc.RequestMsg(a.pub.identifiedMsg(a.subjects.Register(), data), registerTimeout)
 	if err != nil {
 		if errors.Is(err, nats.ErrNoResponders) {
 			a.log.Debug("register: no orchestrator yet")
@@ -142,7 +142,7 @@ func (a *Agent) sendHeartbeat() {
 		AgentID: a.cfg.ID, Status: status, ActiveTasks: len(ids), MaxConcurrency: a.cfg.MaxConcurrency,
 		ActiveTaskIDs: ids, Resources: machineResources(a.cfg.DataDir, a.gpus),
 	}
-	a.pub.publish(a.subjects.Heartbeat(), envelope.New(a.agType, envelope.Orchestrator, "", "", hb))
+	a.pub.publishIdentified(a.subjects.Heartbeat(), envelope.New(a.agType, envelope.Orchestrator, "", "", hb))
 	a.markHealthy()
 }
 

@@ -36,10 +36,12 @@ const (
 // publisher sends envelopes with the agent's auth headers.
 type publisher struct {
 	nc *nats.Conn
-	// auth is the token and agent id headers, shared by every message sent (see
-	// broker.AuthHeader).
-	auth nats.Header
-	log  *slog.Logger
+	// auth is the token and agent id headers, shared by every message of a task
+	// (see broker.AuthHeader); identified adds the process's Chiffon-Instance, for
+	// registrations, heartbeats and control answers, which the orchestrator tells
+	// processes apart by.
+	auth, identified nats.Header
+	log              *slog.Logger
 }
 
 // maxMessage is the largest envelope that both NATS and a strict receiver accept.
@@ -53,6 +55,23 @@ func (p *publisher) maxMessage() int {
 
 func (p *publisher) msg(subject string, data []byte) *nats.Msg {
 	return &nats.Msg{Subject: subject, Data: data, Header: p.auth}
+}
+
+// identifiedMsg is msg with the process's instance header.
+func (p *publisher) identifiedMsg(subject string, data []byte) *nats.Msg {
+	return &nats.Msg{Subject: subject, Data: data, Header: p.identified}
+}
+
+// publishIdentified is publish with the process's instance header.
+func (p *publisher) publishIdentified(subject string, env *envelope.Envelope) {
+	data, err := envelope.Encode(env)
+	if err != nil {
+		p.log.Error("encode failed", "subject", subject, "type", env.Type, "err", err)
+		return
+	}
+	if err := p.nc.PublishMsg(p.identifiedMsg(subject, data)); err != nil {
+		p.log.Warn("publish failed", "subject", subject, "err", err)
+	}
 }
 
 func (p *publisher) publish(subject string, env *envelope.Envelope) {

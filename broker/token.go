@@ -28,22 +28,32 @@ const TokenLen = 32
 const tokenAlphabet = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
 
 // NewToken returns a random 32-character alphanumeric token from crypto/rand.
-func NewToken() string {
+func NewToken() string { return randomString(TokenLen) }
+
+// randomString returns n characters of tokenAlphabet from crypto/rand.
+func randomString(n int) string {
 	// 62 letters: reject bytes >= 248 so every letter is equally likely.
-	out := make([]byte, 0, TokenLen)
+	out := make([]byte, 0, n)
 	var b [64]byte
-	for len(out) < TokenLen {
+	for len(out) < n {
 		if _, err := rand.Read(b[:]); err != nil {
 			panic("broker: crypto/rand failed: " + err.Error())
 		}
 		for _, c := range b {
-			if c < 248 && len(out) < TokenLen {
+			if c < 248 && len(out) < n {
 				out = append(out, tokenAlphabet[c%62])
 			}
 		}
 	}
 	return string(out)
 }
+
+// NonceLen is the length of a nonce: 22 characters of 62, about 131 bits.
+const NonceLen = 22
+
+// NewNonce returns a random NonceLen-character alphanumeric string from crypto/rand,
+// such as the last token of a subject only its addressee may learn.
+func NewNonce() string { return randomString(NonceLen) }
 
 // ReadTokenFile reads a token from a file, trimming surrounding whitespace. The error
 // names the file, never its content.

@@ -238,7 +238,7 @@ func (o *Orchestrator) dispatch(r *run, a *agentEntry, agentID string, before ..
 	t := r.t
 	now := time.Now().UTC()
 	r.attempt++
-	r.accepted, r.sentAt, r.nonce = false, now, broker.NewToken()
+	r.accepted, r.sentAt, r.nonce = false, now, broker.NewNonce()
 	t.Attempts++
 	t.AgentID = agentID
 	t.LastAttemptAt = &now

@@ -1,6 +1,7 @@
 package orchestrator
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -48,6 +49,10 @@ func (o *Orchestrator) maxWorkRequest() int {
 // feed its agent's breaker. It measures the envelope dispatch sends: ids have a fixed
 // length, and the timestamp is given its longest form (nine fraction digits).
 func (o *Orchestrator) checkSize(req *SubmitRequest) error {
+	limit := o.maxWorkRequest()
+	if n, ok := paramsBound(req.Parameters); ok && n+envelopeRoom <= limit {
+		return nil // the common case: far from the limit, no need to encode it
+	}
 	env := envelope.New(envelope.Orchestrator, req.ToAgent, envelope.NewID(), envelope.NewID(),
 		&envelope.WorkRequest{TaskID: envelope.NewID(), WorkType: req.WorkType, Parameters: req.Parameters,
 			Hints: req.Hints.envelope()})
@@ -56,11 +61,55 @@ func (o *Orchestrator) checkSize(req *SubmitRequest) error {
 	if err != nil {
 		return &FieldError{"parameters", "cannot be encoded: " + err.Error()}
 	}
-	if limit := o.maxWorkRequest(); len(data) > limit {
+	if len(data) > limit {
 		o.metrics.tooLarge.Inc()
 		o.log.Info("task refused: work_request too large", "to_agent", req.ToAgent, "work_type", req.WorkType,
 			"size", len(data), "limit", limit)
 		return &TooLargeError{Size: len(data), Limit: limit}
 	}
 	return nil
+}
+
+// envelopeRoom bounds a work_request's encoding without its parameters: the
+// envelope's members, a work type of at most 64 bytes and the hints.
+const envelopeRoom = 1024
+
+// paramsBound is an upper bound of the encoded size of parameters decoded from
+// JSON (or built of the same types), with no encoding: each byte of a string
+// encodes to at most 6 ("\u001f"). ok is false for a value of another type, whose
+// size only encoding tells.
+func paramsBound(v any) (n int, ok bool) {
+	switch v := v.(type) {
+	case nil:
+		return 4, true
+	case bool:
+		return 5, true
+	case string:
+		return 6*len(v) + 2, true
+	case json.Number:
+		return len(v), true
+	case float64, int, int64:
+		return 24, true
+	case map[string]any:
+		n = 2
+		for k, x := range v {
+			m, ok := paramsBound(x)
+			if !ok {
+				return 0, false
+			}
+			n += 6*len(k) + 4 + m
+		}
+		return n, true
+	case []any:
+		n = 2
+		for _, x := range v {
+			m, ok := paramsBound(x)
+			if !ok {
+				return 0, false
+			}
+			n += m + 1
+		}
+		return n, true
+	}
+	return 0, false
 }
