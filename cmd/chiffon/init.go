@@ -294,9 +294,11 @@ func writeClientNotes(o initOptions, st *site, c initClient) error {
 	}
 	if len(c.agents) > 0 {
 		a := c.agents[0]
-		fmt.Fprintf(&b, "  chiffon envelope new --to %s --work-type echo --param text=hi |\n", agentType(st, a))
-		fmt.Fprintf(&b, "    nats %s \\\n      request %s --header \"Authorization:Bearer $(cat %s)\" \\\n      --header Chiffon-Agent-Id:%s\n\n",
-			flags, subj.AgentWork(a), filepath.Join(o.secretsDir, agentOrchTokenName(a)), a)
+		// --no-templates: the nats CLI would otherwise read {{ }} in a body as a template.
+		fmt.Fprintf(&b, "  nats %s \\\n    request --no-templates %s \\\n"+
+			"    \"$(chiffon envelope new --type work_request --to %s --work-type echo --param message=hi)\" \\\n"+
+			"    --header \"Authorization:Bearer $(cat %s)\" --header Chiffon-Agent-Id:%s\n\n",
+			flags, subj.AgentWork(a), agentType(st, a), filepath.Join(o.secretsDir, agentOrchTokenName(a)), a)
 		fmt.Fprintf(&b, "The Authorization token of each agent is its agent-<id>.orchestrator.token; its answers\n"+
 			"carry its agent-<id>.token, which the client should check.\n")
 	}
