@@ -169,6 +169,9 @@ func (a *Agent) refuseUnauthenticated(msg *nats.Msg, err error) {
 // replyError answers an authenticated request with an error envelope on its reply
 // subject.
 func (a *Agent) replyError(msg *nats.Msg, env *envelope.Envelope, perr *errcodes.Error) {
+	if msg.Reply == "" {
+		return // a message that wants no answer, such as a discover
+	}
 	reqID, traceID := idsOf(env, msg.Data)
 	out := envelope.New(a.agType, envelope.Orchestrator, reqID, traceID, envelope.NewErrorPayload(perr))
 	log := a.log.With("request_id", reqID, "trace_id", traceID)

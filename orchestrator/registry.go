@@ -126,15 +126,12 @@ func (o *Orchestrator) handleRegister(msg *nats.Msg) {
 	}
 	instance := broker.InstanceOf(msg)
 	o.mu.Lock()
-	a := o.agents[agentID]
-	known := a != nil && a.instance == instance
-	if known {
-		o.accept(msg, env, reg, instance, version, true)
-	}
-	o.mu.Unlock()
-	if known {
+	if a := o.agents[agentID]; a != nil && a.instance == instance {
+		o.accept(msg, env, reg, instance, version, true) // the registered process, again
+		o.mu.Unlock()
 		return
 	}
+	o.mu.Unlock()
 	// A process the registry does not know: probe for another one first, off the
 	// subscription's goroutine.
 	o.wg.Add(1)
