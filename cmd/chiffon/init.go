@@ -236,6 +236,9 @@ func writeInit(w io.Writer, o initOptions, agents []initAgent, clients []initCli
 	if err := applyEdits(doc, edits); err != nil {
 		return err
 	}
+	// The example's first comment line names the example file.
+	head := &doc.root.HeadComment
+	*head = strings.Replace(*head, "examples/orchestrator.yaml", "orchestrator.yaml  (written by chiffon init)", 1)
 	if err := writeConfig(filepath.Join(o.dir, "orchestrator.yaml"), doc, o.force); err != nil {
 		return err
 	}
