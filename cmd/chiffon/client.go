@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 
 	"github.com/chiffon-dev/chiffon/broker"
 	"github.com/chiffon-dev/chiffon/orchestrator"
@@ -18,6 +19,11 @@ import (
 // DefaultDataDir is where `chiffon up` keeps its state, and where client commands look
 // for the API's address and token when no flag or variable names them.
 const DefaultDataDir = "chiffon-data"
+
+// clientDataDirEnv is, for client commands, the data dir of a `chiffon up`: where the
+// API's address and token are. The agent and orchestrator daemons read the same
+// variable as their own data dir.
+const clientDataDirEnv = "CHIFFON_DATA_DIR"
 
 // Files `chiffon up` writes into its data dir for the client commands.
 const (
@@ -30,23 +36,45 @@ type clientFlags struct {
 	server    string
 	tokenFile string
 	caFile    string
+	dataDir   string
 	jsonOut   bool
 }
 
+// add defines the client flags on cmd and wraps its RunE so that an unreachable
+// server is reported with the ways to point the CLI at one. Call it after RunE is set.
 func (f *clientFlags) add(cmd *cobra.Command) {
-	cmd.Flags().StringVar(&f.server, "server", "", "orchestrator API URL (env CHIFFON_SERVER; default from ./chiffon-data, else http://127.0.0.1:8080)")
-	cmd.Flags().StringVar(&f.tokenFile, "api-token-file", "", "file holding the API token (env CHIFFON_API_TOKEN holds the token itself; default ./chiffon-data/secrets/api.token)")
+	cmd.Flags().StringVar(&f.server, "server", "", "orchestrator API URL (env CHIFFON_SERVER; default from the data dir's api.url, else http://127.0.0.1:8080)")
+	cmd.Flags().StringVar(&f.tokenFile, "api-token-file", "", "file holding the API token (env CHIFFON_API_TOKEN holds the token itself; default the data dir's secrets/api.token)")
 	cmd.Flags().StringVar(&f.caFile, "api-ca-file", "", "PEM file of the CA to trust for an https server, instead of the system's (env CHIFFON_API_CA_FILE)")
-	cmd.Flags().BoolVar(&f.jsonOut, "json", false, "print JSON")
+	cmd.Flags().StringVar(&f.dataDir, "data-dir", "", "data dir of a chiffon up, where its api.url and secrets/api.token are (env "+clientDataDirEnv+"; default ./"+DefaultDataDir+")")
+	cmd.Flags().BoolVar(&f.jsonOut, "json", false, "print JSON; errors too, as JSON on stderr")
+	run := cmd.RunE
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		return explainUnreachable(run(cmd, args))
+	}
+}
+
+// upDataDir returns the data dir of a `chiffon up` to read, and whether it was named
+// by a flag or the environment rather than defaulted.
+func (f *clientFlags) upDataDir() (dir string, named bool) {
+	if d := firstNonEmpty(f.dataDir, os.Getenv(clientDataDirEnv)); d != "" {
+		return d, true
+	}
+	return DefaultDataDir, false
 }
 
 // client resolves the API address and token: flags first, then the environment, then
-// the files of a `chiffon up` running in this directory.
+// the files of a `chiffon up` in the data dir.
 func (f *clientFlags) client() (*orchestrator.Client, error) {
 	server := firstNonEmpty(f.server, os.Getenv("CHIFFON_SERVER"))
 	if server == "" {
-		if b, err := os.ReadFile(filepath.Join(DefaultDataDir, apiURLFile)); err == nil {
+		dir, named := f.upDataDir()
+		b, err := os.ReadFile(filepath.Join(dir, apiURLFile))
+		switch {
+		case err == nil:
 			server = strings.TrimSpace(string(b))
+		case named:
+			return nil, fmt.Errorf("no API address in %s: %w (is `chiffon up --data-dir %s` running? or pass --server)", dir, err, dir)
 		}
 	}
 	if server == "" {
@@ -93,11 +121,30 @@ func (f *clientFlags) token() (string, error) {
 	if tok := os.Getenv("CHIFFON_API_TOKEN"); tok != "" {
 		return strings.TrimSpace(tok), nil
 	}
-	tok, err := broker.ReadTokenFile(filepath.Join(DefaultDataDir, apiTokenFile))
+	dir, _ := f.upDataDir()
+	tok, err := broker.ReadTokenFile(filepath.Join(dir, apiTokenFile))
 	if errors.Is(err, os.ErrNotExist) {
-		return "", fmt.Errorf("no API token: pass --api-token-file or set CHIFFON_API_TOKEN (or run this where `chiffon up` keeps %s)", DefaultDataDir)
+		return "", fmt.Errorf("no API token in %s: pass --api-token-file or set CHIFFON_API_TOKEN, or --data-dir (%s) naming the data dir of a `chiffon up`", dir, clientDataDirEnv)
 	}
 	return tok, err
+}
+
+// unreachableError is a request that found no server listening.
+type unreachableError struct{ err error }
+
+func (e *unreachableError) Error() string {
+	return e.err.Error() + "\n  is the orchestrator running? Point the CLI at it with --server URL (or CHIFFON_SERVER)" +
+		" and --api-token-file FILE, or at the data dir of a `chiffon up` with --data-dir DIR (or " + clientDataDirEnv + ")"
+}
+
+func (e *unreachableError) Unwrap() error { return e.err }
+
+// explainUnreachable adds to a refused connection how to point the CLI at a server.
+func explainUnreachable(err error) error {
+	if errors.Is(err, syscall.ECONNREFUSED) {
+		return &unreachableError{err: err}
+	}
+	return err
 }
 
 func firstNonEmpty(ss ...string) string {

@@ -5,6 +5,8 @@ import (
 	"io"
 	"maps"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
@@ -25,7 +27,8 @@ func newConfigCmd() *cobra.Command {
 		Short: "Validate agent or orchestrator config files, naming the key of each error",
 		Long: `Reads each file strictly (unknown keys are errors) and checks every value. The kind
 is told by the file (an agent config has a "type" key) unless --kind says it. Token
-files that cannot be read here are reported as warnings: they may live on another host.
+files that cannot be read here, and commands of subprocess work types not found on this
+host's PATH, are reported as warnings: they may live on another host.
 Exits 0 when every file is valid, 1 when any is not, 2 on a usage error.`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -59,6 +62,7 @@ func checkConfigFile(w io.Writer, path, kind string) bool {
 	var (
 		desc       string
 		tokenFiles map[string]string
+		missing    []string // work types' commands not found on this host
 		err        error
 	)
 	switch kind {
@@ -68,6 +72,7 @@ func checkConfigFile(w io.Writer, path, kind string) bool {
 			desc = fmt.Sprintf("agent %s (%s), work types: %s", c.ID, c.Type, strings.Join(slices.Sorted(maps.Keys(c.WorkTypes)), ", "))
 			tokenFiles = map[string]string{"token_file": c.TokenFile, "orchestrator_token_file": c.OrchestratorTokenFile}
 			addNATSFiles(tokenFiles, c.NATS)
+			missing = missingCommands(c.WorkTypes, exec.LookPath)
 		}
 	default:
 		var c orchestrator.Config
@@ -105,7 +110,60 @@ func checkConfigFile(w io.Writer, path, kind string) bool {
 			fmt.Fprintf(w, "%s: warning: %s: %s is not readable here\n", path, key, file)
 		}
 	}
+	for _, m := range missing {
+		fmt.Fprintf(w, "%s: warning: %s\n", path, m)
+	}
 	return true
+}
+
+// paramCommand is a command element that is one parameter: its schema's enum lists
+// the commands it may name.
+var paramCommand = regexp.MustCompile(`^\{\{\s*\.(\w+)\s*\}\}$`)
+
+// missingCommands names each subprocess work type whose command lookPath does not find:
+// a literal command, or each one a templated command's schema enum allows. A relative
+// path with a slash depends on the work type's dir and is not looked at.
+func missingCommands(wts map[string]agent.WorkTypeConfig, lookPath func(string) (string, error)) []string {
+	var out []string
+	for _, name := range slices.Sorted(maps.Keys(wts)) {
+		wt := wts[name]
+		if len(wt.Command) == 0 {
+			continue // a shell script, run by /bin/sh
+		}
+		cmds := []string{wt.Command[0]}
+		if m := paramCommand.FindStringSubmatch(wt.Command[0]); m != nil {
+			cmds = schemaEnum(wt.Schema, m[1])
+		} else if strings.Contains(wt.Command[0], "{{") {
+			continue
+		}
+		for _, c := range cmds {
+			if c == "" || (strings.Contains(c, "/") && !filepath.IsAbs(c)) {
+				continue
+			}
+			if _, err := lookPath(c); err != nil {
+				where := "on this host's PATH"
+				if filepath.IsAbs(c) {
+					where = "an executable file here"
+				}
+				out = append(out, fmt.Sprintf("work_types.%s: command %s is not %s", name, c, where))
+			}
+		}
+	}
+	return out
+}
+
+// schemaEnum returns the string values of properties.<param>.enum in a JSON Schema.
+func schemaEnum(schema map[string]any, param string) []string {
+	props, _ := schema["properties"].(map[string]any)
+	p, _ := props[param].(map[string]any)
+	enum, _ := p["enum"].([]any)
+	var out []string
+	for _, v := range enum {
+		if s, ok := v.(string); ok {
+			out = append(out, s)
+		}
+	}
+	return out
 }
 
 // addNATSFiles adds the identity and TLS files of a nats section to files.

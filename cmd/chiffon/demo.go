@@ -29,25 +29,44 @@ func newDemoCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "demo",
 		Short: "Start a whole Chiffon in a temp dir, run a real task on each agent type, show the results",
-		Args:  cobra.NoArgs,
+		Long: `Starts a whole Chiffon in a temp dir, runs a real task on each agent type and shows
+the results. The temp dir (logs, stores) is removed afterwards, unless --keep is given
+or the demo failed: then it is kept and its path printed.`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			dir, err := os.MkdirTemp("", "chiffon-demo-")
-			if err != nil {
-				return err
-			}
-			if !keep {
-				defer os.RemoveAll(dir)
-			}
-			return runDemo(cmd.Context(), dir, cmd.OutOrStdout())
+			return demo(cmd.Context(), cmd.OutOrStdout(), demoTasks, keep)
 		},
 	}
 	cmd.Flags().BoolVar(&keep, "keep", false, "keep the temp dir (logs, stores) afterwards")
 	return cmd
 }
 
-func runDemo(ctx context.Context, dir string, out io.Writer) error {
-	logPath := filepath.Join(dir, "chiffon.log")
-	logFile, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+// demo runs tasks on a stack in a new temp dir, then removes the dir, or keeps it
+// when asked or when the demo failed (not when it was interrupted) and says where.
+func demo(ctx context.Context, out io.Writer, tasks []orchestrator.SubmitRequest, keep bool) error {
+	dir, err := os.MkdirTemp("", "chiffon-demo-")
+	if err != nil {
+		return err
+	}
+	err = runDemo(ctx, dir, tasks, out)
+	switch logPath := filepath.Join(dir, demoLog); {
+	case keep:
+		fmt.Fprintf(out, "Kept %s (logs in %s)\n", dir, logPath)
+	case err != nil && ctx.Err() == nil:
+		fmt.Fprintf(out, "Kept %s to look into (logs in %s)\n", dir, logPath)
+	default:
+		if rmErr := os.RemoveAll(dir); rmErr != nil && err == nil {
+			err = rmErr
+		}
+	}
+	return err
+}
+
+// demoLog is the log file in the demo's dir.
+const demoLog = "chiffon.log"
+
+func runDemo(ctx context.Context, dir string, tasks []orchestrator.SubmitRequest, out io.Writer) error {
+	logFile, err := os.OpenFile(filepath.Join(dir, demoLog), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
 		return err
 	}
@@ -58,40 +77,41 @@ func runDemo(ctx context.Context, dir string, out io.Writer) error {
 		return err
 	}
 	defer s.Stop()
-	fmt.Fprintf(out, "Chiffon demo: broker %s, API %s, %d agents (logs in %s)\n\n", s.NATSURL, s.APIURL, len(s.Agents), logPath)
-
+	fmt.Fprintf(out, "Chiffon demo: broker %s, API %s, %d agents\n\n", s.NATSURL, s.APIURL, len(s.Agents))
 	c := &orchestrator.Client{BaseURL: s.APIURL, Token: s.APIToken}
 	ctx, cancel := context.WithTimeout(ctx, 45*time.Second)
 	defer cancel()
 	p := &demoPrinter{w: out}
-	tasks := make([]*orchestrator.Task, len(demoTasks))
+	results := make([]*orchestrator.Task, len(tasks))
 	var wg sync.WaitGroup
-	for i, req := range demoTasks {
+	for i, req := range tasks {
 		t, err := c.Submit(ctx, req)
 		if err != nil {
+			cancel()
+			wg.Wait()
 			return fmt.Errorf("submit %s to %s: %w", req.WorkType, req.ToAgent, err)
 		}
 		p.line(req.ToAgent, "submitted %s as task %s", req.WorkType, t.ID)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			tasks[i] = p.follow(ctx, c, t)
+			results[i] = p.follow(ctx, c, t)
 		}()
 	}
 	wg.Wait()
 
 	fmt.Fprintln(out)
 	failed := 0
-	for i, t := range tasks {
-		req := demoTasks[i]
+	for i, t := range results {
+		req := tasks[i]
 		if t == nil || t.State != orchestrator.StateSucceeded {
 			failed++
 		}
 		printDemoResult(ctx, out, c, req, t)
 	}
-	fmt.Fprintf(out, "%d of %d tasks succeeded in %s\n", len(tasks)-failed, len(tasks), time.Since(start).Round(time.Millisecond))
+	fmt.Fprintf(out, "%d of %d tasks succeeded in %s\n", len(results)-failed, len(results), time.Since(start).Round(time.Millisecond))
 	if failed > 0 {
-		return exitCode(1, fmt.Errorf("%d demo tasks did not succeed; see %s", failed, logPath))
+		return exitCode(1, fmt.Errorf("%d of %d demo tasks did not succeed", failed, len(tasks)))
 	}
 	return nil
 }

@@ -11,6 +11,12 @@ const (
 	exitNotFinished   = 75  // the watch stopped before the task finished
 )
 
+// followExitCodes is the help text of the exit codes of following a task.
+const followExitCodes = `Exit codes: 0 the task succeeded; 1..255 it failed with this exit code (1 also when
+the CLI itself failed); 2 a usage error; 69 the task ended in error (timeout, no
+agent, refused); 75 the wait stopped (Ctrl-C) before the task finished, and the task
+goes on; 130 the task was cancelled.`
+
 // taskExitCode maps a finished task to the process exit code.
 func taskExitCode(t *orchestrator.Task) int {
 	switch t.State {

@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -38,7 +39,9 @@ func newRootCmd() *cobra.Command {
 		Short:         "Run work across a homelab: an orchestrator hands typed work to agents over NATS",
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		Version:       readBuildInfo(debug.ReadBuildInfo).String(),
 	}
+	root.SetVersionTemplate("chiffon {{.Version}}\n")
 	addLogFlags(root)
 	root.AddCommand(
 		newEnvelopeCmd(),
@@ -59,6 +62,7 @@ func newRootCmd() *cobra.Command {
 		newCancelCmd(),
 		newAgentsCmd(),
 		newBenchCmd(),
+		newVersionCmd(),
 	)
 	return root
 }
@@ -70,27 +74,33 @@ func main() {
 }
 
 // run executes the CLI and turns its error into an exit code: 2 for usage errors, the
-// carried code for an exitError, 1 otherwise.
+// carried code for an exitError, 1 otherwise. A command run with --json reports its
+// error as JSON on stderr.
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	root := newRootCmd()
 	root.SetArgs(args)
 	root.SetIn(stdin)
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	err := root.ExecuteContext(ctx)
+	cmd, err := root.ExecuteContextC(ctx)
 	if err == nil {
 		return 0
 	}
+	code := 1
 	var ee *exitError
-	if errors.As(err, &ee) {
-		if ee.err != nil {
-			fmt.Fprintln(stderr, "chiffon:", ee.err)
-		}
-		return ee.code
+	switch {
+	case errors.As(err, &ee):
+		code, err = ee.code, ee.err
+	case isUsageError(err):
+		code = 2
 	}
-	fmt.Fprintln(stderr, "chiffon:", err)
-	if isUsageError(err) {
-		return 2
+	if err == nil {
+		return code
 	}
-	return 1
+	if wantsJSON(cmd, args) {
+		writeErrorJSON(stderr, err, code)
+	} else {
+		fmt.Fprintln(stderr, "chiffon:", err)
+	}
+	return code
 }

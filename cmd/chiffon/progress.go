@@ -5,10 +5,15 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
+	"github.com/chiffon-dev/chiffon/envelope"
 	"github.com/chiffon-dev/chiffon/orchestrator"
+	"golang.org/x/sys/unix"
 )
 
 // progressView shows a task's events as they arrive.
@@ -27,7 +32,8 @@ func newProgressView(jsonOut bool, stdout, stderr io.Writer) progressView {
 		enc.SetEscapeHTML(false)
 		return jsonView{enc}
 	case isTerminal(stderr):
-		return &barView{w: stderr}
+		f := stderr.(*os.File)
+		return &barView{w: stderr, columns: func() int { return terminalColumns(f) }}
 	default:
 		return &lineView{w: stderr}
 	}
@@ -65,8 +71,8 @@ func (p *progressState) apply(e *orchestrator.Event) (changed bool) {
 			next.step = fmt.Sprintf("step %d: %s", s.Step.Number, s.Step.Name)
 		}
 	}
-	if e.Result != nil {
-		next.percent = 100
+	if e.Result != nil && e.Result.Status == envelope.ResultSuccess {
+		next.percent = 100 // a failed or cancelled task stays where it stopped
 	}
 	changed = next != *p
 	*p = next
@@ -91,10 +97,15 @@ func (v *lineView) event(e *orchestrator.Event) {
 
 func (*lineView) close() {}
 
-// barView redraws one line: a bar, the percent, the state and the step name.
+// barView redraws one line: a bar, the percent, the state and the step name. Each
+// frame is fitted to the terminal's width: a line that wrapped would leave its first
+// rows behind, as "\r" and erase-line redraw only the row the cursor is on.
 type barView struct {
-	w  io.Writer
-	st progressState
+	w io.Writer
+	// columns returns the terminal's width, asked at each frame so that a resized
+	// terminal is followed; nil or a result below 1 means 80.
+	columns func() int
+	st      progressState
 }
 
 const barWidth = 30
@@ -103,13 +114,56 @@ func (v *barView) event(e *orchestrator.Event) {
 	if !v.st.apply(e) {
 		return
 	}
-	filled := v.st.percent * barWidth / 100
-	bar := strings.Repeat("█", filled) + strings.Repeat("░", barWidth-filled)
-	step := v.st.step
-	if len(step) > 48 {
-		step = step[:47] + "…"
+	cols := 0
+	if v.columns != nil {
+		cols = v.columns()
 	}
-	fmt.Fprintf(v.w, "\r\033[K%s %3d%%  %-9s %s", bar, v.st.percent, v.st.state, step)
+	if cols < 1 {
+		cols = 80
+	}
+	fmt.Fprint(v.w, "\r\033[K"+v.frame(cols))
+}
+
+// frame is the line drawn on a terminal cols wide. It leaves the last column free
+// (writing there wraps on some terminals), shortens the bar, then drops it, to keep
+// room for the step, and cuts what still does not fit.
+func (v *barView) frame(cols int) string {
+	avail := cols - 1
+	head := fmt.Sprintf("%3d%%  %-9s ", v.st.percent, v.st.state)
+	text := head + v.st.step
+	const minStep, minBar = 12, 10
+	if bar := min(barWidth, avail-len(head)-minStep-1); bar >= minBar {
+		filled := v.st.percent * bar / 100
+		text = strings.Repeat("█", filled) + strings.Repeat("░", bar-filled) + " " + text
+	}
+	return fitColumns(text, avail)
+}
+
+// fitColumns makes s one line of at most n cells: control characters become spaces
+// and a longer s is cut with "…". A rune counts as one cell.
+func fitColumns(s string, n int) string {
+	s = strings.Map(func(r rune) rune {
+		if unicode.IsControl(r) {
+			return ' '
+		}
+		return r
+	}, s)
+	if n < 1 {
+		return ""
+	}
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	return string([]rune(s)[:n-1]) + "…"
+}
+
+// terminalColumns is the width of the terminal f is, else $COLUMNS, else 0.
+func terminalColumns(f *os.File) int {
+	if ws, err := unix.IoctlGetWinsize(int(f.Fd()), unix.TIOCGWINSZ); err == nil && ws.Col > 0 {
+		return int(ws.Col)
+	}
+	n, _ := strconv.Atoi(os.Getenv("COLUMNS"))
+	return n
 }
 
 func (v *barView) close() { fmt.Fprintln(v.w) }

@@ -3,12 +3,16 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
+	"os"
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/chiffon-dev/chiffon/envelope"
 	"github.com/chiffon-dev/chiffon/orchestrator"
+	"golang.org/x/sys/unix"
 )
 
 // progressEvents is a short task history: dispatched, two statuses, a retry, a result.
@@ -107,5 +111,83 @@ func TestTaskExitCodes(t *testing.T) {
 		if got := taskExitCode(&tt.task); got != tt.want {
 			t.Errorf("%s: exit %d, want %d", tt.task.State, got, tt.want)
 		}
+	}
+}
+
+// TestBarProgressFitsTheTerminalWidth: no frame may reach the terminal's last column,
+// or it wraps and erase-line leaves its first row on the screen.
+func TestBarProgressFitsTheTerminalWidth(t *testing.T) {
+	long := strings.Repeat("Installing packages é ", 8) + "\nand more"
+	events := progressEvents()
+	events[4].Status.Step.Name = long
+	for _, cols := range []int{10, 24, 40, 60, 80, 300} {
+		var out bytes.Buffer
+		v := &barView{w: &out, columns: func() int { return cols }}
+		for _, e := range events {
+			v.event(e)
+		}
+		frames := strings.Split(out.String(), "\r\033[K")[1:]
+		if len(frames) != 4 {
+			t.Fatalf("%d columns: %d frames, want 4: %q", cols, len(frames), out.String())
+		}
+		for _, f := range frames {
+			if n := utf8.RuneCountInString(f); n > cols-1 || !utf8.ValidString(f) || strings.ContainsAny(f, "\r\n") {
+				t.Errorf("%d columns: a frame of %d cells: %q", cols, n, f)
+			}
+		}
+		last := frames[len(frames)-1]
+		if cols >= 60 && !strings.Contains(last, strings.Repeat("█", 10)) {
+			t.Errorf("%d columns: no bar in %q", cols, last)
+		}
+		if cols >= 24 && !strings.Contains(last, "100%") {
+			t.Errorf("%d columns: no percent in %q", cols, last)
+		}
+		if cols == 300 && !strings.Contains(last, "step 2: "+strings.ReplaceAll(long, "\n", " ")) {
+			t.Errorf("%d columns: the step is cut: %q", cols, last)
+		}
+	}
+}
+
+func TestTerminalColumnsFallsBackToCOLUMNS(t *testing.T) {
+	f, err := os.CreateTemp(t.TempDir(), "notty")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	t.Setenv("COLUMNS", "57")
+	if got := terminalColumns(f); got != 57 {
+		t.Errorf("terminalColumns of a file with COLUMNS=57: %d", got)
+	}
+}
+
+// TestBarProgressAsksTheTerminalItsWidth draws on a pseudo-terminal 33 columns wide.
+func TestBarProgressAsksTheTerminalItsWidth(t *testing.T) {
+	ptmx, err := os.OpenFile("/dev/ptmx", os.O_RDWR|unix.O_NOCTTY, 0)
+	if err != nil {
+		t.Skipf("no pseudo-terminal: %v", err)
+	}
+	defer ptmx.Close()
+	if err := unix.IoctlSetPointerInt(int(ptmx.Fd()), unix.TIOCSPTLCK, 0); err != nil {
+		t.Skipf("unlockpt: %v", err)
+	}
+	n, err := unix.IoctlGetInt(int(ptmx.Fd()), unix.TIOCGPTN)
+	if err != nil {
+		t.Skipf("ptsname: %v", err)
+	}
+	tty, err := os.OpenFile(fmt.Sprintf("/dev/pts/%d", n), os.O_RDWR|unix.O_NOCTTY, 0)
+	if err != nil {
+		t.Skipf("open the pty: %v", err)
+	}
+	defer tty.Close()
+	if err := unix.IoctlSetWinsize(int(tty.Fd()), unix.TIOCSWINSZ, &unix.Winsize{Row: 24, Col: 33}); err != nil {
+		t.Skipf("set the pty's size: %v", err)
+	}
+	t.Setenv("COLUMNS", "")
+	v, ok := newProgressView(false, &bytes.Buffer{}, tty).(*barView)
+	if !ok {
+		t.Fatalf("a terminal gets %T, want a bar", v)
+	}
+	if v.columns == nil || v.columns() != 33 {
+		t.Fatalf("the bar does not follow the terminal's 33 columns")
 	}
 }

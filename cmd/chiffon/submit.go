@@ -27,9 +27,9 @@ gives them all as one object. --hint takes max_duration_seconds, max_memory_mb a
 agent_id (to pin the task to one agent).
 
 With --wait it shows live progress (a bar on a terminal, plain lines into a pipe, JSON
-lines with --json), prints the output, and exits with the task's exit code: 0 on
-success, the task's own exit code when it failed, 69 when it ended in error, 130 when
-it was cancelled.`,
+lines with --json), prints the output, and exits with the task's exit code.
+
+` + followExitCodes,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			req := orchestrator.SubmitRequest{ToAgent: envelope.AgentType(to), WorkType: workType}

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -19,7 +20,8 @@ func newUpCmd() *cobra.Command {
 		Long: `Runs an embedded NATS server, the orchestrator with its HTTP API and one agent of
 each type (infra, desktop, code, research, from the example configs) in one process,
 until interrupted. Tokens are generated into the data dir (mode 0600) on first start;
-client commands run in the same directory find the API and its token there.
+client commands run in the same directory find the API and its token there, and
+from anywhere else with --data-dir (or CHIFFON_DATA_DIR); up prints the lines to use.
 Ctrl-C stops everything cleanly: agents drain, stores close.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -38,7 +40,7 @@ Ctrl-C stops everything cleanly: agents drain, stores close.`,
 			if err != nil {
 				return err
 			}
-			printStack(cmd.OutOrStdout(), s, cfg.DataDir, logPath)
+			printStack(cmd.OutOrStdout(), s, cfg.Host, cfg.DataDir, logPath)
 			stopOnSecondSignal := watchSignals(s)
 			defer stopOnSecondSignal()
 			select {
@@ -85,14 +87,27 @@ func watchSignals(s *stack) (stop func()) {
 	}
 }
 
-func printStack(w io.Writer, s *stack, dataDir, logPath string) {
+// printStack prints what runs and the lines that point client commands at it from
+// anywhere: the data dir's files on this host, the URL and token file elsewhere.
+func printStack(w io.Writer, s *stack, host, dataDir, logPath string) {
+	if abs, err := filepath.Abs(dataDir); err == nil {
+		dataDir = abs
+	}
+	tokenFile := filepath.Join(dataDir, apiTokenFile)
 	fmt.Fprintln(w, "Chiffon is up.")
 	fmt.Fprintf(w, "  NATS broker    %s\n", s.NATSURL)
-	fmt.Fprintf(w, "  HTTP API       %s  (token in %s)\n", s.APIURL, filepath.Join(dataDir, apiTokenFile))
+	fmt.Fprintf(w, "  HTTP API       %s  (token in %s)\n", s.APIURL, tokenFile)
 	for _, a := range s.Agents {
 		fmt.Fprintf(w, "  agent %-8s %s  data %s\n", a.Type, a.ID, a.DataDir)
 	}
 	fmt.Fprintf(w, "  logs           %s\n", logPath)
 	fmt.Fprintln(w, "Try: chiffon submit --to desktop --work-type system_info --wait")
+	fmt.Fprintf(w, "From another directory (or export %s=%s):\n", clientDataDirEnv, dataDir)
+	fmt.Fprintf(w, "  chiffon agents --data-dir %s\n", dataDir)
+	fmt.Fprintln(w, "From another host, with a copy of the token file:")
+	fmt.Fprintf(w, "  chiffon agents --server %s --api-token-file %s\n", s.APIURL, tokenFile)
+	if ip := net.ParseIP(host); (ip != nil && ip.IsLoopback()) || host == "localhost" {
+		fmt.Fprintf(w, "  (the API listens on %s only: for other hosts, start up with --host and this host's address)\n", host)
+	}
 	fmt.Fprintln(w, "Press Ctrl-C to stop.")
 }

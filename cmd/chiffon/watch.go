@@ -15,7 +15,11 @@ func newWatchCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "watch ID",
 		Short: "Follow a task's progress to its end, print its output, exit with its exit code",
-		Args:  cobra.ExactArgs(1),
+		Long: `Follows a task's progress to its end (a bar on a terminal, plain lines into a pipe,
+JSON lines with --json), prints its output and exits with its exit code.
+
+` + followExitCodes,
+		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c, err := cf.client()
 			if err != nil {
