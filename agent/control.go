@@ -2,6 +2,7 @@ package agent
 
 import (
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/chiffon-dev/chiffon/broker"
@@ -73,7 +74,12 @@ func (a *Agent) cancelTask(c *envelope.Cancel) *envelope.ControlAck {
 	for _, t := range a.running {
 		if t.req.TaskID == c.TaskID {
 			t.log.Info("cancel requested", "reason", c.Reason)
-			t.cancel(errCancelled)
+			cause := errCancelled
+			if c.Reason != "" {
+				// The output ends with it: the operator learns why from the task.
+				cause = fmt.Errorf("%w: %s", errCancelled, c.Reason)
+			}
+			t.cancel(cause)
 			return &envelope.ControlAck{OK: true}
 		}
 	}

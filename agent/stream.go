@@ -229,15 +229,20 @@ func (s *taskStream) SetPercent(p int) {
 	s.mu.Unlock()
 }
 
-// Step implements Progress.
+// Step implements Progress. The step it ends is sent as step_completed, with the
+// output written during it; the last step of a task is ended by the work_result.
 func (s *taskStream) Step(name string) {
 	s.mu.Lock()
-	if s.sent < len(s.out) {
-		s.flushLocked() // output so far belongs to the previous step
+	defer s.mu.Unlock()
+	if s.closed {
+		return // the handler has returned: its result ends the last step
 	}
+	s.sendStatusLocked(s.subjects, s.outString(s.sent, len(s.out)), int64(s.sent),
+		&envelope.WorkStatus{TaskID: s.taskID, Status: envelope.StatusStepCompleted, ProgressPercent: s.percent,
+			Step: envelope.Step{Number: s.stepNum, Name: s.stepName}})
+	s.sent = len(s.out)
 	s.stepNum++
 	s.stepName, s.dirty = name, true
-	s.mu.Unlock()
 }
 
 // flushLocked sends the unsent output, or an empty status, to every subject.

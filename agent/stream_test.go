@@ -285,10 +285,12 @@ func TestAcknowledgementComesFirst(t *testing.T) {
 	})
 }
 
+// countAcks counts the acknowledgements: step 0 "accepted" running (the next step
+// ends it with a step_completed, which is no acknowledgement).
 func countAcks(w *watch) int {
 	n := 0
 	for _, st := range w.statuses {
-		if st.Step.Number == 0 && st.Step.Name == "accepted" {
+		if st.Step.Number == 0 && st.Step.Name == "accepted" && st.Status == envelope.StatusRunning {
 			n++
 		}
 	}

@@ -201,8 +201,18 @@ func (o *Orchestrator) apiOutput(w http.ResponseWriter, _ *http.Request, id stri
 }
 
 func (o *Orchestrator) apiCancel(w http.ResponseWriter, r *http.Request, id string) {
-	t, err := o.Cancel(r.Context(), id)
+	var req CancelRequest // the body is optional
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxBody))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&req); err != nil && !errors.Is(err, io.EOF) {
+		writeDecodeErr(w, err)
+		return
+	}
+	t, err := o.Cancel(r.Context(), id, req.Reason)
+	var fe *FieldError
 	switch {
+	case errors.As(err, &fe):
+		writeError(w, http.StatusBadRequest, "invalid_field", fe.Field, fe.Message)
 	case errors.Is(err, ErrFinished):
 		writeError(w, http.StatusConflict, "finished", "id", fmt.Sprintf("task already %s", t.State))
 	case err != nil:

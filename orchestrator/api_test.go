@@ -166,7 +166,7 @@ func TestAPITaskLifecycle(t *testing.T) {
 		t.Fatalf("filter by state kept %d", len(list))
 	}
 	var apiErr *orchestrator.APIError
-	if _, err := c.Cancel(ctx, task.ID); !errors.As(err, &apiErr) || apiErr.Status != http.StatusConflict {
+	if _, err := c.Cancel(ctx, task.ID, ""); !errors.As(err, &apiErr) || apiErr.Status != http.StatusConflict {
 		t.Fatalf("cancel of a finished task: %v", err)
 	}
 	agents, err := c.Agents(ctx)
@@ -191,7 +191,7 @@ func TestAPICancelTellsTheAgent(t *testing.T) {
 	w = a.next()
 	a.ack(w)
 	waitFor(t, "running", func() bool { tk, _ := o.Task(task.ID); return tk.State == orchestrator.StateRunning })
-	if _, err := c.Cancel(t.Context(), task.ID); err != nil {
+	if _, err := c.Cancel(t.Context(), task.ID, ""); err != nil {
 		t.Fatal(err)
 	}
 	if ctl := a.nextControl(); ctl.Type != envelope.TypeCancel || ctl.Payload.(*envelope.Cancel).TaskID != task.ID {
@@ -211,7 +211,7 @@ func TestAPICancelQueuedTask(t *testing.T) {
 	a.register(1)
 	submit(t, o, nil)
 	queued := submit(t, o, nil)
-	got, err := c.Cancel(t.Context(), queued.ID)
+	got, err := c.Cancel(t.Context(), queued.ID, "")
 	if err != nil || got.State != orchestrator.StateCancelled {
 		t.Fatalf("cancel queued: %v %+v", err, got)
 	}

@@ -3,6 +3,7 @@ package orchestrator
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/chiffon-dev/chiffon/envelope"
@@ -11,10 +12,30 @@ import (
 // ErrFinished is returned when cancelling a task that has already ended.
 var ErrFinished = errors.New("task already finished")
 
+// maxCancelReason bounds a cancel's reason, in bytes.
+const maxCancelReason = 1024
+
+// CancelRequest is the optional body of a cancel.
+type CancelRequest struct {
+	// Reason says why; it goes to the agent, which ends the task's output with it,
+	// and into the task's events. "" is "cancelled by operator".
+	Reason string `json:"reason,omitempty"`
+}
+
 // Cancel cancels a task. A task not sent yet ends cancelled at once. A running task's
 // agent is told to cancel it; the task ends cancelled with the agent's result, or at
-// once when the agent says it is not running it or cannot be reached.
-func (o *Orchestrator) Cancel(ctx context.Context, id string) (*Task, error) {
+// once when the agent says it is not running it or cannot be reached. reason, when
+// not "", says why (see CancelRequest).
+func (o *Orchestrator) Cancel(ctx context.Context, id, reason string) (*Task, error) {
+	if len(reason) > maxCancelReason {
+		return nil, &FieldError{Field: "reason", Message: fmt.Sprintf("must be at most %d bytes", maxCancelReason)}
+	}
+	because := func(msg string) string {
+		if reason == "" {
+			return msg
+		}
+		return msg + ": " + reason
+	}
 	o.mu.Lock()
 	r := o.runs[id]
 	if r == nil {
@@ -36,13 +57,17 @@ func (o *Orchestrator) Cancel(ctx context.Context, id string) (*Task, error) {
 		t.CancelRequested = true
 		if t.State == StatePending {
 			o.taskLog(t).Info("task cancelled before dispatch")
-			o.finish(r, StateCancelled, nil, "cancelled before dispatch")
+			o.finish(r, StateCancelled, nil, because("cancelled before dispatch"))
 			c := cloneTask(t)
 			o.mu.Unlock()
 			return c, nil
 		}
-		_ = o.save(r, &Event{Type: EventState, Message: "cancel requested"})
-		env := envelope.New(envelope.Orchestrator, t.ToAgent, t.RequestID, t.TraceID, &envelope.Cancel{TaskID: id, Reason: "cancelled by operator"})
+		_ = o.save(r, &Event{Type: EventState, Message: because("cancel requested")})
+		toAgent := reason
+		if toAgent == "" {
+			toAgent = "cancelled by operator"
+		}
+		env := envelope.New(envelope.Orchestrator, t.ToAgent, t.RequestID, t.TraceID, &envelope.Cancel{TaskID: id, Reason: toAgent})
 		agentID := t.AgentID
 		o.mu.Unlock()
 		rep, err := o.request(ctx, agentID, env)
@@ -59,7 +84,7 @@ func (o *Orchestrator) Cancel(ctx context.Context, id string) (*Task, error) {
 				why = "agent: " + ack.Message
 			}
 			o.taskLog(t).Info("task cancelled", "why", why)
-			o.finish(r, StateCancelled, nil, "cancelled; "+why)
+			o.finish(r, StateCancelled, nil, because("cancelled")+"; "+why)
 		}
 	}
 	c := cloneTask(t)

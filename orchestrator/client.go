@@ -126,10 +126,11 @@ func (c *Client) Output(ctx context.Context, id string, w io.Writer) (complete b
 	return resp.Header.Get("X-Chiffon-Output-Complete") == "true", err
 }
 
-// Cancel cancels a task and returns it.
-func (c *Client) Cancel(ctx context.Context, id string) (*Task, error) {
+// Cancel cancels a task and returns it; reason, when not "", says why (see
+// CancelRequest).
+func (c *Client) Cancel(ctx context.Context, id, reason string) (*Task, error) {
 	var t Task
-	return &t, c.getJSON(ctx, http.MethodPost, "/api/v1/tasks/"+url.PathEscape(id)+"/cancel", nil, &t)
+	return &t, c.getJSON(ctx, http.MethodPost, "/api/v1/tasks/"+url.PathEscape(id)+"/cancel", CancelRequest{Reason: reason}, &t)
 }
 
 // Agents lists the agents the orchestrator knows.

@@ -390,6 +390,7 @@ func (o *Orchestrator) finish(r *run, state State, ev *Event, msg string) {
 	if state == StateSucceeded {
 		t.Error = nil
 	}
+	endSteps(t, state, now)
 	o.setState(t, state)
 	if ev == nil {
 		ev = &Event{Type: EventState, Message: msg}

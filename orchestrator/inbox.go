@@ -158,6 +158,21 @@ func (o *Orchestrator) updateStep(t *Task, st *envelope.WorkStatus, now time.Tim
 	t.Steps = append(t.Steps, StepInfo{Number: st.Step.Number, Name: st.Step.Name, Status: st.Status, UpdatedAt: now})
 }
 
+// endSteps ends the steps a finished task leaves open (its agent ends the last one
+// with the work_result, and an agent may not end any): step_completed when the task
+// succeeded, else the task's final state, "failed", "cancelled" or "error".
+func endSteps(t *Task, state State, now time.Time) {
+	end := string(state)
+	if state == StateSucceeded {
+		end = envelope.StatusStepCompleted
+	}
+	for i := range t.Steps {
+		if s := &t.Steps[i]; s.Status != envelope.StatusStepCompleted {
+			s.Status, s.UpdatedAt = end, now
+		}
+	}
+}
+
 // onResult applies the result rule: a result that is not truncated holds the whole
 // output; a truncated one needs the streamed output whole, or the request is sent
 // again so that the agent's cache replays it. Called with o.mu held.
@@ -195,14 +210,18 @@ func (o *Orchestrator) onResult(r *run, env *envelope.Envelope, res *envelope.Wo
 			log.Error("output incomplete after asking again", "have", t.OutputBytes, "total", total)
 		}
 	}
+	structured, err := structuredOutput(env)
+	if err != nil {
+		log.Warn("structured output dropped", "err", err)
+	}
 	t.Result = &Result{Status: res.Status, ExitCode: res.ExitCode, ResourcesUsed: res.ResourcesUsed,
-		OutputTruncated: truncated, OutputTotalBytes: total, At: time.Now().UTC()}
+		OutputTruncated: truncated, OutputTotalBytes: total, StructuredOutput: structured, At: time.Now().UTC()}
 	if res.Status == envelope.ResultSuccess {
 		t.ProgressPercent = 100
 	}
 	state := map[string]State{envelope.ResultSuccess: StateSucceeded, envelope.ResultFailed: StateFailed,
 		envelope.ResultCancelled: StateCancelled}[res.Status]
-	o.finish(r, state, &Event{Type: EventResult, Result: res}, "")
+	o.finish(r, state, &Event{Type: EventResult, Result: res, StructuredOutput: structured}, "")
 }
 
 // onAgentError handles an error envelope from the agent. Before the first status it

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/chiffon-dev/chiffon/envelope"
+	"github.com/chiffon-dev/chiffon/internal/jsonw"
 	"github.com/dgraph-io/badger/v4"
 )
 
@@ -118,6 +119,16 @@ func xInt(m map[string]any, key string) (int64, bool) {
 		return int64(v), true
 	}
 	return 0, false
+}
+
+// structuredOutput reads a work_result's x_custom_fields.structured_output as
+// compact JSON; nil when absent or null.
+func structuredOutput(env *envelope.Envelope) (json.RawMessage, error) {
+	v, ok := env.XCustomFields["structured_output"]
+	if !ok || v == nil {
+		return nil, nil
+	}
+	return jsonw.AppendValue(nil, v)
 }
 
 // truncation reads a work_result's output_truncated and output_total_bytes.

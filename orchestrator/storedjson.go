@@ -206,6 +206,10 @@ func (w *recordWriter) result(r *Result) {
 	}
 	w.Raw(`,"output_total_bytes":`)
 	w.Int(r.OutputTotalBytes)
+	if len(r.StructuredOutput) > 0 {
+		w.Raw(`,"structured_output":`)
+		w.Value(r.StructuredOutput)
+	}
 	w.Raw(`,"at":`)
 	w.Time(r.At)
 	w.Raw("}")
@@ -254,6 +258,10 @@ func (w *recordWriter) event(ev *Event, outputLen int64) {
 	if ev.Result != nil {
 		w.Raw(`,"result":`)
 		w.payload(ev.Result)
+	}
+	if len(ev.StructuredOutput) > 0 {
+		w.Raw(`,"structured_output":`)
+		w.Value(ev.StructuredOutput)
 	}
 	if ev.Error != nil {
 		w.Raw(`,"error":`)
@@ -327,13 +335,21 @@ func taskSize(t *Task) int {
 		text += len(t.Steps[i].Name) + len(t.Steps[i].Status)
 	}
 	if t.Result != nil {
-		n += resultFixed
+		n += resultFixed + rawSize(t.Result.StructuredOutput)
 		text += len(t.Result.Status)
 	}
 	if t.Error != nil {
 		n += errorSize(t.Error)
 	}
 	return n + jsonw.TextSize(text)
+}
+
+// rawSize is what a structured_output member takes: compacting only shortens it.
+func rawSize(raw []byte) int {
+	if len(raw) == 0 {
+		return 0
+	}
+	return len(`,"structured_output":`) + len(raw)
 }
 
 func errorSize(e *TaskError) int {
@@ -358,6 +374,7 @@ func eventSize(ev *Event) int {
 		n += workResultFixed
 		text += len(r.TaskID) + len(r.Status) + len(r.Output)
 	}
+	n += rawSize(ev.StructuredOutput)
 	if ev.Error != nil {
 		n += errorSize(ev.Error)
 	}

@@ -147,10 +147,14 @@ func TestMarshalStoredFallsBackToEncodingJSON(t *testing.T) {
 		"invalid number parameter": task(func(t *Task) { t.Parameters = map[string]any{"n": json.Number("1e")} }),
 		"unsupported context":      &Event{Type: EventError, At: at, Error: &TaskError{Context: map[string]any{"c": make(chan int)}}},
 		"cyclic parameters":        task(func(t *Task) { m := map[string]any{}; m["self"] = m; t.Parameters = m }),
-		"nil task":                 nilTask,
-		"nil event":                nilEvent,
-		"stored event without one": storedEvent{OutputLen: 3},
-		"a map":                    map[string]any{"<": "&"},
+		"invalid structured output": task(func(t *Task) {
+			t.Result = &Result{Status: envelope.ResultSuccess, StructuredOutput: json.RawMessage(`{"a":`), At: at}
+		}),
+		"invalid structured output of an event": &Event{Type: EventResult, At: at, StructuredOutput: json.RawMessage(`[1,`)},
+		"nil task":                              nilTask,
+		"nil event":                             nilEvent,
+		"stored event without one":              storedEvent{OutputLen: 3},
+		"a map":                                 map[string]any{"<": "&"},
 	}
 	for name, v := range cases {
 		t.Run(name, func(t *testing.T) {

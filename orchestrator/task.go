@@ -1,6 +1,7 @@
 package orchestrator
 
 import (
+	"encoding/json"
 	"log/slog"
 	"time"
 
@@ -134,8 +135,11 @@ type Result struct {
 	// OutputTruncated is true when the work_result carried only the output's tail.
 	OutputTruncated bool `json:"output_truncated,omitempty"`
 	// OutputTotalBytes is the whole output's length, as the agent reported it.
-	OutputTotalBytes int64     `json:"output_total_bytes"`
-	At               time.Time `json:"at"`
+	OutputTotalBytes int64 `json:"output_total_bytes"`
+	// StructuredOutput is the handler's machine-readable result, the work_result's
+	// x_custom_fields.structured_output (a script's last stdout line of JSON).
+	StructuredOutput json.RawMessage `json:"structured_output,omitempty"`
+	At               time.Time       `json:"at"`
 }
 
 // TaskError is why a task ended in StateError (or the last retryable error).
@@ -159,6 +163,9 @@ type Event struct {
 	OutputOffset *int64 `json:"output_offset,omitempty"`
 	// Result is set for a "result" event (its output is the work_result's).
 	Result *envelope.WorkResult `json:"result,omitempty"`
+	// StructuredOutput is the structured output a "result" event's work_result
+	// carried in x_custom_fields, as Result.StructuredOutput holds it.
+	StructuredOutput json.RawMessage `json:"structured_output,omitempty"`
 	// Error is set for an "error" or "retry" event.
 	Error *TaskError `json:"error,omitempty"`
 	// Message describes a "state" event.

@@ -233,7 +233,7 @@ func TestSecuritySiteKeepsEveryRequestReplyFlow(t *testing.T) {
 		got, err := c.client.Get(ctx, task.ID)
 		return err == nil && got.State == orchestrator.StateRunning
 	})
-	if _, err := c.client.Cancel(ctx, task.ID); err != nil {
+	if _, err := c.client.Cancel(ctx, task.ID, ""); err != nil {
 		t.Fatal(err)
 	}
 	if got := c.waitTask(ctx, task.ID); got.State != orchestrator.StateCancelled {

@@ -8,6 +8,7 @@ import (
 
 func newCancelCmd() *cobra.Command {
 	var cf clientFlags
+	var reason string
 	cmd := &cobra.Command{
 		Use:   "cancel ID",
 		Short: "Cancel a task: its agent stops the work and the task ends cancelled",
@@ -17,7 +18,7 @@ func newCancelCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			t, err := c.Cancel(cmd.Context(), args[0])
+			t, err := c.Cancel(cmd.Context(), args[0], reason)
 			if err != nil {
 				return err
 			}
@@ -29,5 +30,6 @@ func newCancelCmd() *cobra.Command {
 		},
 	}
 	cf.add(cmd)
+	cmd.Flags().StringVar(&reason, "reason", "", "why: the agent ends the task's output with it, and the task's events show it")
 	return cmd
 }

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
 	"io"
 	"text/tabwriter"
@@ -63,6 +65,14 @@ func printTask(w io.Writer, t *orchestrator.Task) error {
 	}
 	if err := tw.Flush(); err != nil {
 		return err
+	}
+	if r := t.Result; r != nil && len(r.StructuredOutput) > 0 {
+		var b bytes.Buffer
+		if json.Indent(&b, r.StructuredOutput, "  ", "  ") != nil {
+			b.Reset()
+			b.Write(r.StructuredOutput)
+		}
+		fmt.Fprintf(w, "\nStructured output:\n  %s\n", b.Bytes())
 	}
 	if len(t.Steps) == 0 {
 		return nil

@@ -1,0 +1,118 @@
+package main
+
+import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/chiffon-dev/chiffon/envelope"
+	"github.com/chiffon-dev/chiffon/orchestrator"
+)
+
+// oneTaskAPI serves task t1, failed with structured output, and records the body of
+// each cancel.
+func oneTaskAPI(t *testing.T) (args []string, cancels func() []string) {
+	t.Helper()
+	at := time.Date(2026, 1, 19, 4, 21, 4, 0, time.UTC)
+	task := &orchestrator.Task{ID: "t1", State: orchestrator.StateFailed, ToAgent: envelope.Code, WorkType: "check",
+		CreatedAt: at, UpdatedAt: at, FinishedAt: &at,
+		Steps: []orchestrator.StepInfo{{Number: 1, Name: "probe", Status: "failed", UpdatedAt: at}},
+		Result: &orchestrator.Result{Status: envelope.ResultFailed, ExitCode: 3, At: at,
+			StructuredOutput: json.RawMessage(`{"down":["web-2"],"n":12345678901234567890}`)}}
+	var mu sync.Mutex
+	var bodies []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/api/v1/tasks/t1":
+		case "/api/v1/tasks/t1/cancel":
+			b, _ := io.ReadAll(r.Body)
+			mu.Lock()
+			bodies = append(bodies, string(b))
+			mu.Unlock()
+		default:
+			http.NotFound(w, r)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(task)
+	}))
+	t.Cleanup(srv.Close)
+	tokenFile := filepath.Join(t.TempDir(), "tok")
+	if err := os.WriteFile(tokenFile, []byte("tok"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return []string{"--server", srv.URL, "--api-token-file", tokenFile}, func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		return append([]string(nil), bodies...)
+	}
+}
+
+func TestTaskShowsStructuredOutput(t *testing.T) {
+	server, _ := oneTaskAPI(t)
+	cases := []struct {
+		name string
+		args []string
+		want []string
+	}{
+		{"human", nil, []string{"Structured output:", `"down": [`, `"web-2"`, `"n": 12345678901234567890`}},
+		{"json", []string{"--json"}, []string{`"structured_output": {`, `"n": 12345678901234567890`}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			code, out, errOut := runCLI(t, "", append(append([]string{"task", "t1"}, c.args...), server...)...)
+			if code != 0 {
+				t.Fatalf("exit %d: %s", code, errOut)
+			}
+			for _, w := range c.want {
+				if !strings.Contains(out, w) {
+					t.Errorf("output lacks %q:\n%s", w, out)
+				}
+			}
+		})
+	}
+}
+
+func TestCancelSendsTheReason(t *testing.T) {
+	server, cancels := oneTaskAPI(t)
+	if code, _, errOut := runCLI(t, "", append([]string{"cancel", "t1", "--reason", "wrong host"}, server...)...); code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	var req orchestrator.CancelRequest
+	if got := cancels(); len(got) != 1 || json.Unmarshal([]byte(got[0]), &req) != nil || req.Reason != "wrong host" {
+		t.Fatalf("cancel bodies %q, want one with reason %q", got, "wrong host")
+	}
+}
+
+func TestProgressStopsShortOf100WhenTheTaskDidNotSucceed(t *testing.T) {
+	at := time.Date(2026, 1, 19, 4, 21, 4, 0, time.UTC)
+	running := &orchestrator.Event{Seq: 1, Type: orchestrator.EventStatus, At: at, State: orchestrator.StateRunning,
+		Status: &envelope.WorkStatus{Status: envelope.StatusRunning, ProgressPercent: 40, Step: envelope.Step{Number: 1, Name: "probe"}}}
+	cases := []struct {
+		result string
+		state  orchestrator.State
+		want   int
+	}{
+		{envelope.ResultSuccess, orchestrator.StateSucceeded, 100},
+		{envelope.ResultFailed, orchestrator.StateFailed, 40},
+		{envelope.ResultCancelled, orchestrator.StateCancelled, 40},
+	}
+	for _, c := range cases {
+		t.Run(c.result, func(t *testing.T) {
+			var st progressState
+			st.apply(running)
+			st.apply(&orchestrator.Event{Seq: 2, Type: orchestrator.EventResult, At: at, State: c.state,
+				Result: &envelope.WorkResult{Status: c.result}})
+			if st.percent != c.want || st.state != c.state {
+				t.Fatalf("after a %s result: %d%% %s, want %d%% %s", c.result, st.percent, st.state, c.want, c.state)
+			}
+		})
+	}
+}
