@@ -24,10 +24,8 @@ import (
 
 // File names in a site's TLS directory.
 const (
-	caCertFile     = "ca.pem"
-	caKeyFile      = "ca-key.pem"
-	serverCertFile = "server.pem"
-	serverKeyFile  = "server-key.pem"
+	caCertFile = "ca.pem"
+	caKeyFile  = "ca-key.pem"
 )
 
 // Validity of what the site CA issues. A leaf is issued again by its Ensure function
@@ -77,18 +75,27 @@ func EnsureCA(dir string) (caCertPath, caKeyPath string, err error) {
 // for server auth. An existing certificate is kept unless its SANs differ from hosts,
 // another CA signed it or it expires within 30 days.
 func EnsureServerCert(dir string, hosts []string) (certPath, keyPath string, err error) {
+	return EnsureNamedServerCert(dir, "server", hosts)
+}
+
+// EnsureNamedServerCert is EnsureServerCert for another server of the site, such as
+// the orchestrator's HTTP API: its files are <name>.pem and <name>-key.pem.
+func EnsureNamedServerCert(dir, name string, hosts []string) (certPath, keyPath string, err error) {
+	if !clientNameRE.MatchString(name) {
+		return "", "", fmt.Errorf("tls: server certificate name %q: use letters, digits, '.', '_' and '-'", name)
+	}
 	dns, ips, err := parseHosts(append([]string{"localhost", "127.0.0.1"}, hosts...))
 	if err != nil {
 		return "", "", fmt.Errorf("tls: server certificate: %w", err)
 	}
 	tmpl := &x509.Certificate{
-		Subject:     pkix.Name{CommonName: "Chiffon broker", Organization: []string{"Chiffon"}},
+		Subject:     pkix.Name{CommonName: "Chiffon " + name, Organization: []string{"Chiffon"}},
 		DNSNames:    dns,
 		IPAddresses: ips,
 		KeyUsage:    x509.KeyUsageDigitalSignature,
 		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
 	}
-	certPath, keyPath = filepath.Join(dir, serverCertFile), filepath.Join(dir, serverKeyFile)
+	certPath, keyPath = filepath.Join(dir, name+".pem"), filepath.Join(dir, name+"-key.pem")
 	if err := ensureLeaf(dir, certPath, keyPath, tmpl); err != nil {
 		return "", "", fmt.Errorf("tls: server certificate: %w", err)
 	}

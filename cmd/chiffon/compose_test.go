@@ -310,7 +310,8 @@ func (h secretHolder) String() string { return strings.TrimSpace(h.role + " " + 
 
 // mayHold reports whether h may have the secret file of that name, as `chiffon
 // init` lists them per host: the CA certificate is everyone's; the broker's key is
-// the broker's; the orchestrator's NKey and the API token the orchestrator's; an
+// the broker's; the orchestrator's NKey, the API token and the API's certificate the
+// orchestrator's; an
 // agent's NKey that agent's alone, and its token pair that agent's and the
 // orchestrator's. Nobody holds the CA's key.
 func (h secretHolder) mayHold(file string) bool {
@@ -319,7 +320,7 @@ func (h secretHolder) mayHold(file string) bool {
 		return true
 	case siteServerPEM, siteServerKey:
 		return h.role == "broker"
-	case siteOrchNKey, siteAPIToken, "client-orchestrator.pem", "client-orchestrator-key.pem":
+	case siteOrchNKey, siteAPIToken, siteAPIPEM, siteAPIKey, "client-orchestrator.pem", "client-orchestrator-key.pem":
 		return h.role == "orchestrator"
 	}
 	switch h.role {

@@ -12,9 +12,9 @@ import (
 
 func newHealthcheckCmd() *cobra.Command {
 	var (
-		url, file string
-		maxAge    time.Duration
-		timeout   time.Duration
+		url, file, caFile string
+		maxAge            time.Duration
+		timeout           time.Duration
 	)
 	cmd := &cobra.Command{
 		Use:   "healthcheck (--url URL | --file PATH)",
@@ -29,7 +29,7 @@ at every heartbeat sent while connected) is younger than --max-age.`,
 			}
 			var err error
 			if url != "" {
-				err = checkURL(cmd.Context(), url, timeout)
+				err = checkURL(cmd.Context(), url, caFile, timeout)
 			} else {
 				err = checkFileAge(file, maxAge, time.Now())
 			}
@@ -41,20 +41,27 @@ at every heartbeat sent while connected) is younger than --max-age.`,
 		},
 	}
 	cmd.Flags().StringVar(&url, "url", "", "URL to GET, such as http://127.0.0.1:8080/readyz")
+	cmd.Flags().StringVar(&caFile, "api-ca-file", "", "PEM file of the CA an https URL's certificate chains to, instead of the system's")
 	cmd.Flags().StringVar(&file, "file", "", "heartbeat file of an agent")
 	cmd.Flags().DurationVar(&maxAge, "max-age", 30*time.Second, "oldest acceptable heartbeat file")
 	cmd.Flags().DurationVar(&timeout, "timeout", 5*time.Second, "HTTP timeout")
 	return cmd
 }
 
-func checkURL(ctx context.Context, url string, timeout time.Duration) error {
+func checkURL(ctx context.Context, url, caFile string, timeout time.Duration) error {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
 		return err
 	}
-	resp, err := http.DefaultClient.Do(req)
+	hc := http.DefaultClient
+	if caFile != "" {
+		if hc, err = (&clientFlags{caFile: caFile}).httpClient(); err != nil {
+			return err
+		}
+	}
+	resp, err := hc.Do(req)
 	if err != nil {
 		return err
 	}

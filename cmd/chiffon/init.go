@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -26,6 +27,7 @@ type initOptions struct {
 	dataRoot     string
 	brokerHosts  []string
 	brokerListen string
+	apiHosts     []string
 	mutualTLS    bool
 	force        bool
 }
@@ -87,6 +89,7 @@ replaced with --force.`,
 	f.StringVar(&o.dataRoot, "data-root", "/var/lib/chiffon", "parent of every daemon's data dir on the hosts")
 	f.StringSliceVar(&o.brokerHosts, "broker-host", nil, "names and IPs of the broker in its TLS certificate (default: the hosts of --nats)")
 	f.StringVar(&o.brokerListen, "broker-listen", "0.0.0.0:4222", "address the broker listens on (broker.conf)")
+	f.StringSliceVar(&o.apiHosts, "api-host", nil, "names and IPs of the orchestrator in its HTTP API's certificate, when --listen is beyond loopback (default: the host of --listen, else --broker-host's)")
 	f.BoolVar(&o.mutualTLS, "mutual-tls", false, "require a client certificate from every daemon as well as its NKey")
 	f.BoolVar(&o.force, "force", false, "replace existing config files")
 	_ = cmd.MarkFlagRequired("dir")
@@ -192,8 +195,12 @@ func writeInit(w io.Writer, o initOptions, agents []initAgent, clients []initCli
 			return err
 		}
 	}
+	apiHosts, err := o.apiHostNames(hosts)
+	if err != nil {
+		return usagef(err.Error())
+	}
 	st, err := ensureSite(filepath.Join(o.dir, "secrets"), siteSpec{agents: agents, clients: clients,
-		brokerHosts: hosts, mutualTLS: o.mutualTLS})
+		brokerHosts: hosts, apiHosts: apiHosts, mutualTLS: o.mutualTLS})
 	if err != nil {
 		return err
 	}
@@ -233,6 +240,10 @@ func writeInit(w io.Writer, o initOptions, agents []initAgent, clients []initCli
 		yamlEdit{o.listen, []string{"http", "listen"}},
 		yamlEdit{filepath.Join(o.dataRoot, "orchestrator"), []string{"data_dir"}},
 		yamlEdit{allowed, []string{"agents"}})
+	if apiHosts != nil {
+		edits = append(edits, yamlEdit{map[string]string{"cert_file": onHost(siteAPIPEM), "key_file": onHost(siteAPIKey)},
+			[]string{"http", "tls"}})
+	}
 	if err := applyEdits(doc, edits); err != nil {
 		return err
 	}
@@ -249,6 +260,27 @@ func writeInit(w io.Writer, o initOptions, agents []initAgent, clients []initCli
 	}
 	printInitSummary(w, o, st)
 	return nil
+}
+
+// apiHostNames are the names in the HTTP API's certificate, or nil when the API
+// listens on loopback only and its token never crosses a network: --api-host, or
+// the host of --listen, or (listening on every address) the broker's names, since
+// the orchestrator often runs beside the broker.
+func (o initOptions) apiHostNames(brokerHosts []string) ([]string, error) {
+	host, _, err := net.SplitHostPort(o.listen)
+	if err != nil {
+		return nil, fmt.Errorf("--listen %q: %v", o.listen, err)
+	}
+	if isLoopback(host) && len(o.apiHosts) == 0 {
+		return nil, nil
+	}
+	switch ip := net.ParseIP(host); {
+	case len(o.apiHosts) > 0:
+		return o.apiHosts, nil
+	case host != "" && (ip == nil || !ip.IsUnspecified()):
+		return []string{host}, nil
+	}
+	return brokerHosts, nil
 }
 
 // yamlEdit is a value to set at a path of a config.
@@ -369,7 +401,11 @@ func agentIDs(agents []initAgent) []string {
 func printInitSummary(w io.Writer, o initOptions, st *site) {
 	fmt.Fprintf(w, "Wrote %s:\n", o.dir)
 	fmt.Fprintf(w, "  broker.conf             the broker (%s): NKey users, TLS, least privilege\n", o.brokerListen)
-	fmt.Fprintf(w, "  orchestrator.yaml       orchestrator (API %s)\n", o.listen)
+	scheme, ca := "http", ""
+	if st.spec.apiHosts != nil {
+		scheme, ca = "https", fmt.Sprintf("; clients trust it with --api-ca-file %s", filepath.Join(o.dir, "secrets", siteCA))
+	}
+	fmt.Fprintf(w, "  orchestrator.yaml       orchestrator (API %s://%s%s)\n", scheme, o.listen, ca)
 	for _, a := range st.spec.agents {
 		fmt.Fprintf(w, "  agents/%-16s %s agent\n", a.id+".yaml", a.typ)
 	}

@@ -20,6 +20,8 @@ import (
 //	client-<name>.nk
 //	ca.pem, ca-key.pem                     the site CA
 //	server.pem, server-key.pem             the broker's certificate
+//	api.pem, api-key.pem                   the HTTP API's certificate, when it is served
+//	                                       beyond loopback
 //	client-<identity>.pem, -key.pem        client certificates, with mutual TLS only
 
 // siteSpec says what a site holds.
@@ -28,6 +30,9 @@ type siteSpec struct {
 	clients []initClient
 	// brokerHosts are the names and addresses in the broker's certificate.
 	brokerHosts []string
+	// apiHosts, when set, are the names in a certificate for the orchestrator's
+	// HTTP API, which then serves HTTPS.
+	apiHosts []string
 	// mutualTLS gives every identity a client certificate the broker requires.
 	mutualTLS bool
 	// prefix is the subject prefix; "" means broker.DefaultPrefix.
@@ -47,6 +52,8 @@ const (
 	siteCA        = "ca.pem"
 	siteServerPEM = "server.pem"
 	siteServerKey = "server-key.pem"
+	siteAPIPEM    = "api.pem"
+	siteAPIKey    = "api-key.pem"
 )
 
 func agentTokenName(id string) string     { return "agent-" + id + ".token" }
@@ -108,6 +115,11 @@ func ensureSite(dir string, spec siteSpec) (*site, error) {
 	}
 	if _, _, err := broker.EnsureServerCert(dir, spec.brokerHosts); err != nil {
 		return nil, err
+	}
+	if spec.apiHosts != nil {
+		if _, _, err := broker.EnsureNamedServerCert(dir, "api", spec.apiHosts); err != nil {
+			return nil, err
+		}
 	}
 	if spec.mutualTLS {
 		for _, id := range s.identities {
@@ -180,6 +192,9 @@ func (s *site) hostFiles() [][2]string {
 	}
 	rows := [][2]string{{"broker", siteServerPEM + ", " + siteServerKey + ", " + siteCA}}
 	orch := siteOrchNKey + ", " + siteAPIToken + ", " + siteCA + clientCert(broker.Identity{Role: broker.RoleOrchestrator})
+	if s.spec.apiHosts != nil {
+		orch += ", " + siteAPIPEM + ", " + siteAPIKey
+	}
 	for _, a := range s.spec.agents {
 		orch += ", " + agentTokenName(a.id) + ", " + agentOrchTokenName(a.id)
 	}
