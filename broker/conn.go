@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"net"
 	"strings"
 	"time"
@@ -198,13 +199,32 @@ func connOptions(cfg ConnConfig) []nats.Option {
 	}
 }
 
-// reconnectDelay doubles from min per attempt, capped at max.
+// reconnectJitter is how far a reconnect delay may stray from its doubling step,
+// either way.
+const reconnectJitter = 0.2
+
+// reconnectDelay doubles from min per attempt, capped at max, and then moves by up
+// to ±20% (staying within min and max): the clients a broker restart cut off would
+// otherwise all come back at the same instants.
 func reconnectDelay(attempts int, min, max time.Duration) time.Duration {
 	d := min
 	for i := 1; i < attempts && d < max; i++ {
 		d *= 2
 	}
-	return time.Duration(min64(int64(d), int64(max)))
+	d = time.Duration(min64(int64(d), int64(max)))
+	lo := time.Duration(max64(int64(float64(d)*(1-reconnectJitter)), int64(min)))
+	hi := time.Duration(min64(int64(float64(d)*(1+reconnectJitter)), int64(max)))
+	if hi <= lo {
+		return lo
+	}
+	return lo + rand.N(hi-lo+1)
+}
+
+func max64(a, b int64) int64 {
+	if a > b {
+		return a
+	}
+	return b
 }
 
 func min64(a, b int64) int64 {

@@ -16,20 +16,45 @@ func tripsBreaker(err error) bool {
 	return errors.Is(err, errcodes.Timeout) || errors.Is(err, errcodes.AgentUnavailable)
 }
 
+// errNeverReached is the outcome of an attempt that reached no agent (NATS's "no
+// responders"): it proves nothing about the agent's health, so its breaker neither
+// counts it as a failure nor as a success.
+var errNeverReached = errors.New("the work_request reached no agent (no responders)")
+
 // newBreaker builds a's circuit breaker. Every call into it happens with o.mu held,
 // so its state change callback may touch the orchestrator's state.
 func (o *Orchestrator) newBreaker(a *agentEntry) *gobreaker.TwoStepCircuitBreaker[struct{}] {
 	failures := o.cfg.Breaker.Failures
-	return gobreaker.NewTwoStepCircuitBreaker[struct{}](gobreaker.Settings{
+	var cb *gobreaker.TwoStepCircuitBreaker[struct{}]
+	cb = gobreaker.NewTwoStepCircuitBreaker[struct{}](gobreaker.Settings{
 		Name:    a.id,
 		Timeout: o.cfg.Breaker.OpenFor,
 		// gobreaker's default trips on the 6th failure; the protocol says 5.
 		ReadyToTrip:  func(c gobreaker.Counts) bool { return c.ConsecutiveFailures >= failures },
 		IsSuccessful: func(err error) bool { return err == nil || !tripsBreaker(err) },
+		IsExcluded:   func(err error) bool { return errors.Is(err, errNeverReached) },
 		OnStateChange: func(_ string, from, to gobreaker.State) {
-			o.breakerChanged(a, from, to)
+			if a.breaker == cb { // not one resetBreaker replaced, reached by a late outcome
+				o.breakerChanged(a, from, to)
+			}
 		},
 	})
+	return cb
+}
+
+// resetBreaker gives a a new, closed breaker: a registration means a process that
+// listens again, so the failures of before say nothing of it. Called with o.mu held.
+func (o *Orchestrator) resetBreaker(a *agentEntry) {
+	from := a.breaker.State()
+	a.breaker = o.newBreaker(a)
+	if from == gobreaker.StateClosed {
+		return
+	}
+	if a.ping != nil {
+		a.ping.Stop()
+		a.ping = nil
+	}
+	o.breakerChanged(a, from, gobreaker.StateClosed)
 }
 
 // breakerChanged logs a breaker's move, updates its metric, schedules the half-open
@@ -53,7 +78,8 @@ func (o *Orchestrator) breakerChanged(a *agentEntry, from, to gobreaker.State) {
 // with ok closes the breaker, anything else opens it again.
 func (o *Orchestrator) halfOpenPing(a *agentEntry) {
 	o.mu.Lock()
-	if o.closed {
+	if o.closed || a.breaker.State() == gobreaker.StateClosed {
+		// A registration closed it (resetBreaker) as this ping came due.
 		o.mu.Unlock()
 		return
 	}

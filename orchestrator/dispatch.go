@@ -249,6 +249,7 @@ func (o *Orchestrator) dispatch(r *run, a *agentEntry, agentID string, before ..
 	version := envelope.ProtocolVersion
 	if a != nil {
 		a.inflight++
+		a.lastDispatch = time.Now() // not now above: UTC drops the monotonic clock
 		r.agent = a
 		if done, err := a.breaker.Allow(); err == nil {
 			r.done = done
@@ -306,16 +307,43 @@ func (o *Orchestrator) endAttempt(r *run, err error) {
 		r.timer.Stop()
 		r.timerGen++
 	}
-	if r.done != nil {
-		done := r.done
-		r.done = nil
-		done(err)
-	}
+	o.settleBreaker(r, err)
 	if a := r.agent; a != nil {
 		r.agent = nil
 		a.inflight--
 		o.drainQueue(a.typ)
 	}
+}
+
+// settleBreaker reports the outcome of r's attempt to its agent's breaker, once.
+// Called with o.mu held.
+func (o *Orchestrator) settleBreaker(r *run, err error) {
+	if r.done != nil {
+		done := r.done
+		r.done = nil
+		done(err)
+	}
+}
+
+// requeue puts r, whose attempt reached no agent, back at the head of its type's
+// queue without spending a retry: it goes to another agent of its type at once if
+// one has room, else when one registers. Called with o.mu held.
+func (o *Orchestrator) requeue(r *run, e *errcodes.Error) {
+	t := r.t
+	o.taskLog(t).Warn("attempt reached no agent: queued again", "agent_id", t.AgentID, "attempt", t.Attempts, "err", e.Message)
+	o.endAttempt(r, errNeverReached)
+	if r.finished {
+		return
+	}
+	if t.CancelRequested {
+		o.finish(r, StateCancelled, nil, "cancelled")
+		return
+	}
+	r.stick, r.avoid = "", t.AgentID
+	o.setState(t, StatePending)
+	_ = o.save(r, &Event{Type: EventState, Error: taskError(e), Message: fmt.Sprintf("%s did not receive it (no responders): queued again", t.AgentID)})
+	o.enqueue(r)
+	o.drainQueue(t.ToAgent)
 }
 
 // failAttempt handles a failed attempt: retryable codes are retried after the next

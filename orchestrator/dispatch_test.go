@@ -83,8 +83,9 @@ func TestNeverStartedRequestMovesToAnotherAgent(t *testing.T) {
 	if final.State != orchestrator.StateSucceeded || final.AgentID != "code-b" {
 		t.Fatalf("got %s on %s", final.State, final.AgentID)
 	}
-	if len(final.Retries) != 1 || final.Retries[0].Code != 5002 || final.Retries[0].AgentID != "code-a" {
-		t.Fatalf("retries %+v, want one 5002 from code-a", final.Retries)
+	// The attempt at code-a never started: it spent no retry.
+	if final.Attempts != 2 || len(final.Retries) != 0 {
+		t.Fatalf("attempts %d retries %+v, want 2 attempts (code-a, then code-b) and no retry", final.Attempts, final.Retries)
 	}
 }
 

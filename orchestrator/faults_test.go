@@ -23,17 +23,21 @@ func TestBreakerOpensAfterFiveStaysOpenAndClosesAfterPing(t *testing.T) {
 	e := newEnv(t, "code-1")
 	e.cfg.Retry.MaxRetries = -1
 	e.cfg.Breaker.OpenFor = 400 * time.Millisecond
+	e.cfg.Timeouts.Ack = 50 * time.Millisecond
 	o := e.open()
 	a := e.fakeAgent("code-1")
-	a.register(4) // registered, but nobody listens on the work subject: 5002 each time
+	a.listen()
+	a.register(4) // it receives work but never answers: 5001 each time
 
 	var openedAt time.Time
 	for i := 1; i <= 5; i++ {
 		if got := breakerOf(o, "code-1"); got != "closed" {
 			t.Fatalf("breaker %s before failure %d", got, i)
 		}
-		final := waitFinal(t, o, submit(t, o, nil).ID)
-		if final.Error == nil || final.Error.Code != 5002 || final.Attempts != 1 {
+		task := submit(t, o, nil)
+		a.next()
+		final := waitFinal(t, o, task.ID)
+		if final.Error == nil || final.Error.Code != 5001 || final.Attempts != 1 {
 			t.Fatalf("task %d: %s %+v", i, final.State, final.Error)
 		}
 		openedAt = time.Now()
@@ -47,7 +51,6 @@ func TestBreakerOpensAfterFiveStaysOpenAndClosesAfterPing(t *testing.T) {
 		t.Fatalf("while open: %s attempts %d %+v", fast.State, fast.Attempts, fast.Error)
 	}
 	// The half-open ping comes after the open period; a good answer closes it.
-	a.listen()
 	ping := a.nextControl()
 	if ping.Type != envelope.TypePing {
 		t.Fatalf("got %s, want ping", ping.Type)
@@ -69,12 +72,13 @@ func TestBreakerReopensWhenPingFails(t *testing.T) {
 	e.cfg.Retry.MaxRetries = -1
 	e.cfg.Breaker.Failures = 1
 	e.cfg.Breaker.OpenFor = 50 * time.Millisecond
+	e.cfg.Timeouts.Ack = 50 * time.Millisecond
 	o := e.open()
 	a := e.fakeAgent("code-1")
-	a.register(4)
-	waitFinal(t, o, submit(t, o, nil).ID)
 	a.setPing(false)
 	a.listen()
+	a.register(4)
+	waitFinal(t, o, submit(t, o, nil).ID) // silent: 5001 opens the breaker
 	a.nextControl()
 	a.nextControl() // a second ping: the first failure opened it again
 	a.setPing(true)

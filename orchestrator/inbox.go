@@ -101,9 +101,12 @@ func (o *Orchestrator) handleTaskMsgHolding(msg *nats.Msg, hold bool) {
 	log.Warn("unexpected message on task inbox dropped", "type", env.Type)
 }
 
-// noResponders fails an attempt nobody received: it never started. Only the
-// server's status counts: it comes on the reply subject of the current attempt,
-// which nobody but the agent it went to has seen.
+// noResponders ends an attempt nobody received: it never started, so it counts
+// neither against the agent's breaker nor, unless the task is pinned, against its
+// retries. The agent is unreachable until it registers again; the task goes back to
+// its queue. A pinned task may go nowhere else, so it is retried on its agent as
+// before. Only the server's status counts: it comes on the reply subject of the
+// current attempt, which nobody but the agent it went to has seen.
 func (o *Orchestrator) noResponders(inbox broker.TaskInbox) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
@@ -119,8 +122,18 @@ func (o *Orchestrator) noResponders(inbox broker.TaskInbox) {
 	var hb *time.Time
 	if a := o.agents[r.t.AgentID]; a != nil {
 		hb = a.lastHB
+		if !a.unreachable {
+			a.unreachable = true
+			o.log.Warn("agent unreachable until it registers again: no responders on its work subject", "agent_id", a.id)
+		}
 	}
-	o.failAttempt(r, errcodes.NewAgentUnavailable("no agent listens on the work subject (no responders)", r.t.AgentID, hb), true)
+	e := errcodes.NewAgentUnavailable("no agent listens on the work subject (no responders)", r.t.AgentID, hb)
+	o.settleBreaker(r, errNeverReached)
+	if r.pinned != "" {
+		o.failAttempt(r, e, true)
+		return
+	}
+	o.requeue(r, e)
 }
 
 // onStatus records a work_status. Called with o.mu held.

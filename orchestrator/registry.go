@@ -35,9 +35,15 @@ type agentEntry struct {
 	lastHB       *time.Time
 	reported     int // active tasks as the last heartbeat said
 	inflight     int // tasks this orchestrator has running there
+	// lastDispatch is when this orchestrator last sent it a work_request: ties in
+	// routing go to the agent that waited longest.
+	lastDispatch time.Time
 	breaker      *gobreaker.TwoStepCircuitBreaker[struct{}]
-	offline      *time.Timer
-	ping         *time.Timer
+	// unreachable says a work_request to it got "no responders": nothing listens
+	// on its work subject. Routing passes it over until it registers again.
+	unreachable bool
+	offline     *time.Timer
+	ping        *time.Timer
 }
 
 func (a *agentEntry) stopTimers() {
@@ -173,7 +179,8 @@ func (o *Orchestrator) accept(msg *nats.Msg, env *envelope.Envelope, reg *envelo
 // register records a registration. A process the registry knew (it registers
 // again after a reconnect) stays routable; a new one becomes routable with its
 // first heartbeat, which it sends once it is subscribed to its work subject: work
-// sent sooner would find nobody there. Called with o.mu held.
+// sent sooner would find nobody there. Either way the agent is reachable again and
+// its breaker closed. Called with o.mu held.
 func (o *Orchestrator) register(typ envelope.AgentType, reg *envelope.Register, instance, version string, known bool) {
 	now := time.Now().UTC()
 	a := o.agents[reg.AgentID]
@@ -186,6 +193,8 @@ func (o *Orchestrator) register(typ envelope.AgentType, reg *envelope.Register, 
 	if a.instance != instance && a.instance != "" {
 		o.log.Warn("agent process replaced", "agent_id", a.id)
 	}
+	a.unreachable = false
+	o.resetBreaker(a)
 	a.instance = instance
 	a.typ, a.name, a.versions, a.version = typ, reg.Name, reg.SupportedVersions, version
 	a.workTypes, a.capacity = reg.WorkTypes, max(reg.MaxConcurrency, 1)

@@ -20,18 +20,29 @@ type pickResult struct {
 }
 
 // pick chooses the agent for r: among the online agents of the task's type that offer
-// its work type (or the one pinned by hints.agent_id), skipping open breakers and
-// draining agents, the one with the fewest tasks running wins. avoid, when other
-// candidates exist, is passed over. Called with o.mu held.
+// its work type (or the one pinned by hints.agent_id), skipping unreachable agents,
+// open breakers and draining agents, the one with the fewest tasks running wins.
+// avoid, when other candidates exist, is passed over. When the only agents that
+// could take r are unreachable, r is queued until one registers again. Called with
+// o.mu held.
 func (o *Orchestrator) pick(r *run) pickResult {
 	t := r.t
 	pinned := ""
 	if t.Hints != nil {
 		pinned = t.Hints.AgentID
 	}
-	var candidates, open []*agentEntry
+	var candidates, open, unreachable []*agentEntry
+	typeOnline, offered := false, false
 	for _, a := range o.agents {
+		if a.typ == t.ToAgent && a.online {
+			typeOnline = true
+			offered = offered || a.offers(t.WorkType)
+		}
 		if a.typ != t.ToAgent || !a.online || !a.offers(t.WorkType) || pinned != "" && a.id != pinned {
+			continue
+		}
+		if a.unreachable {
+			unreachable = append(unreachable, a)
 			continue
 		}
 		if a.breaker.State() != gobreaker.StateClosed {
@@ -40,7 +51,16 @@ func (o *Orchestrator) pick(r *run) pickResult {
 		}
 		candidates = append(candidates, a)
 	}
+	if typeOnline && !offered {
+		// Agents of the type are here and none offers the work type: waiting and
+		// retrying would only end the same way, later.
+		return pickResult{err: errcodes.NewUnsupportedWorkType(t.WorkType, o.offeredWorkTypes(t.ToAgent)), failFast: true}
+	}
 	if len(candidates) == 0 {
+		if len(unreachable) > 0 {
+			// It waits in the queue for the agent to register again.
+			return pickResult{queue: true}
+		}
 		what := fmt.Sprintf("no online %s agent offers work type %q", t.ToAgent, t.WorkType)
 		if pinned != "" {
 			what = fmt.Sprintf("agent %q is not an online %s agent offering work type %q", pinned, t.ToAgent, t.WorkType)
@@ -66,8 +86,22 @@ func (o *Orchestrator) pick(r *run) pickResult {
 	return pickResult{agent: best}
 }
 
+// offeredWorkTypes is the sorted union of the work types the online agents of typ
+// offer. Called with o.mu held.
+func (o *Orchestrator) offeredWorkTypes(typ envelope.AgentType) []string {
+	var all []string
+	for _, a := range o.agents {
+		if a.typ == typ && a.online {
+			all = append(all, a.workTypes...)
+		}
+	}
+	slices.Sort(all)
+	return slices.Compact(all)
+}
+
 // better reports whether a should win over b: not the agent to avoid, then fewer
-// running tasks, then more free capacity, then the lower id.
+// running tasks, then more free capacity, then the one dispatched to least recently
+// (so that ties take turns instead of all going to one agent), then the lower id.
 func better(a, b *agentEntry, avoid string) bool {
 	if (a.id == avoid) != (b.id == avoid) {
 		return b.id == avoid
@@ -77,6 +111,9 @@ func better(a, b *agentEntry, avoid string) bool {
 	}
 	if fa, fb := a.capacity-a.inflight, b.capacity-b.inflight; fa != fb {
 		return fa > fb
+	}
+	if !a.lastDispatch.Equal(b.lastDispatch) {
+		return a.lastDispatch.Before(b.lastDispatch)
 	}
 	return a.id < b.id
 }
@@ -94,7 +131,7 @@ func (o *Orchestrator) enqueue(r *run) {
 	} else {
 		o.queues[r.t.ToAgent] = append(o.queues[r.t.ToAgent], r.t.ID)
 	}
-	o.taskLog(r.t).Info("task queued: every candidate agent is at capacity", "agent_type", r.t.ToAgent)
+	o.taskLog(r.t).Info("task queued: no candidate agent can take it now", "agent_type", r.t.ToAgent)
 }
 
 // drainQueue dispatches queued tasks of typ, in order, while agents have room. A task
@@ -128,11 +165,11 @@ func (o *Orchestrator) drainQueue(typ envelope.AgentType) {
 	o.queues[typ] = append(kept, o.queues[typ][len(q):]...)
 }
 
-// hasRoom reports whether an online, non-draining agent of typ has a free slot.
-// Called with o.mu held.
+// hasRoom reports whether an online, reachable, non-draining agent of typ has a free
+// slot. Called with o.mu held.
 func (o *Orchestrator) hasRoom(typ envelope.AgentType) bool {
 	for _, a := range o.agents {
-		if a.typ == typ && a.online && a.inflight < a.capacity && a.status != "draining" {
+		if a.typ == typ && a.online && !a.unreachable && a.inflight < a.capacity && a.status != "draining" {
 			return true
 		}
 	}
