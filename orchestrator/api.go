@@ -50,9 +50,14 @@ func (o *Orchestrator) newAPI() http.Handler {
 	api("/api/", func(w http.ResponseWriter, _ *http.Request) {
 		writeError(w, http.StatusNotFound, "not_found", "", "no such API endpoint")
 	})
-	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+	// /livez is the liveness probe (Kubernetes' name); /healthz is kept for existing
+	// checks. Both answer while the process serves HTTP, even closed or cut off from
+	// NATS, so a prober restarts the process only when it hangs: /readyz is for traffic.
+	alive := func(w http.ResponseWriter, _ *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
-	})
+	}
+	mux.HandleFunc("GET /livez", alive)
+	mux.HandleFunc("GET /healthz", alive)
 	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) {
 		if !o.Ready() {
 			writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "not ready"})

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"log/slog"
 	"os"
 	"os/signal"
 	"strings"
@@ -49,7 +50,7 @@ timeout); a second one cancels running work at once.`,
 			if err != nil {
 				return usagef(err.Error())
 			}
-			return runAgent(cmd.Context(), a)
+			return runAgent(cmd.Context(), a, cfg.Logger)
 		},
 	}
 	f.register(cmd.Flags())
@@ -103,8 +104,9 @@ func (f *agentFlags) merged() (agent.Config, error) {
 }
 
 // runAgent runs a until ctx ends (the first signal, through main), then lets it
-// drain; a second SIGTERM or SIGINT makes it cancel running work at once.
-func runAgent(ctx context.Context, a *agent.Agent) error {
+// drain; a second SIGTERM or SIGINT makes it cancel running work at once. It tells
+// systemd READY=1 once a is registered.
+func runAgent(ctx context.Context, a *agent.Agent, log *slog.Logger) error {
 	sigs := make(chan os.Signal, 2)
 	signal.Notify(sigs, syscall.SIGTERM, os.Interrupt)
 	defer signal.Stop(sigs)
@@ -125,5 +127,6 @@ func runAgent(ctx context.Context, a *agent.Agent) error {
 			}
 		}
 	}()
+	defer notifySystemd(ctx, log, a.Ready())()
 	return a.Run(ctx)
 }

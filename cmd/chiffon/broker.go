@@ -82,6 +82,7 @@ func runBroker(cmd *cobra.Command, f brokerFlags, listenGiven bool) error {
 	log.Info("broker listening", "url", srv.ClientURL(), "jetstream", f.jetstream,
 		"auth", srv.AuthRequired(), "tls", srv.TLSRequired())
 	fmt.Fprintln(cmd.OutOrStdout(), srv.ClientURL())
+	defer notifySystemd(cmd.Context(), log, nil)()
 	<-cmd.Context().Done()
 	log.Info("broker stopping")
 	return nil

@@ -18,7 +18,7 @@ import (
 	"github.com/chiffon-dev/chiffon/orchestrator"
 	"github.com/nats-io/nats-server/v2/conf"
 	"github.com/spf13/pflag"
-	"gopkg.in/yaml.v3"
+	"go.yaml.in/yaml/v3"
 )
 
 // composeFile is the part of docker-compose.yml this test reads.

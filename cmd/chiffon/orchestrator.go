@@ -1,7 +1,10 @@
 package main
 
 import (
+	"context"
 	"errors"
+	"fmt"
+	"net"
 	"os"
 
 	"github.com/chiffon-dev/chiffon/orchestrator"
@@ -44,7 +47,18 @@ the store and resume at the next start.`,
 				return err
 			}
 			log.Info("orchestrator running", "orch_id", o.ID(), "http", cfg.HTTP.Listen)
-			runErr := o.Run(cmd.Context())
+			serve := o.Run // with no API to listen on
+			if cfg.HTTP.Listen != "" {
+				// Listen here, so systemd hears READY=1 only once the API takes connections.
+				ln, err := net.Listen("tcp", cfg.HTTP.Listen)
+				if err != nil {
+					return errors.Join(fmt.Errorf("http listen: %w", err), o.Close())
+				}
+				serve = func(ctx context.Context) error { return o.Serve(ctx, ln) }
+			}
+			stopNotify := notifySystemd(cmd.Context(), log, nil)
+			runErr := serve(cmd.Context())
+			stopNotify()
 			return errors.Join(runErr, o.Close())
 		},
 	}
