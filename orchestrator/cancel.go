@@ -22,10 +22,11 @@ type CancelRequest struct {
 	Reason string `json:"reason,omitempty"`
 }
 
-// Cancel cancels a task. A task not sent yet ends cancelled at once. A running task's
-// agent is told to cancel it; the task ends cancelled with the agent's result, or at
-// once when the agent says it is not running it or cannot be reached. reason, when
-// not "", says why (see CancelRequest).
+// Cancel cancels a task. A task not sent yet ends cancelled at once, and so does one
+// waiting for a retry, whose pinned agent, which may still run an earlier attempt, is
+// told to cancel it. A running task's agent is told to cancel it; the task ends
+// cancelled with the agent's result, or at once when the agent says it is not running
+// it or cannot be reached. reason, when not "", says why (see CancelRequest).
 func (o *Orchestrator) Cancel(ctx context.Context, id, reason string) (*Task, error) {
 	if len(reason) > maxCancelReason {
 		return nil, &FieldError{Field: "reason", Message: fmt.Sprintf("must be at most %d bytes", maxCancelReason)}
@@ -56,6 +57,16 @@ func (o *Orchestrator) Cancel(ctx context.Context, id, reason string) (*Task, er
 	if !t.CancelRequested {
 		t.CancelRequested = true
 		if t.State == StatePending {
+			if r.pinned != "" {
+				// Between attempts (a retry wait): the agent pinned to it may still
+				// be running an earlier attempt. Tell it, as for a running task.
+				o.taskLog(t).Info("task cancelled between attempts", "agent_id", r.pinned)
+				o.sendCancel(t, r.pinned, cancelReason(reason))
+				o.finish(r, StateCancelled, nil, because("cancelled between attempts"))
+				c := cloneTask(t)
+				o.mu.Unlock()
+				return c, nil
+			}
 			o.taskLog(t).Info("task cancelled before dispatch")
 			o.finish(r, StateCancelled, nil, because("cancelled before dispatch"))
 			c := cloneTask(t)
@@ -63,11 +74,7 @@ func (o *Orchestrator) Cancel(ctx context.Context, id, reason string) (*Task, er
 			return c, nil
 		}
 		_ = o.save(r, &Event{Type: EventState, Message: because("cancel requested")})
-		toAgent := reason
-		if toAgent == "" {
-			toAgent = "cancelled by operator"
-		}
-		env := envelope.New(envelope.Orchestrator, t.ToAgent, t.RequestID, t.TraceID, &envelope.Cancel{TaskID: id, Reason: toAgent})
+		env := envelope.New(envelope.Orchestrator, t.ToAgent, t.RequestID, t.TraceID, &envelope.Cancel{TaskID: id, Reason: cancelReason(reason)})
 		agentID := t.AgentID
 		o.mu.Unlock()
 		rep, err := o.request(ctx, agentID, env)
@@ -90,6 +97,14 @@ func (o *Orchestrator) Cancel(ctx context.Context, id, reason string) (*Task, er
 	c := cloneTask(t)
 	o.mu.Unlock()
 	return c, nil
+}
+
+// cancelReason is the reason a cancel gives the agent.
+func cancelReason(reason string) string {
+	if reason == "" {
+		return "cancelled by operator"
+	}
+	return reason
 }
 
 // Task returns a snapshot of one task.

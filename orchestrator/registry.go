@@ -44,6 +44,15 @@ type agentEntry struct {
 	unreachable bool
 	offline     *time.Timer
 	ping        *time.Timer
+	// resend holds the attempts in flight on the process a new one replaced; they
+	// are sent again to the new one with its first heartbeat (resendInFlight).
+	resend []inFlight
+}
+
+// inFlight is one attempt of a task: r's attempt number attempt.
+type inFlight struct {
+	r       *run
+	attempt int
 }
 
 func (a *agentEntry) stopTimers() {
@@ -192,6 +201,7 @@ func (o *Orchestrator) register(typ envelope.AgentType, reg *envelope.Register, 
 	}
 	if a.instance != instance && a.instance != "" {
 		o.log.Warn("agent process replaced", "agent_id", a.id)
+		a.resend = o.inFlightOn(a.id)
 	}
 	a.unreachable = false
 	o.resetBreaker(a)
@@ -266,7 +276,54 @@ func (o *Orchestrator) handleHeartbeat(msg *nats.Msg) {
 		a.capacity = hb.MaxConcurrency
 	}
 	o.seen(a, now)
+	o.resendInFlight(a)
 	o.drainQueue(a.typ)
+}
+
+// inFlightOn lists the tasks whose current attempt went to agentID and has not
+// ended. Called with o.mu held.
+func (o *Orchestrator) inFlightOn(agentID string) []inFlight {
+	var out []inFlight
+	for _, r := range o.runs {
+		if !r.finished && r.t.AgentID == agentID && (r.t.State == StateDispatched || r.t.State == StateRunning) {
+			out = append(out, inFlight{r, r.attempt})
+		}
+	}
+	return out
+}
+
+// resendInFlight sends a's tasks that were in flight on the process it replaced to
+// the new one, with their request_id, at once rather than when their inactivity
+// timer fires: the new process's dedupe cache answers (a task that was running there
+// ends "interrupted"). It waits for the first heartbeat, not the registration: the
+// agent sends it once it is subscribed to its work subject, the same rule that makes
+// a new process routable, so the request cannot meet "no responders". Until then the
+// old attempts keep their timers, which still end them if no heartbeat comes. The
+// re-send spends no retry and does not count against the breaker. Called with o.mu
+// held.
+func (o *Orchestrator) resendInFlight(a *agentEntry) {
+	list := a.resend
+	a.resend = nil
+	for _, f := range list {
+		r, t := f.r, f.r.t
+		if r.finished || r.attempt != f.attempt || t.AgentID != a.id || (t.State != StateDispatched && t.State != StateRunning) {
+			continue // the attempt ended, or another one went out, since the registration
+		}
+		// End the old attempt without draining the queue into its slot.
+		if r.timer != nil {
+			r.timer.Stop()
+			r.timerGen++
+		}
+		o.settleBreaker(r, errNeverReached)
+		if r.agent != nil {
+			r.agent.inflight--
+			r.agent = nil
+		}
+		r.pinned, r.stick = a.id, a.id // only this agent's cache knows whether it ran
+		o.taskLog(t).Info("agent process replaced: task sent again", "agent_id", a.id, "attempt", t.Attempts)
+		_ = o.save(r, &Event{Type: EventState, Message: a.id + " restarted: sent again"})
+		o.dispatch(r, a, a.id)
+	}
 }
 
 // replyError answers msg with an error envelope, when it has a reply subject.

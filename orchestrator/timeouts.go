@@ -76,7 +76,7 @@ func (o *Orchestrator) onDeadline(r *run) {
 	t := r.t
 	e := o.timeoutError(r, fmt.Sprintf("task exceeded max_duration_seconds=%d", t.Hints.MaxDurationSeconds))
 	if t.AgentID != "" && (t.State == StateDispatched || t.State == StateRunning) {
-		o.sendCancel(t, "max_duration_seconds exceeded")
+		o.sendCancel(t, t.AgentID, "max_duration_seconds exceeded")
 	}
 	o.finishError(r, e)
 }
@@ -89,12 +89,12 @@ func (o *Orchestrator) timeoutError(r *run, why string) *errcodes.Error {
 	return errcodes.NewTimeout(why, len(r.t.Retries), last)
 }
 
-// sendCancel tells t's agent to cancel it, in the background. Called with o.mu held.
-func (o *Orchestrator) sendCancel(t *Task, reason string) {
+// sendCancel tells agentID to cancel t, in the background. Called with o.mu held.
+func (o *Orchestrator) sendCancel(t *Task, agentID, reason string) {
 	if o.closed {
 		return
 	}
-	agentID, typ, id := t.AgentID, t.ToAgent, t.ID
+	typ, id := t.ToAgent, t.ID
 	log := o.taskLog(t)
 	env := envelope.New(envelope.Orchestrator, typ, t.RequestID, t.TraceID, &envelope.Cancel{TaskID: id, Reason: reason})
 	o.wg.Add(1)
