@@ -62,29 +62,31 @@ func (p *publisher) identifiedMsg(subject string, data []byte) *nats.Msg {
 	return &nats.Msg{Subject: subject, Data: data, Header: p.identified}
 }
 
-// publishIdentified is publish with the process's instance header.
-func (p *publisher) publishIdentified(subject string, env *envelope.Envelope) {
-	data, err := envelope.Encode(env)
-	if err != nil {
-		p.log.Error("encode failed", "subject", subject, "type", env.Type, "err", err)
-		return
-	}
-	if err := p.nc.PublishMsg(p.identifiedMsg(subject, data)); err != nil {
-		p.log.Warn("publish failed", "subject", subject, "err", err)
-	}
+// publish sends env with the task headers; publishIdentified with the process's
+// instance header as well.
+func (p *publisher) publish(subject string, env *envelope.Envelope) {
+	p.send(subject, env, p.msg)
 }
 
-func (p *publisher) publish(subject string, env *envelope.Envelope) {
+func (p *publisher) publishIdentified(subject string, env *envelope.Envelope) {
+	p.send(subject, env, p.identifiedMsg)
+}
+
+func (p *publisher) send(subject string, env *envelope.Envelope, msg func(string, []byte) *nats.Msg) {
 	data, err := envelope.Encode(env)
 	if err != nil {
 		p.log.Error("encode failed", "subject", subject, "type", env.Type, "err", err)
 		return
 	}
-	p.publishEncoded(subject, data)
+	p.publishMsg(subject, msg(subject, data))
 }
 
 func (p *publisher) publishEncoded(subject string, data []byte) {
-	if err := p.nc.PublishMsg(p.msg(subject, data)); err != nil {
+	p.publishMsg(subject, p.msg(subject, data))
+}
+
+func (p *publisher) publishMsg(subject string, m *nats.Msg) {
+	if err := p.nc.PublishMsg(m); err != nil {
 		p.log.Warn("publish failed", "subject", subject, "err", err)
 	}
 }

@@ -206,32 +206,18 @@ const reconnectJitter = 0.2
 // reconnectDelay doubles from min per attempt, capped at max, and then moves by up
 // to ±20% (staying within min and max): the clients a broker restart cut off would
 // otherwise all come back at the same instants.
-func reconnectDelay(attempts int, min, max time.Duration) time.Duration {
-	d := min
-	for i := 1; i < attempts && d < max; i++ {
+func reconnectDelay(attempts int, minWait, maxWait time.Duration) time.Duration {
+	d := minWait
+	for i := 1; i < attempts && d < maxWait; i++ {
 		d *= 2
 	}
-	d = time.Duration(min64(int64(d), int64(max)))
-	lo := time.Duration(max64(int64(float64(d)*(1-reconnectJitter)), int64(min)))
-	hi := time.Duration(min64(int64(float64(d)*(1+reconnectJitter)), int64(max)))
+	d = min(d, maxWait)
+	lo := max(time.Duration(float64(d)*(1-reconnectJitter)), minWait)
+	hi := min(time.Duration(float64(d)*(1+reconnectJitter)), maxWait)
 	if hi <= lo {
 		return lo
 	}
 	return lo + rand.N(hi-lo+1)
-}
-
-func max64(a, b int64) int64 {
-	if a > b {
-		return a
-	}
-	return b
-}
-
-func min64(a, b int64) int64 {
-	if a < b {
-		return a
-	}
-	return b
 }
 
 // ConfirmSubscription waits until the server has seen the subscriptions made so far

@@ -134,7 +134,7 @@ func (c ClientTLS) config(prefix string) (*tls.Config, error) {
 	cfg := &tls.Config{MinVersion: tls.VersionTLS12, ServerName: c.ServerName}
 	var errs []error
 	if c.CAFile != "" {
-		pool, err := loadCertPool(c.CAFile)
+		pool, err := LoadCertPool(c.CAFile)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("%sca_file: %w", prefix, err))
 		}
@@ -156,11 +156,11 @@ func (c ClientTLS) config(prefix string) (*tls.Config, error) {
 	return cfg, nil
 }
 
-// loadCertPool reads a PEM file that must hold at least one certificate.
-func loadCertPool(path string) (*x509.CertPool, error) {
+// LoadCertPool reads a PEM file of CA certificates, which must hold at least one.
+func LoadCertPool(path string) (*x509.CertPool, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
-		return nil, fmt.Errorf("cannot read: %w", err)
+		return nil, err // it names the file
 	}
 	pool := x509.NewCertPool()
 	if !pool.AppendCertsFromPEM(b) {

@@ -325,18 +325,28 @@ func (o *Orchestrator) settleBreaker(r *run, err error) {
 	}
 }
 
+// closeAttempt ends r's attempt with err and reports whether the task goes on: not
+// when it has finished meanwhile, nor when a cancel waited for the attempt to end (it
+// then ends cancelled). Called with o.mu held.
+func (o *Orchestrator) closeAttempt(r *run, err error) bool {
+	o.endAttempt(r, err)
+	if r.finished {
+		return false
+	}
+	if r.t.CancelRequested {
+		o.finish(r, StateCancelled, nil, "cancelled")
+		return false
+	}
+	return true
+}
+
 // requeue puts r, whose attempt reached no agent, back at the head of its type's
 // queue without spending a retry: it goes to another agent of its type at once if
 // one has room, else when one registers. Called with o.mu held.
 func (o *Orchestrator) requeue(r *run, e *errcodes.Error) {
 	t := r.t
 	o.taskLog(t).Warn("attempt reached no agent: queued again", "agent_id", t.AgentID, "attempt", t.Attempts, "err", e.Message)
-	o.endAttempt(r, errNeverReached)
-	if r.finished {
-		return
-	}
-	if t.CancelRequested {
-		o.finish(r, StateCancelled, nil, "cancelled")
+	if !o.closeAttempt(r, errNeverReached) {
 		return
 	}
 	r.stick, r.avoid = "", t.AgentID
@@ -353,12 +363,7 @@ func (o *Orchestrator) failAttempt(r *run, e *errcodes.Error, neverStarted bool)
 	t := r.t
 	log := o.taskLog(t)
 	log.Warn("attempt failed", "agent_id", t.AgentID, "attempt", t.Attempts, "code", int(e.Code), "err", e.Message, "never_started", neverStarted)
-	o.endAttempt(r, e)
-	if r.finished {
-		return
-	}
-	if t.CancelRequested {
-		o.finish(r, StateCancelled, nil, "cancelled")
+	if !o.closeAttempt(r, e) {
 		return
 	}
 	if !e.Retryable() {

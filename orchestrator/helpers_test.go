@@ -250,10 +250,14 @@ func (e *env) openWithAgent(id string, capacity int) (*orchestrator.Orchestrator
 }
 
 // register registers the agent and returns the answer.
-func (a *fakeAgent) registerAs(token string, capacity int) *envelope.Envelope {
+// offering are the work types it registers with, "echo" when none are given.
+func (a *fakeAgent) registerAs(token string, capacity int, offering ...string) *envelope.Envelope {
 	a.t.Helper()
+	if len(offering) == 0 {
+		offering = []string{"echo"}
+	}
 	reg := envelope.New(envelope.Code, envelope.Orchestrator, "", "", &envelope.Register{AgentID: a.id,
-		SupportedVersions: []string{"1.0"}, WorkTypes: []string{"echo"}, MaxConcurrency: capacity, HeartbeatIntervalMS: 60000})
+		SupportedVersions: []string{"1.0"}, WorkTypes: offering, MaxConcurrency: capacity, HeartbeatIntervalMS: 60000})
 	data, _ := envelope.Encode(reg)
 	m := &nats.Msg{Subject: a.subj.Register(), Data: data}
 	broker.SetAuth(m, token, a.id)
@@ -271,9 +275,12 @@ func (a *fakeAgent) registerAs(token string, capacity int) *envelope.Envelope {
 	return env
 }
 
-func (a *fakeAgent) register(capacity int) {
+func (a *fakeAgent) register(capacity int) { a.registerOffering(capacity, "echo") }
+
+// registerOffering is register for an agent that offers workTypes.
+func (a *fakeAgent) registerOffering(capacity int, workTypes ...string) {
 	a.t.Helper()
-	if env := a.registerAs(a.token, capacity); env.Type != envelope.TypeRegisterAck {
+	if env := a.registerAs(a.token, capacity, workTypes...); env.Type != envelope.TypeRegisterAck {
 		a.t.Fatalf("register: got %s %+v", env.Type, env.Payload)
 	}
 	a.registered.Store(true)

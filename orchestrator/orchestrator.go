@@ -330,24 +330,6 @@ func (o *Orchestrator) publish(subject, reply, agentID string, env *envelope.Env
 // request sends env on an agent's control subject and decodes the answer, checking
 // that the agent answered with its own token.
 func (o *Orchestrator) request(ctx context.Context, agentID string, env *envelope.Envelope) (*envelope.Envelope, error) {
-	resp, err := o.requestMsg(ctx, agentID, env)
-	if err != nil {
-		return nil, err
-	}
-	rep, err := envelope.Decode(resp.Data)
-	if err != nil {
-		return nil, err
-	}
-	o.metrics.messages.WithLabelValues("in", string(rep.Type)).Inc()
-	if p, ok := rep.Payload.(*envelope.ErrorPayload); ok {
-		return nil, p.Err()
-	}
-	return rep, nil
-}
-
-// requestMsg sends env on agentID's control subject and returns the answer once
-// it is authenticated as agentID's.
-func (o *Orchestrator) requestMsg(ctx context.Context, agentID string, env *envelope.Envelope) (*nats.Msg, error) {
 	hdr, ok := o.sec.authHeader(agentID)
 	if !ok {
 		return nil, errUnknownAgent
@@ -372,7 +354,15 @@ func (o *Orchestrator) requestMsg(ctx context.Context, agentID string, env *enve
 		o.metrics.authFailures.Inc()
 		return nil, aerr
 	}
-	return resp, nil
+	rep, err := envelope.Decode(resp.Data)
+	if err != nil {
+		return nil, err
+	}
+	o.metrics.messages.WithLabelValues("in", string(rep.Type)).Inc()
+	if p, ok := rep.Payload.(*envelope.ErrorPayload); ok {
+		return nil, p.Err()
+	}
+	return rep, nil
 }
 
 // receive is how every message from an agent comes in: its token is checked against

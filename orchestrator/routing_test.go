@@ -8,34 +8,6 @@ import (
 	"github.com/chiffon-dev/chiffon/orchestrator"
 )
 
-// registerOffering is register for an agent that offers workTypes instead of "echo".
-func (a *fakeAgent) registerOffering(capacity int, workTypes ...string) {
-	a.t.Helper()
-	reg := envelope.New(envelope.Code, envelope.Orchestrator, "", "", &envelope.Register{AgentID: a.id,
-		SupportedVersions: []string{"1.0"}, WorkTypes: workTypes, MaxConcurrency: capacity, HeartbeatIntervalMS: 60000})
-	data, err := envelope.Encode(reg)
-	if err != nil {
-		a.t.Fatal(err)
-	}
-	rep, err := a.nc.RequestMsg(natsMsg(a, data), wait)
-	if err != nil {
-		a.t.Fatalf("register: %v", err)
-	}
-	if env, err := envelope.Decode(rep.Data); err != nil || env.Type != envelope.TypeRegisterAck {
-		a.t.Fatalf("register: got %v, err %v", env, err)
-	}
-	a.registered.Store(true)
-	a.heartbeat(capacity)
-	waitFor(a.t, a.id+" online", func() bool {
-		for _, info := range a.e.o.Agents() {
-			if info.ID == a.id {
-				return info.State == "online"
-			}
-		}
-		return false
-	})
-}
-
 // nextOfEither returns the next work_request a or b receives, and which one did.
 func nextOfEither(t *testing.T, a, b *fakeAgent) (*fakeAgent, *workMsg) {
 	t.Helper()

@@ -2,7 +2,6 @@ package main
 
 import (
 	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"fmt"
 	"net/http"
@@ -101,13 +100,9 @@ func (f *clientFlags) httpClient() (*http.Client, error) {
 	if file == "" {
 		return nil, nil
 	}
-	pem, err := os.ReadFile(file)
+	pool, err := broker.LoadCertPool(file)
 	if err != nil {
 		return nil, fmt.Errorf("--api-ca-file: %w", err)
-	}
-	pool := x509.NewCertPool()
-	if !pool.AppendCertsFromPEM(pem) {
-		return nil, fmt.Errorf("--api-ca-file: %s holds no PEM certificate", file)
 	}
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	tr.TLSClientConfig = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
