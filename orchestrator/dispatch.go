@@ -378,7 +378,6 @@ func (o *Orchestrator) failAttempt(r *run, e *errcodes.Error, neverStarted bool)
 	}
 	t.Retries = append(t.Retries, Retry{Attempt: t.Attempts, Code: int(e.Code), Message: e.Message,
 		AgentID: t.AgentID, WaitMS: wait.Milliseconds(), At: time.Now().UTC()})
-	t.Error = taskError(e)
 	o.metrics.retries.WithLabelValues(fmt.Sprint(int(e.Code))).Inc()
 	if !neverStarted || r.accepted {
 		// The agent accepted it, or may have: only its cache knows the outcome.
@@ -420,7 +419,8 @@ func (o *Orchestrator) finish(r *run, state State, ev *Event, msg string) {
 	o.endAttempt(r, nil)
 	now := time.Now().UTC()
 	t.FinishedAt = &now
-	if state == StateSucceeded {
+	if state != StateError {
+		// A task's error is why it ended in StateError; an attempt's is in Retries.
 		t.Error = nil
 	}
 	endSteps(t, state, now)

@@ -137,27 +137,6 @@ func TestInactivityTimeoutIs5001WithContext(t *testing.T) {
 	}
 }
 
-func TestMaxDurationReplacesAckAndInactivityTimeouts(t *testing.T) {
-	e := newEnv(t, "code-1")
-	e.cfg.Timeouts.Ack = 20 * time.Millisecond
-	e.cfg.Timeouts.Inactivity = 20 * time.Millisecond
-	o, a := e.openWithAgent("code-1", 4)
-	start := time.Now()
-	task := submit(t, o, &orchestrator.Hints{MaxDurationSeconds: 1})
-	a.next() // never answered
-	final := waitFinal(t, o, task.ID)
-	if el := time.Since(start); el < time.Second {
-		t.Fatalf("timed out after %s, before max_duration", el)
-	}
-	if final.State != orchestrator.StateError || final.Error.Code != 5001 || final.Attempts != 1 ||
-		!strings.Contains(final.Error.Message, "max_duration") {
-		t.Fatalf("got %s attempts %d %+v", final.State, final.Attempts, final.Error)
-	}
-	if c := a.nextControl(); c.Type != envelope.TypeCancel {
-		t.Fatalf("agent got %s, want cancel", c.Type)
-	}
-}
-
 func TestQueuedTaskDispatchedWhenAgentFrees(t *testing.T) {
 	e := newEnv(t, "code-1")
 	o, a := e.openWithAgent("code-1", 1)

@@ -2,6 +2,7 @@ package orchestrator_test
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"log/slog"
@@ -156,6 +157,8 @@ type fakeAgent struct {
 	instance string
 	// silent makes the agent answer no control message, as a hung process.
 	silent bool
+	// hbInterval is the heartbeat interval it registers with; 0 means a minute.
+	hbInterval time.Duration
 }
 
 // workMsg is one work_request the fake agent received.
@@ -256,8 +259,9 @@ func (a *fakeAgent) registerAs(token string, capacity int, offering ...string) *
 	if len(offering) == 0 {
 		offering = []string{"echo"}
 	}
+	hb := cmp.Or(a.hbInterval, time.Minute)
 	reg := envelope.New(envelope.Code, envelope.Orchestrator, "", "", &envelope.Register{AgentID: a.id,
-		SupportedVersions: []string{"1.0"}, WorkTypes: offering, MaxConcurrency: capacity, HeartbeatIntervalMS: 60000})
+		SupportedVersions: []string{"1.0"}, WorkTypes: offering, MaxConcurrency: capacity, HeartbeatIntervalMS: hb.Milliseconds()})
 	data, _ := envelope.Encode(reg)
 	m := &nats.Msg{Subject: a.subj.Register(), Data: data}
 	broker.SetAuth(m, token, a.id)
@@ -301,9 +305,12 @@ func (a *fakeAgent) registerOffering(capacity int, workTypes ...string) {
 
 // heartbeat sends one heartbeat saying the agent is idle, with room for capacity
 // tasks.
-func (a *fakeAgent) heartbeat(capacity int) {
+func (a *fakeAgent) heartbeat(capacity int) { a.heartbeatStatus(capacity, envelope.AgentIdle) }
+
+// heartbeatStatus sends one heartbeat with the given status.
+func (a *fakeAgent) heartbeatStatus(capacity int, status string) {
 	hb := envelope.New(envelope.Code, envelope.Orchestrator, "", "", &envelope.Heartbeat{AgentID: a.id,
-		Status: envelope.AgentIdle, MaxConcurrency: capacity})
+		Status: status, MaxConcurrency: capacity})
 	a.publishAs(a.subj.Heartbeat(), a.token, hb)
 }
 

@@ -2,6 +2,7 @@ package orchestrator
 
 import (
 	"errors"
+	"fmt"
 	"slices"
 	"sort"
 	"time"
@@ -202,6 +203,9 @@ func (o *Orchestrator) register(typ envelope.AgentType, reg *envelope.Register, 
 	if a.instance != instance && a.instance != "" {
 		o.log.Warn("agent process replaced", "agent_id", a.id)
 		a.resend = o.inFlightOn(a.id)
+		// The old process's status (draining, say) and load are not the new one's;
+		// its first heartbeat says what they are.
+		a.status, a.reported = "", 0
 	}
 	a.unreachable = false
 	o.resetBreaker(a)
@@ -237,10 +241,22 @@ func (o *Orchestrator) seen(a *agentEntry, now time.Time) {
 		o.mu.Lock()
 		defer o.mu.Unlock()
 		if !o.closed && a.online && time.Since(a.lastSeen) >= missedHeartbeats*a.hbInterval {
-			a.online = false
-			o.log.Warn("agent offline: missed heartbeats", "agent_id", a.id, "last_seen", a.lastSeen)
+			o.goOffline(a)
 		}
 	})
+}
+
+// goOffline marks a offline and fails the attempts in flight there with a timeout:
+// a dead agent's tasks are retried now, not when their inactivity timer or
+// max_duration_seconds deadline ends them. The retry goes back to the same agent,
+// whose dedupe cache alone knows whether the request ran. Called with o.mu held.
+func (o *Orchestrator) goOffline(a *agentEntry) {
+	a.online = false
+	o.log.Warn("agent offline: missed heartbeats", "agent_id", a.id, "last_seen", a.lastSeen)
+	why := fmt.Sprintf("agent %s offline: no heartbeat for %s", a.id, missedHeartbeats*a.hbInterval)
+	for _, f := range o.inFlightOn(a.id) {
+		o.failAttempt(f.r, o.timeoutError(f.r, why), false)
+	}
 }
 
 // handleHeartbeat updates an agent's status and load.

@@ -54,8 +54,8 @@ func (s State) Valid() bool {
 
 // Hints are a task's scheduling hints, as in the work_request.
 type Hints struct {
-	// MaxDurationSeconds bounds the whole task; the orchestrator then does not time
-	// it out earlier.
+	// MaxDurationSeconds bounds the whole task, from its first dispatch; the ack and
+	// inactivity timeouts still apply to each attempt.
 	MaxDurationSeconds int64 `json:"max_duration_seconds,omitempty"`
 	// MaxMemoryMB is the memory the task needs.
 	MaxMemoryMB int64 `json:"max_memory_mb,omitempty"`
@@ -89,7 +89,9 @@ type Task struct {
 	ProgressPercent int        `json:"progress_percent"`
 	Steps           []StepInfo `json:"steps"`
 	Result          *Result    `json:"result,omitempty"`
-	Error           *TaskError `json:"error,omitempty"`
+	// Error is why the task ended in StateError, and is set only then; the errors
+	// of earlier attempts are in Retries.
+	Error *TaskError `json:"error,omitempty"`
 	// OutputBytes is the length of the output held so far.
 	OutputBytes int64 `json:"output_bytes"`
 	// OutputComplete is true once the whole output is held, with no gap.

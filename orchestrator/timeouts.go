@@ -17,20 +17,19 @@ func (t *Task) maxDuration() time.Duration {
 	return time.Duration(t.Hints.MaxDurationSeconds) * time.Second
 }
 
-// armTimers starts the timers of a fresh dispatch: the ack timer, or, when the task
-// has a max duration, only the whole-task deadline, so nothing ends it earlier.
-// Called with o.mu held.
+// armTimers starts the timers of a fresh dispatch: the ack timer and, the first
+// time a task with a max duration goes out, its whole-task deadline. The ack and
+// inactivity timers run under a deadline too: a long task is not a silent one, since
+// agents send keepalive statuses, and a dead agent's task must not wait for its
+// deadline. Called with o.mu held.
 func (o *Orchestrator) armTimers(r *run) {
 	if r.timer != nil {
 		r.timer.Stop()
 	}
 	r.timerGen++
-	if max := r.t.maxDuration(); max > 0 {
-		if r.deadline == nil {
-			end := r.t.FirstDispatchAt.Add(max + o.cfg.Timeouts.DeadlineGrace)
-			r.deadline = time.AfterFunc(time.Until(end), func() { o.onDeadline(r) })
-		}
-		return
+	if max := r.t.maxDuration(); max > 0 && r.deadline == nil {
+		end := r.t.FirstDispatchAt.Add(max + o.cfg.Timeouts.DeadlineGrace)
+		r.deadline = time.AfterFunc(time.Until(end), func() { o.onDeadline(r) })
 	}
 	gen := r.timerGen
 	ack := o.cfg.Timeouts.Ack
@@ -41,9 +40,6 @@ func (o *Orchestrator) armTimers(r *run) {
 
 // touch restarts the inactivity timer after a message. Called with o.mu held.
 func (o *Orchestrator) touch(r *run) {
-	if r.t.maxDuration() > 0 {
-		return
-	}
 	if r.timer != nil {
 		r.timer.Stop()
 	}

@@ -74,6 +74,18 @@ func printTask(w io.Writer, t *orchestrator.Task) error {
 		}
 		fmt.Fprintf(w, "\nStructured output:\n  %s\n", b.Bytes())
 	}
+	if len(t.Retries) > 0 {
+		// The attempts that failed before the last, apart from the task's own end.
+		fmt.Fprintln(w, "\nFailed attempts:")
+		tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "  #\tAGENT\tERROR\tWAITED")
+		for _, r := range t.Retries {
+			fmt.Fprintf(tw, "  %d\t%s\t%d %s\t%s\n", r.Attempt, dash(r.AgentID), r.Code, r.Message, time.Duration(r.WaitMS)*time.Millisecond)
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+	}
 	if len(t.Steps) == 0 {
 		return nil
 	}

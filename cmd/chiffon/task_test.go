@@ -16,7 +16,7 @@ import (
 	"github.com/chiffon-dev/chiffon/orchestrator"
 )
 
-// oneTaskAPI serves task t1, failed with structured output, and records the body of
+// oneTaskAPI serves task t1, failed with structured output after a retry, and records the body of
 // each cancel.
 func oneTaskAPI(t *testing.T) (args []string, cancels func() []string) {
 	t.Helper()
@@ -24,6 +24,7 @@ func oneTaskAPI(t *testing.T) (args []string, cancels func() []string) {
 	task := &orchestrator.Task{ID: "t1", State: orchestrator.StateFailed, ToAgent: envelope.Code, WorkType: "check",
 		CreatedAt: at, UpdatedAt: at, FinishedAt: &at,
 		Steps: []orchestrator.StepInfo{{Number: 1, Name: "probe", Status: "failed", UpdatedAt: at}},
+		Retries: []orchestrator.Retry{{Attempt: 1, Code: 5001, Message: "no message for 30s", AgentID: "code-1", WaitMS: 1000, At: at}},
 		Result: &orchestrator.Result{Status: envelope.ResultFailed, ExitCode: 3, At: at,
 			StructuredOutput: json.RawMessage(`{"down":["web-2"],"n":12345678901234567890}`)}}
 	var mu sync.Mutex
@@ -62,7 +63,8 @@ func TestTaskShowsStructuredOutput(t *testing.T) {
 		args []string
 		want []string
 	}{
-		{"human", nil, []string{"Structured output:", `"down": [`, `"web-2"`, `"n": 12345678901234567890`}},
+		{"human", nil, []string{"Structured output:", `"down": [`, `"web-2"`, `"n": 12345678901234567890`,
+			"Failed attempts:", "1  code-1  5001 no message for 30s  1s"}},
 		{"json", []string{"--json"}, []string{`"structured_output": {`, `"n": 12345678901234567890`}},
 	}
 	for _, c := range cases {
