@@ -57,6 +57,10 @@ type Agent struct {
 	authLog      *ratelog.Logger
 	authFailures atomic.Int64
 
+	metrics *metrics
+	// metricsAddr is the address the metrics server listens on, once bound.
+	metricsAddr atomic.Pointer[string]
+
 	nc    *nats.Conn
 	pub   *publisher
 	cache *DedupeCache
@@ -106,6 +110,7 @@ func New(cfg Config) (*Agent, error) {
 		running:  map[string]*task{},
 		gpus:     gpuMemory(),
 	}
+	a.metrics = newMetrics(a)
 	a.addBuiltins()
 	for name, wt := range cfg.WorkTypes {
 		sp, err := newSubprocess(name, wt)
@@ -152,6 +157,16 @@ func (a *Agent) isAccepted() bool {
 // token.
 func (a *Agent) AuthFailures() int64 { return a.authFailures.Load() }
 
+// MetricsAddr is the address on which Run serves GET /metrics, such as
+// "127.0.0.1:41234" for a metrics_listen of "127.0.0.1:0"; "" when metrics_listen
+// is empty or Run has not bound it yet (it has once Ready is closed).
+func (a *Agent) MetricsAddr() string {
+	if p := a.metricsAddr.Load(); p != nil {
+		return *p
+	}
+	return ""
+}
+
 // StopNow makes a Run that is draining cancel the running tasks at once instead of
 // waiting for the drain timeout (a second SIGTERM).
 func (a *Agent) StopNow() { a.stopped.Do(func() { close(a.stopNow) }) }
@@ -163,11 +178,22 @@ func (a *Agent) StopNow() { a.stopped.Do(func() { close(a.stopNow) }) }
 // drains: no new work is taken, running tasks get up to the drain timeout to
 // finish and are cancelled after it, everything is flushed and the cache is
 // closed. Run returns nil after a clean drain.
+//
+// With metrics_listen set, Run first binds that address, returning an error at
+// once when it cannot, and serves GET /metrics there until it returns.
 func (a *Agent) Run(ctx context.Context) error {
 	// A task runs as the agent's user unless its work type says run_as: it must
 	// not read the agent's memory or environment through /proc.
 	if err := HardenProcess(); err != nil {
 		a.log.Warn("could not hide the agent's /proc entries from its tasks", "err", err)
+	}
+	if a.cfg.MetricsListen != "" {
+		ms, err := startMetricsServer(a.cfg.MetricsListen, a.metrics.reg, a.log)
+		if err != nil {
+			return fmt.Errorf("agent: %w", err)
+		}
+		defer ms.shutdown()
+		a.metricsAddr.Store(&ms.addr)
 	}
 	cache, err := OpenDedupeCache(a.cfg.DataDir, time.Duration(a.cfg.DedupeTTL), a.log)
 	if err != nil {
@@ -180,7 +206,11 @@ func (a *Agent) Run(ctx context.Context) error {
 		}
 	}()
 	cc := a.cfg.NATS.ConnConfig("chiffon-agent-" + a.cfg.ID)
-	cc.Logger, cc.OnReconnect = a.log, func(*nats.Conn) { a.kickRegister() }
+	cc.Logger = a.log
+	cc.OnReconnect = func(*nats.Conn) {
+		a.metrics.reconnects.Inc() // before registering: a registration follows the count
+		a.kickRegister()
+	}
 	cc.InboxPrefix = a.subjects.Inbox(broker.RoleAgent, a.cfg.ID)
 	nc, err := broker.Connect(cc)
 	if err != nil {
@@ -188,6 +218,7 @@ func (a *Agent) Run(ctx context.Context) error {
 	}
 	defer nc.Close()
 	a.nc = nc
+	a.metrics.conn.Store(nc)
 	identified := broker.AuthHeader(a.cfg.Token, a.cfg.ID)
 	identified.Set(broker.HeaderInstance, a.instance)
 	a.pub = &publisher{nc: nc, auth: broker.AuthHeader(a.cfg.Token, a.cfg.ID), identified: identified, log: a.log}

@@ -77,6 +77,10 @@ type Config struct {
 	Capabilities []string `yaml:"capabilities"`
 	// WorkTypes are the subprocess work types, by name.
 	WorkTypes map[string]WorkTypeConfig `yaml:"work_types"`
+	// MetricsListen is the host:port on which Run serves Prometheus metrics at
+	// GET /metrics, without authentication: bind it to loopback or a trusted
+	// interface. "" (the default) serves none.
+	MetricsListen string `yaml:"metrics_listen"`
 
 	// Token and OrchestratorToken override the token files; never logged.
 	Token             string `yaml:"-"`
@@ -210,6 +214,11 @@ func (c *Config) Validate() error {
 	}
 	if c.MaxOutputBytes < 0 {
 		bad("max_output_bytes", "must not be negative")
+	}
+	if c.MetricsListen != "" {
+		if err := checkListenAddr(c.MetricsListen); err != nil {
+			bad("metrics_listen", "%v", err)
+		}
 	}
 	for name, wt := range c.WorkTypes {
 		key := "work_types." + name

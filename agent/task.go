@@ -90,6 +90,7 @@ func (a *Agent) runTask(t *task) {
 	t.stream.start()
 	res, err := callHandler(ctx, t)
 	wr, fields := t.finish(ctx, res, err)
+	a.metrics.taskFinished(t.req.WorkType, wr.Status, time.Since(t.started))
 
 	output := t.stream.closeOutput()
 	wr.ResourcesUsed.DurationSeconds = int64(time.Since(t.started).Round(time.Second) / time.Second)

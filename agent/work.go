@@ -75,6 +75,7 @@ func (a *Agent) dispatch(reply string, env *envelope.Envelope) *errcodes.Error {
 	defer a.mu.Unlock()
 	if t, ok := a.running[env.RequestID]; ok {
 		log().Info("duplicate of a running request: re-attached")
+		a.metrics.dedupeHit(dedupeReattached)
 		t.stream.attach(reply)
 		return nil
 	}
@@ -86,11 +87,13 @@ func (a *Agent) dispatch(reply string, env *envelope.Envelope) *errcodes.Error {
 	switch {
 	case entry != nil && entry.State == stateFinished:
 		log().Info("duplicate of a finished request: replaying")
+		a.metrics.dedupeHit(dedupeReplayed)
 		a.tasks.Add(1)
 		go func() { defer a.tasks.Done(); a.replay(reply, env, entry) }()
 		return nil
 	case entry != nil:
 		log().Warn("request was running when the agent stopped: answered as interrupted")
+		a.metrics.dedupeHit(dedupeInterrupted)
 		a.interrupted(reply, env, entry)
 		return nil
 	}

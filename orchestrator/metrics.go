@@ -2,9 +2,8 @@ package orchestrator
 
 import (
 	"net/http"
-	"runtime"
-	"runtime/debug"
 
+	"github.com/chiffon-dev/chiffon/internal/buildinfo"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -45,28 +44,8 @@ func newMetrics() *metrics {
 			Help: "Submissions refused because their work_request would not fit in one broker message."}),
 	}
 	m.reg.MustRegister(m.tasks, m.latency, m.retries, m.breaker, m.messages, m.authFailures, m.invalid, m.tooLarge,
-		buildInfoGauge(), collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+		buildinfo.Gauge("chiffon_build_info"), collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
-}
-
-// buildInfoGauge is chiffon_build_info: always 1, labelled with what the binary was
-// built from, as `chiffon version` prints it ("unknown" where the build did not say).
-func buildInfoGauge() prometheus.Gauge {
-	labels := prometheus.Labels{"version": "unknown", "revision": "unknown", "goversion": runtime.Version()}
-	if bi, ok := debug.ReadBuildInfo(); ok {
-		if bi.Main.Version != "" {
-			labels["version"] = bi.Main.Version
-		}
-		for _, s := range bi.Settings {
-			if s.Key == "vcs.revision" {
-				labels["revision"] = s.Value
-			}
-		}
-	}
-	g := prometheus.NewGauge(prometheus.GaugeOpts{Name: "chiffon_build_info", ConstLabels: labels,
-		Help: "Always 1; the labels say the version, VCS revision and Go version of the binary."})
-	g.Set(1)
-	return g
 }
 
 func (m *metrics) handler() http.Handler {

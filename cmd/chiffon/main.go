@@ -9,9 +9,9 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"runtime/debug"
 	"syscall"
 
+	"github.com/chiffon-dev/chiffon/internal/buildinfo"
 	"github.com/spf13/cobra"
 )
 
@@ -39,7 +39,7 @@ func newRootCmd() *cobra.Command {
 		Short:         "Run work across a homelab: an orchestrator hands typed work to agents over NATS",
 		SilenceUsage:  true,
 		SilenceErrors: true,
-		Version:       readBuildInfo(debug.ReadBuildInfo).String(),
+		Version:       buildinfo.Read().String(),
 	}
 	root.SetVersionTemplate("chiffon {{.Version}}\n")
 	addLogFlags(root)

@@ -23,7 +23,7 @@ func oneTaskAPI(t *testing.T) (args []string, cancels func() []string) {
 	at := time.Date(2026, 1, 19, 4, 21, 4, 0, time.UTC)
 	task := &orchestrator.Task{ID: "t1", State: orchestrator.StateFailed, ToAgent: envelope.Code, WorkType: "check",
 		CreatedAt: at, UpdatedAt: at, FinishedAt: &at,
-		Steps: []orchestrator.StepInfo{{Number: 1, Name: "probe", Status: "failed", UpdatedAt: at}},
+		Steps:   []orchestrator.StepInfo{{Number: 1, Name: "probe", Status: "failed", UpdatedAt: at}},
 		Retries: []orchestrator.Retry{{Attempt: 1, Code: 5001, Message: "no message for 30s", AgentID: "code-1", WaitMS: 1000, At: at}},
 		Result: &orchestrator.Result{Status: envelope.ResultFailed, ExitCode: 3, At: at,
 			StructuredOutput: json.RawMessage(`{"down":["web-2"],"n":12345678901234567890}`)}}

@@ -8,6 +8,8 @@ import (
 	"runtime/debug"
 	"strings"
 	"testing"
+
+	"github.com/chiffon-dev/chiffon/internal/buildinfo"
 )
 
 func TestVersionComesFromBuildInfo(t *testing.T) {
@@ -31,13 +33,13 @@ func TestVersionComesFromBuildInfo(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			got := readBuildInfo(func() (*debug.BuildInfo, bool) { return tc.bi, tc.bi != nil }).String()
+			got := buildinfo.From(func() (*debug.BuildInfo, bool) { return tc.bi, tc.bi != nil }).String()
 			if got != tc.want {
 				t.Errorf("got %q, want %q", got, tc.want)
 			}
 		})
 	}
-	want := "chiffon " + readBuildInfo(debug.ReadBuildInfo).String() + "\n"
+	want := "chiffon " + buildinfo.Read().String() + "\n"
 	for _, args := range [][]string{{"version"}, {"--version"}} {
 		if code, out, errOut := runCLI(t, "", args...); code != 0 || out != want {
 			t.Errorf("chiffon %s: exit %d, %q %s; want %q", args[0], code, out, errOut, want)
@@ -58,7 +60,7 @@ func TestOrchestratorMetricsHaveBuildInfo(t *testing.T) {
 	}
 	defer resp.Body.Close()
 	body, _ := io.ReadAll(resp.Body)
-	b := readBuildInfo(debug.ReadBuildInfo)
+	b := buildinfo.Read()
 	rev := b.Revision
 	if rev == "" {
 		rev = "unknown"
