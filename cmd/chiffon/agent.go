@@ -29,6 +29,7 @@ var agentEnv = map[string]string{
 	"config":    "CHIFFON_AGENT_CONFIG",
 }
 
+// newAgentCmd is `chiffon agent`, the agent daemon (`chiffon agents` lists agents: agents.go).
 func newAgentCmd() *cobra.Command {
 	var f agentFlags
 	cmd := &cobra.Command{

@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 )
 
+// newAgentsCmd is `chiffon agents`, the list of agents (the daemon: agent.go).
 func newAgentsCmd() *cobra.Command {
 	var cf clientFlags
 	cmd := &cobra.Command{

@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 )
 
+// newBenchCmd is `chiffon bench`; the phases are in internal/benchrun.
 func newBenchCmd() *cobra.Command {
 	var (
 		cfg        benchrun.Config

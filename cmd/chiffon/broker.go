@@ -23,6 +23,7 @@ type brokerFlags struct {
 // warning.
 const openRisk = "anyone who can reach it can connect without an identity, read every message and send work to every agent"
 
+// newBrokerCmd is `chiffon broker`, the broker daemon.
 func newBrokerCmd() *cobra.Command {
 	var f brokerFlags
 	cmd := &cobra.Command{
@@ -118,14 +119,4 @@ func listenHost(clientURL string) string {
 		return ""
 	}
 	return u.Hostname()
-}
-
-// isLoopback reports whether host only accepts connections from this machine. Names
-// other than localhost count as reachable from elsewhere.
-func isLoopback(host string) bool {
-	if host == "localhost" {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
 }

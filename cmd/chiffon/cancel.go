@@ -6,6 +6,7 @@ import (
 	"github.com/spf13/cobra"
 )
 
+// newCancelCmd is `chiffon cancel ID`.
 func newCancelCmd() *cobra.Command {
 	var cf clientFlags
 	var reason string

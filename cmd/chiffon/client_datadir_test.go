@@ -113,7 +113,7 @@ func TestUpPrintsClientLinesThatWork(t *testing.T) {
 	// up was given a relative --data-dir; its lines are run from elsewhere.
 	t.Chdir(filepath.Dir(dir))
 	var out bytes.Buffer
-	printStack(&out, &stack{NATSURL: "tls://127.0.0.1:4222", APIURL: api.URL}, "127.0.0.1", filepath.Base(dir), "chiffon.log")
+	upBanner{natsURL: "tls://127.0.0.1:4222", apiURL: api.URL, host: "127.0.0.1", dataDir: filepath.Base(dir), logPath: "chiffon.log"}.print(&out)
 	t.Chdir(t.TempDir())
 
 	var lines [][]string

@@ -19,6 +19,7 @@ import (
 	"go.yaml.in/yaml/v3"
 )
 
+// newConfigCmd is `chiffon config check`.
 func newConfigCmd() *cobra.Command {
 	cmd := &cobra.Command{Use: "config", Short: "Work with daemon config files"}
 	var kind string

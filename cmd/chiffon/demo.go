@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/chiffon-dev/chiffon/envelope"
+	"github.com/chiffon-dev/chiffon/internal/stack"
 	"github.com/chiffon-dev/chiffon/orchestrator"
 	"github.com/spf13/cobra"
 )
@@ -24,6 +25,7 @@ var demoTasks = []orchestrator.SubmitRequest{
 	{ToAgent: envelope.Research, WorkType: "run_command", Parameters: map[string]any{"command": "df", "args": []any{"/"}}},
 }
 
+// newDemoCmd is `chiffon demo`.
 func newDemoCmd() *cobra.Command {
 	var keep bool
 	cmd := &cobra.Command{
@@ -72,13 +74,17 @@ func runDemo(ctx context.Context, dir string, tasks []orchestrator.SubmitRequest
 	}
 	defer logFile.Close()
 	start := time.Now()
-	s, err := startStack(stackConfig{DataDir: dir, Host: "127.0.0.1", Log: newLogger(logFile)})
+	sc, err := localStack(localConfig{DataDir: dir, Host: "127.0.0.1", Log: newLogger(logFile)})
+	if err != nil {
+		return err
+	}
+	s, err := stack.Start(ctx, sc)
 	if err != nil {
 		return err
 	}
 	defer s.Stop()
-	fmt.Fprintf(out, "Chiffon demo: broker %s, API %s, %d agents\n\n", s.NATSURL, s.APIURL, len(s.Agents))
-	c := &orchestrator.Client{BaseURL: s.APIURL, Token: s.APIToken}
+	fmt.Fprintf(out, "Chiffon demo: broker %s, API %s, %d agents\n\n", s.NATSURL(), s.APIURL(), len(s.AgentIDs()))
+	c := &orchestrator.Client{BaseURL: s.APIURL(), Token: s.APIToken()}
 	ctx, cancel := context.WithTimeout(ctx, 45*time.Second)
 	defer cancel()
 	p := &demoPrinter{w: out}

@@ -7,13 +7,13 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"strings"
 
 	"github.com/chiffon-dev/chiffon/envelope"
 	"github.com/chiffon-dev/chiffon/errcodes"
 	"github.com/spf13/cobra"
 )
 
+// newEnvelopeCmd is `chiffon envelope`, with its subcommands validate and new.
 func newEnvelopeCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "envelope",
@@ -23,6 +23,7 @@ func newEnvelopeCmd() *cobra.Command {
 	return cmd
 }
 
+// newEnvelopeValidateCmd is `chiffon envelope validate`.
 func newEnvelopeValidateCmd() *cobra.Command {
 	return &cobra.Command{
 		Use:   "validate [FILE|-]...",
@@ -102,6 +103,7 @@ func validateLine(msg []byte) string {
 	return fmt.Sprintf("invalid %d %s: %s", int(e.Code), field, e.Message)
 }
 
+// newEnvelopeNewCmd is `chiffon envelope new`.
 func newEnvelopeNewCmd() *cobra.Command {
 	var (
 		typ, from, to, workType, paramsJSON string
@@ -184,73 +186,4 @@ func buildPayload(typ, taskID, workType, reason, paramsJSON string, params, hint
 		return &envelope.Drain{}, nil
 	}
 	return nil, usagef(fmt.Sprintf("--type %q: must be work_request, cancel, ping or drain", typ))
-}
-
-// parseKeyValues merges a JSON object and k=v / k:=JSON pairs into one map.
-func parseKeyValues(baseJSON string, pairs []string) (map[string]any, error) {
-	m := map[string]any{}
-	if baseJSON != "" {
-		d := json.NewDecoder(strings.NewReader(baseJSON))
-		d.UseNumber()
-		if err := d.Decode(&m); err != nil {
-			return nil, fmt.Errorf("not a JSON object: %v", err)
-		}
-	}
-	for _, kv := range pairs {
-		k, v, err := parseKeyValue(kv)
-		if err != nil {
-			return nil, err
-		}
-		m[k] = v
-	}
-	return m, nil
-}
-
-func parseKeyValue(kv string) (string, any, error) {
-	if k, raw, ok := strings.Cut(kv, ":="); ok && k != "" && !strings.Contains(k, "=") {
-		d := json.NewDecoder(strings.NewReader(raw))
-		d.UseNumber()
-		var v any
-		if err := d.Decode(&v); err != nil {
-			return "", nil, fmt.Errorf("%s: value is not JSON: %v", k, err)
-		}
-		return k, v, nil
-	}
-	k, v, ok := strings.Cut(kv, "=")
-	if !ok || k == "" {
-		return "", nil, fmt.Errorf("%q: want key=value or key:=JSON", kv)
-	}
-	return k, v, nil
-}
-
-// parseHints reads hint pairs; the integer hints accept k=v as well as k:=v.
-func parseHints(pairs []string) (*envelope.Hints, error) {
-	h := &envelope.Hints{}
-	for _, kv := range pairs {
-		k, v, err := parseKeyValue(kv)
-		if err != nil {
-			return nil, err
-		}
-		switch k {
-		case "max_duration_seconds", "max_memory_mb":
-			var n int64
-			if _, err := fmt.Sscan(fmt.Sprint(v), &n); err != nil || n <= 0 {
-				return nil, fmt.Errorf("%s must be a positive integer", k)
-			}
-			if k == "max_duration_seconds" {
-				h.MaxDurationSeconds = n
-			} else {
-				h.MaxMemoryMB = n
-			}
-		case "agent_id":
-			h.AgentID = fmt.Sprint(v)
-		default:
-			raw, _ := json.Marshal(v)
-			if h.Extra == nil {
-				h.Extra = map[string]json.RawMessage{}
-			}
-			h.Extra[k] = raw
-		}
-	}
-	return h, nil
 }

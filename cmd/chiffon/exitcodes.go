@@ -1,6 +1,28 @@
 package main
 
-import "github.com/chiffon-dev/chiffon/orchestrator"
+import (
+	"fmt"
+
+	"github.com/chiffon-dev/chiffon/orchestrator"
+)
+
+// exitError carries a process exit code out of a command's RunE.
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e *exitError) Error() string {
+	if e.err == nil {
+		return fmt.Sprintf("exit status %d", e.code)
+	}
+	return e.err.Error()
+}
+
+func (e *exitError) Unwrap() error { return e.err }
+
+// exitCode wraps err so that main exits with code; a nil err exits silently.
+func exitCode(code int, err error) error { return &exitError{code: code, err: err} }
 
 // Exit codes of `chiffon submit --wait` and `chiffon watch`, documented in
 // docs/operations.md. A failed task exits with its own exit code (1 when that is out of

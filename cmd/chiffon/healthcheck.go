@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 )
 
+// newHealthcheckCmd is `chiffon healthcheck`.
 func newHealthcheckCmd() *cobra.Command {
 	var (
 		url, file, caFile string

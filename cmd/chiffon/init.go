@@ -32,9 +32,7 @@ type initOptions struct {
 	force        bool
 }
 
-// initAgent is one agent instance to configure.
-type initAgent struct{ typ, id string }
-
+// newInitCmd is `chiffon init`.
 func newInitCmd() *cobra.Command {
 	var o initOptions
 	cmd := &cobra.Command{
@@ -96,8 +94,8 @@ replaced with --force.`,
 	return cmd
 }
 
-func parseInitAgents(specs []string) ([]initAgent, error) {
-	var out []initAgent
+func parseInitAgents(specs []string) ([]siteAgent, error) {
+	var out []siteAgent
 	seen := map[string]bool{}
 	for _, s := range specs {
 		typ, id, ok := strings.Cut(strings.TrimSpace(s), "=")
@@ -114,7 +112,7 @@ func parseInitAgents(specs []string) ([]initAgent, error) {
 			return nil, fmt.Errorf("agent id %q given twice", id)
 		}
 		seen[id] = true
-		out = append(out, initAgent{typ: typ, id: id})
+		out = append(out, siteAgent{typ: typ, id: id})
 	}
 	if len(out) == 0 {
 		return nil, errors.New("name at least one agent")
@@ -123,12 +121,12 @@ func parseInitAgents(specs []string) ([]initAgent, error) {
 }
 
 // parseInitClients reads --client values: NAME, or NAME=id,id.
-func parseInitClients(specs []string, agents []initAgent) ([]initClient, error) {
+func parseInitClients(specs []string, agents []siteAgent) ([]siteClient, error) {
 	known := map[string]bool{}
 	for _, a := range agents {
 		known[a.id] = true
 	}
-	var out []initClient
+	var out []siteClient
 	seen := map[string]bool{}
 	for _, s := range specs {
 		name, ids, limited := strings.Cut(strings.TrimSpace(s), "=")
@@ -139,7 +137,7 @@ func parseInitClients(specs []string, agents []initAgent) ([]initClient, error) 
 			return nil, fmt.Errorf("client %q given twice", name)
 		}
 		seen[name] = true
-		c := initClient{name: name, agents: agentIDs(agents)}
+		c := siteClient{name: name, agents: agentIDs(agents)}
 		if limited {
 			c.agents = nil
 			for _, id := range strings.Split(ids, ",") {
@@ -171,7 +169,7 @@ func (o initOptions) brokerHostNames() ([]string, error) {
 	return hosts, nil
 }
 
-func writeInit(w io.Writer, o initOptions, agents []initAgent, clients []initClient) error {
+func writeInit(w io.Writer, o initOptions, agents []siteAgent, clients []siteClient) error {
 	hosts, err := o.brokerHostNames()
 	if err != nil {
 		return usagef(err.Error())
@@ -313,7 +311,7 @@ func natsEdits(c broker.NATSConfig) []yamlEdit {
 
 // writeClientNotes writes clients/<name>.txt: what a client identity may do and
 // how to connect as it with the nats CLI.
-func writeClientNotes(o initOptions, st *site, c initClient) error {
+func writeClientNotes(o initOptions, st *site, c siteClient) error {
 	id := broker.Identity{Role: broker.RoleClient, Name: c.name, Agents: c.agents}
 	nc := st.natsConfig(id, o.nats, o.secretsDir)
 	subj := broker.Subjects{}
@@ -390,7 +388,7 @@ func writeConfig(path string, doc *yamlDoc, force bool) error {
 	return f.Close()
 }
 
-func agentIDs(agents []initAgent) []string {
+func agentIDs(agents []siteAgent) []string {
 	ids := make([]string, len(agents))
 	for i, a := range agents {
 		ids[i] = a.id

@@ -15,24 +15,9 @@ import (
 	"github.com/spf13/cobra"
 )
 
-// exitError carries a process exit code out of a command's RunE.
-type exitError struct {
-	code int
-	err  error
-}
-
-func (e *exitError) Error() string {
-	if e.err == nil {
-		return fmt.Sprintf("exit status %d", e.code)
-	}
-	return e.err.Error()
-}
-
-func (e *exitError) Unwrap() error { return e.err }
-
-// exitCode wraps err so that main exits with code; a nil err exits silently.
-func exitCode(code int, err error) error { return &exitError{code: code, err: err} }
-
+// newRootCmd is the chiffon command. Each subcommand is in the file of its name
+// (up.go is `chiffon up`, agents.go `chiffon agents`); what several commands share is
+// in a file named for what it holds, such as client.go, follow.go or format.go.
 func newRootCmd() *cobra.Command {
 	root := &cobra.Command{
 		Use:           "chiffon",

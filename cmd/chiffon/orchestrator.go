@@ -25,6 +25,7 @@ var orchEnv = map[string]string{
 	"listen": "CHIFFON_LISTEN", "data-dir": "CHIFFON_DATA_DIR",
 }
 
+// newOrchestratorCmd is `chiffon orchestrator`, the orchestrator daemon.
 func newOrchestratorCmd() *cobra.Command {
 	var f orchFlags
 	cmd := &cobra.Command{

@@ -19,6 +19,7 @@ type outputJSON struct {
 	Base64 bool `json:"base64,omitempty"`
 }
 
+// newOutputCmd is `chiffon output ID`.
 func newOutputCmd() *cobra.Command {
 	var cf clientFlags
 	cmd := &cobra.Command{

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -26,8 +27,8 @@ import (
 
 // siteSpec says what a site holds.
 type siteSpec struct {
-	agents  []initAgent
-	clients []initClient
+	agents  []siteAgent
+	clients []siteClient
 	// brokerHosts are the names and addresses in the broker's certificate.
 	brokerHosts []string
 	// apiHosts, when set, are the names in a certificate for the orchestrator's
@@ -39,8 +40,11 @@ type siteSpec struct {
 	prefix string
 }
 
-// initClient is a client identity and the agents it may command.
-type initClient struct {
+// siteAgent is one agent instance of a site.
+type siteAgent struct{ typ, id string }
+
+// siteClient is a client identity and the agents it may command.
+type siteClient struct {
 	name   string
 	agents []string
 }
@@ -213,4 +217,17 @@ func (s *site) hostFiles() [][2]string {
 		rows = append(rows, [2]string{"client " + c.name, files})
 	}
 	return rows
+}
+
+// loadOrCreateToken reads the token in path, or writes a new one there (0600).
+func loadOrCreateToken(path string) (string, error) {
+	tok, err := broker.ReadTokenFile(path)
+	if err == nil {
+		return tok, nil
+	}
+	if !errors.Is(err, os.ErrNotExist) {
+		return "", err
+	}
+	tok = broker.NewToken()
+	return tok, broker.WriteTokenFile(path, tok)
 }

@@ -1,15 +1,14 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
-	"io"
 
 	"github.com/chiffon-dev/chiffon/envelope"
 	"github.com/chiffon-dev/chiffon/orchestrator"
 	"github.com/spf13/cobra"
 )
 
+// newSubmitCmd is `chiffon submit`.
 func newSubmitCmd() *cobra.Command {
 	var (
 		cf                     clientFlags
@@ -79,11 +78,4 @@ lines with --json), prints the output, and exits with the task's exit code.
 	_ = cmd.MarkFlagRequired("to")
 	_ = cmd.MarkFlagRequired("work-type")
 	return cmd
-}
-
-func printJSON(w io.Writer, v any) error {
-	enc := json.NewEncoder(w)
-	enc.SetEscapeHTML(false)
-	enc.SetIndent("", "  ")
-	return enc.Encode(v)
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 )
 
+// newTaskCmd is `chiffon task ID`, one task (the list: tasks.go).
 func newTaskCmd() *cobra.Command {
 	var cf clientFlags
 	cmd := &cobra.Command{

@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 )
 
+// newTasksCmd is `chiffon tasks`, the list of tasks (one task: task.go).
 func newTasksCmd() *cobra.Command {
 	var (
 		cf    clientFlags
@@ -54,20 +55,4 @@ func printTaskTable(w io.Writer, tasks []*orchestrator.Task, now time.Time) erro
 			t.ID, t.State, t.ToAgent, t.WorkType, dash(t.AgentID), t.ProgressPercent, age(now, t.CreatedAt))
 	}
 	return tw.Flush()
-}
-
-func dash(s string) string {
-	if s == "" {
-		return "-"
-	}
-	return s
-}
-
-// age formats how long ago t was, to the second.
-func age(now, t time.Time) string {
-	d := now.Sub(t).Round(time.Second)
-	if d < 0 {
-		d = 0
-	}
-	return d.String()
 }

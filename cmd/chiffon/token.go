@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/cobra"
 )
 
+// newTokenCmd is `chiffon token new`.
 func newTokenCmd() *cobra.Command {
 	cmd := &cobra.Command{Use: "token", Short: "Make bearer tokens"}
 	var file string

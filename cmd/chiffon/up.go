@@ -1,19 +1,21 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
-	"net"
 	"os"
 	"os/signal"
 	"path/filepath"
 	"syscall"
 
+	"github.com/chiffon-dev/chiffon/internal/stack"
 	"github.com/spf13/cobra"
 )
 
+// newUpCmd is `chiffon up`.
 func newUpCmd() *cobra.Command {
-	var cfg stackConfig
+	var cfg localConfig
 	cmd := &cobra.Command{
 		Use:   "up",
 		Short: "Run a whole Chiffon on this machine: broker, orchestrator and one agent of each type",
@@ -25,34 +27,7 @@ from anywhere else with --data-dir (or CHIFFON_DATA_DIR); up prints the lines to
 Ctrl-C stops everything cleanly: agents drain, stores close.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
-				return err
-			}
-			logPath := filepath.Join(cfg.DataDir, "chiffon.log")
-			logFile, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
-			if err != nil {
-				return err
-			}
-			defer logFile.Close()
-			cfg.Log = newLogger(logFile)
-
-			s, err := startStack(cfg)
-			if err != nil {
-				return err
-			}
-			printStack(cmd.OutOrStdout(), s, cfg.Host, cfg.DataDir, logPath)
-			stopOnSecondSignal := watchSignals(s)
-			defer stopOnSecondSignal()
-			select {
-			case <-cmd.Context().Done():
-				fmt.Fprintln(cmd.OutOrStdout(), "stopping: agents drain (Ctrl-C again to cancel running work), stores close ...")
-			case err = <-s.Err():
-			}
-			s.Stop()
-			if err == nil {
-				fmt.Fprintln(cmd.OutOrStdout(), "stopped")
-			}
-			return err
+			return runUp(cmd, cfg)
 		},
 	}
 	f := cmd.Flags()
@@ -63,9 +38,51 @@ Ctrl-C stops everything cleanly: agents drain, stores close.`,
 	return cmd
 }
 
+// runUp starts the stack, writes the API's URL into the data dir for the client
+// commands, prints how to reach it, and runs it until the command's context ends or a
+// daemon fails.
+func runUp(cmd *cobra.Command, cfg localConfig) error {
+	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
+		return err
+	}
+	logPath := filepath.Join(cfg.DataDir, "chiffon.log")
+	logFile, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		return err
+	}
+	defer logFile.Close()
+	cfg.Log = newLogger(logFile)
+
+	sc, err := localStack(cfg)
+	if err != nil {
+		return err
+	}
+	s, err := stack.Start(cmd.Context(), sc)
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(cfg.DataDir, apiURLFile), []byte(s.APIURL()+"\n"), 0o644); err != nil {
+		return errors.Join(err, s.Stop())
+	}
+	out := cmd.OutOrStdout()
+	upBanner{natsURL: s.NATSURL(), apiURL: s.APIURL(), agents: sc.Agents,
+		host: cfg.Host, dataDir: cfg.DataDir, logPath: logPath}.print(out)
+	stopOnSecondSignal := watchSignals(s)
+	defer stopOnSecondSignal()
+	select {
+	case <-cmd.Context().Done():
+		fmt.Fprintln(out, "stopping: agents drain (Ctrl-C again to cancel running work), stores close ...")
+	case err = <-s.Err():
+	}
+	if err = errors.Join(err, s.Stop()); err == nil {
+		fmt.Fprintln(out, "stopped")
+	}
+	return err
+}
+
 // watchSignals makes a second SIGINT or SIGTERM cancel the agents' running work at once;
 // the first one ends the command's context (see main). The returned func stops watching.
-func watchSignals(s *stack) (stop func()) {
+func watchSignals(s *stack.Stack) (stop func()) {
 	sigs := make(chan os.Signal, 2)
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
 	done := make(chan struct{})
@@ -87,27 +104,37 @@ func watchSignals(s *stack) (stop func()) {
 	}
 }
 
-// printStack prints what runs and the lines that point client commands at it from
+// upBanner is what `up` prints once its stack runs.
+type upBanner struct {
+	natsURL, apiURL string
+	agents          []stack.Agent
+	// host is the address the broker and the API listen on.
+	host             string
+	dataDir, logPath string
+}
+
+// print prints what runs and the lines that point client commands at it from
 // anywhere: the data dir's files on this host, the URL and token file elsewhere.
-func printStack(w io.Writer, s *stack, host, dataDir, logPath string) {
+func (b upBanner) print(w io.Writer) {
+	dataDir := b.dataDir
 	if abs, err := filepath.Abs(dataDir); err == nil {
 		dataDir = abs
 	}
 	tokenFile := filepath.Join(dataDir, apiTokenFile)
 	fmt.Fprintln(w, "Chiffon is up.")
-	fmt.Fprintf(w, "  NATS broker    %s\n", s.NATSURL)
-	fmt.Fprintf(w, "  HTTP API       %s  (token in %s)\n", s.APIURL, tokenFile)
-	for _, a := range s.Agents {
-		fmt.Fprintf(w, "  agent %-8s %s  data %s\n", a.Type, a.ID, a.DataDir)
+	fmt.Fprintf(w, "  NATS broker    %s\n", b.natsURL)
+	fmt.Fprintf(w, "  HTTP API       %s  (token in %s)\n", b.apiURL, tokenFile)
+	for _, a := range b.agents {
+		fmt.Fprintf(w, "  agent %-8s %s  data %s\n", a.Config.Type, a.Config.ID, a.Config.DataDir)
 	}
-	fmt.Fprintf(w, "  logs           %s\n", logPath)
+	fmt.Fprintf(w, "  logs           %s\n", b.logPath)
 	fmt.Fprintln(w, "Try: chiffon submit --to desktop --work-type system_info --wait")
 	fmt.Fprintf(w, "From another directory (or export %s=%s):\n", clientDataDirEnv, dataDir)
 	fmt.Fprintf(w, "  chiffon agents --data-dir %s\n", dataDir)
 	fmt.Fprintln(w, "From another host, with a copy of the token file:")
-	fmt.Fprintf(w, "  chiffon agents --server %s --api-token-file %s\n", s.APIURL, tokenFile)
-	if ip := net.ParseIP(host); (ip != nil && ip.IsLoopback()) || host == "localhost" {
-		fmt.Fprintf(w, "  (the API listens on %s only: for other hosts, start up with --host and this host's address)\n", host)
+	fmt.Fprintf(w, "  chiffon agents --server %s --api-token-file %s\n", b.apiURL, tokenFile)
+	if isLoopback(b.host) {
+		fmt.Fprintf(w, "  (the API listens on %s only: for other hosts, start up with --host and this host's address)\n", b.host)
 	}
 	fmt.Fprintln(w, "Press Ctrl-C to stop.")
 }

@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/cobra"
 )
 
+// newVersionCmd is `chiffon version`.
 func newVersionCmd() *cobra.Command {
 	var jsonOut bool
 	cmd := &cobra.Command{

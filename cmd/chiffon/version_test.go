@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"net/http"
@@ -10,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/chiffon-dev/chiffon/internal/buildinfo"
+	"github.com/chiffon-dev/chiffon/internal/stack"
 )
 
 func TestVersionComesFromBuildInfo(t *testing.T) {
@@ -49,12 +51,16 @@ func TestVersionComesFromBuildInfo(t *testing.T) {
 
 func TestOrchestratorMetricsHaveBuildInfo(t *testing.T) {
 	dir := t.TempDir()
-	s, err := startStack(stackConfig{DataDir: dir, Host: "127.0.0.1", Log: newLogger(io.Discard)})
+	sc, err := localStack(localConfig{DataDir: dir, Host: "127.0.0.1", Log: newLogger(io.Discard)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := stack.Start(context.Background(), sc)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer s.Stop()
-	resp, err := http.Get(s.APIURL + "/metrics")
+	resp, err := http.Get(s.APIURL() + "/metrics")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,17 +5,18 @@ import (
 	"fmt"
 	"net/http"
 
+	"github.com/chiffon-dev/chiffon/internal/stack"
 	"github.com/chiffon-dev/chiffon/orchestrator"
 )
 
 // runAPI measures the front door: POST /api/v1/tasks, then the task's event stream
 // until it ends, through orchestrator.Client over loopback HTTP. The rate is with
 // cfg.InFlight clients at once, the latency one at a time.
-func runAPI(ctx context.Context, st *stack, cfg Config) (stats, error) {
+func runAPI(ctx context.Context, st *stack.Stack, cfg Config) (stats, error) {
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	tr.MaxIdleConnsPerHost = 2 * cfg.InFlight
 	defer tr.CloseIdleConnections()
-	c := &orchestrator.Client{BaseURL: st.apiURL, Token: st.apiToken, HTTP: &http.Client{Transport: tr}}
+	c := &orchestrator.Client{BaseURL: st.APIURL(), Token: st.APIToken(), HTTP: &http.Client{Transport: tr}}
 	req := noopRequest(cfg.Size)
 	one := func(int) error {
 		t, err := c.Submit(ctx, req)

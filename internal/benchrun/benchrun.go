@@ -6,6 +6,8 @@ package benchrun
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"fmt"
 	"io"
 	"log/slog"
@@ -117,9 +119,9 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if err != nil {
 		return nil, fmt.Errorf("start orchestrator and agent: %w", err)
 	}
-	defer st.close()
+	defer st.Stop()
 
-	ch, err := runChiffon(ctx, st, cfg)
+	ch, err := runChiffon(ctx, st.Orchestrator(), cfg)
 	if err != nil {
 		return nil, fmt.Errorf("chiffon: %w", err)
 	}
@@ -135,7 +137,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	res.APITasksPerS, res.APIP50US = api.perSecond, api.p50
 	progress("api:     %8.0f task/s p50 %7.1f µs", api.perSecond, api.p50)
 
-	if res.ChunkMiBPerS, err = runChunks(ctx, st, cfg); err != nil {
+	if res.ChunkMiBPerS, err = runChunks(ctx, st.Orchestrator(), cfg); err != nil {
 		return nil, fmt.Errorf("chunks: %w", err)
 	}
 	progress("chunks:  %8.1f MiB/s", res.ChunkMiBPerS)
@@ -224,6 +226,13 @@ func ratio(a, b float64) float64 {
 		return 0
 	}
 	return a / b
+}
+
+// randHex is n random bytes in hex, for subject prefixes of this run's own.
+func randHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
 }
 
 // connect dials url the way the daemons do.

@@ -22,14 +22,14 @@ func noopRequest(size int) orchestrator.SubmitRequest {
 // entry, acknowledges, runs nothing and sends the result; the orchestrator records
 // the result. A task counts when orchestrator.Wait sees it succeeded. One at a time
 // for latency, cfg.InFlight at once for throughput.
-func runChiffon(ctx context.Context, st *stack, cfg Config) (stats, error) {
+func runChiffon(ctx context.Context, o *orchestrator.Orchestrator, cfg Config) (stats, error) {
 	req := noopRequest(cfg.Size)
 	one := func(int) error {
-		t, err := st.orch.Submit(ctx, req)
+		t, err := o.Submit(ctx, req)
 		if err != nil {
 			return err
 		}
-		t, err = st.orch.Wait(ctx, t.ID)
+		t, err = o.Wait(ctx, t.ID)
 		if err != nil {
 			return err
 		}

@@ -19,17 +19,17 @@ const chunkRuns = 3
 // the agent sends it as 256 KiB chunks, the orchestrator reassembles and stores it.
 // The figure is MiB/s from Submit until the task has ended with its whole output
 // stored, the median of chunkRuns tasks.
-func runChunks(ctx context.Context, st *stack, cfg Config) (float64, error) {
+func runChunks(ctx context.Context, o *orchestrator.Orchestrator, cfg Config) (float64, error) {
 	req := orchestrator.SubmitRequest{ToAgent: envelope.Infra, WorkType: workChunks,
 		Parameters: map[string]any{"bytes": cfg.ChunkBytes}}
 	rates := make([]float64, 0, chunkRuns)
 	for i := range chunkRuns + 1 { // the first, untimed, warms up the handler's text
 		start := time.Now()
-		t, err := st.orch.Submit(ctx, req)
+		t, err := o.Submit(ctx, req)
 		if err != nil {
 			return 0, err
 		}
-		if t, err = st.orch.Wait(ctx, t.ID); err != nil {
+		if t, err = o.Wait(ctx, t.ID); err != nil {
 			return 0, err
 		}
 		elapsed := time.Since(start)

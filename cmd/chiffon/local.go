@@ -1,0 +1,98 @@
+package main
+
+import (
+	"fmt"
+	"log/slog"
+	"net"
+	"path/filepath"
+	"strconv"
+
+	"github.com/chiffon-dev/chiffon/agent"
+	"github.com/chiffon-dev/chiffon/broker"
+	"github.com/chiffon-dev/chiffon/envelope"
+	"github.com/chiffon-dev/chiffon/examples"
+	"github.com/chiffon-dev/chiffon/internal/stack"
+	"github.com/chiffon-dev/chiffon/orchestrator"
+)
+
+// localConfig says where `up` and `demo` run a whole Chiffon on this host.
+type localConfig struct {
+	// DataDir holds the site's secrets, the broker's config, the orchestrator's store
+	// and each agent's cache.
+	DataDir string
+	// Host is the address the broker and the API listen on.
+	Host string
+	// NATSPort and HTTPPort are the ports; 0 picks free ones.
+	NATSPort, HTTPPort int
+	// Log receives every daemon's logs.
+	Log *slog.Logger
+}
+
+// localStack is the stack of `up` and `demo`: the embedded broker, the orchestrator
+// and one agent of each type, from the example configs. The site's secrets (tokens,
+// NATS identities, a CA and the broker's certificate) are made in the data dir on
+// first use, as `chiffon init` makes them for several hosts, and the broker runs the
+// config that gives each daemon only its rights: no anonymous local process can use
+// its port either.
+func localStack(cfg localConfig) (stack.Config, error) {
+	var agents []siteAgent
+	var acs []agent.Config
+	for _, t := range envelope.AgentTypes {
+		ac, err := exampleAgentConfig(string(t))
+		if err != nil {
+			return stack.Config{}, err
+		}
+		agents = append(agents, siteAgent{typ: string(t), id: ac.ID})
+		acs = append(acs, ac)
+	}
+	secrets := filepath.Join(cfg.DataDir, "secrets")
+	st, err := ensureSite(secrets, siteSpec{agents: agents, brokerHosts: []string{cfg.Host}})
+	if err != nil {
+		return stack.Config{}, err
+	}
+	confPath := filepath.Join(cfg.DataDir, "broker.conf")
+	listen := net.JoinHostPort(cfg.Host, strconv.Itoa(max(cfg.NATSPort, 0)))
+	if err := broker.WriteServerFile(confPath, st.brokerFile(secrets, listen)); err != nil {
+		return stack.Config{}, err
+	}
+	sc := stack.Config{
+		Broker:  broker.ServerConfig{ConfigFile: confPath, Host: cfg.Host, Port: portOrRandom(cfg.NATSPort)},
+		DataDir: cfg.DataDir,
+		Orchestrator: orchestrator.Config{
+			NATS:         st.natsConfig(broker.Identity{Role: broker.RoleOrchestrator}, nil, secrets),
+			APITokenFile: filepath.Join(secrets, siteAPIToken),
+			HTTP:         orchestrator.HTTPConfig{Listen: net.JoinHostPort(cfg.Host, strconv.Itoa(cfg.HTTPPort))},
+		},
+		Log: cfg.Log,
+	}
+	for _, ac := range acs {
+		ac.NATS = st.natsConfig(broker.Identity{Role: broker.RoleAgent, Name: ac.ID}, nil, secrets)
+		ac.TokenFile = filepath.Join(secrets, agentTokenName(ac.ID))
+		ac.OrchestratorTokenFile = filepath.Join(secrets, agentOrchTokenName(ac.ID))
+		ac.DataDir = filepath.Join(cfg.DataDir, "agents", ac.ID)
+		sc.Agents = append(sc.Agents, stack.Agent{Config: ac})
+	}
+	return sc, nil
+}
+
+// exampleAgentConfig reads the shipped example config of an agent type.
+func exampleAgentConfig(agentType string) (agent.Config, error) {
+	b, err := examples.AgentConfig(agentType)
+	if err != nil {
+		return agent.Config{}, err
+	}
+	c, err := agent.ParseConfig(b)
+	if err != nil {
+		return agent.Config{}, fmt.Errorf("example config %s: %w", agentType, err)
+	}
+	return c, nil
+}
+
+// portOrRandom is the broker's Port for a --nats-port: 0 picks a free port even
+// though the config file names one.
+func portOrRandom(p int) int {
+	if p == 0 {
+		return -1
+	}
+	return p
+}
