@@ -50,6 +50,10 @@ func (o *Orchestrator) newAPI() http.Handler {
 	api("/api/", func(w http.ResponseWriter, _ *http.Request) {
 		writeError(w, http.StatusNotFound, "not_found", "", "no such API endpoint")
 	})
+	// The API's own description is open, as the probes are: it says what the API
+	// looks like, as the repository does, and nothing of its tasks or agents; client
+	// generators and documentation viewers fetch it without credentials.
+	mux.HandleFunc("GET /api/v1/openapi.json", serveOpenAPI)
 	// /livez is the liveness probe (Kubernetes' name); /healthz is kept for existing
 	// checks. Both answer while the process serves HTTP, even closed or cut off from
 	// NATS, so a prober restarts the process only when it hangs: /readyz is for traffic.

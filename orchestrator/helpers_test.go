@@ -100,7 +100,9 @@ func (e *env) open() *orchestrator.Orchestrator {
 func (e *env) client(o *orchestrator.Orchestrator) *orchestrator.Client {
 	srv := httptest.NewServer(o.Handler())
 	e.t.Cleanup(srv.Close)
-	return &orchestrator.Client{BaseURL: srv.URL, Token: e.cfg.APIToken, HTTP: srv.Client()}
+	hc := srv.Client()
+	hc.Transport = checkAnswers(e.t, o.Handler(), hc.Transport) // each answer as openapi.json says
+	return &orchestrator.Client{BaseURL: srv.URL, Token: e.cfg.APIToken, HTTP: hc}
 }
 
 // waitFor polls cond until it holds or the deadline passes.
