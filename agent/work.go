@@ -199,20 +199,11 @@ func idsOf(env *envelope.Envelope, data []byte) (string, string) {
 	return uuidOrEmpty(ids.RequestID), uuidOrEmpty(ids.TraceID)
 }
 
+// uuidOrEmpty is v when it is an id (lower-cased), else "".
 func uuidOrEmpty(v any) string {
 	s, _ := v.(string)
-	if len(s) != 36 || s[8] != '-' || s[13] != '-' || s[18] != '-' || s[23] != '-' {
-		return ""
-	}
-	for i, c := range s {
-		if i == 8 || i == 13 || i == 18 || i == 23 {
-			continue
-		}
-		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F') {
-			return ""
-		}
-	}
-	return s
+	id, _ := envelope.ParseID(s)
+	return id
 }
 
 // replay sends a finished request's cached output as chunked statuses, then its

@@ -5,6 +5,18 @@ import (
 	"time"
 )
 
+// ParseID returns s lower-cased, and whether it is an id of the protocol (a message,
+// request, trace or task id): a UUID in the canonical 8-4-4-4-12 hex form, either
+// case. Every id check of Chiffon, in the decoder, the agent and the HTTP API, is this
+// one.
+func ParseID(s string) (string, bool) {
+	u, ok := lowerUUID(s)
+	if !ok {
+		return "", false
+	}
+	return string(u[:]), true
+}
+
 // isUUID reports whether s is a UUID in the canonical 8-4-4-4-12 hex form, either case.
 func isUUID(s string) bool {
 	_, ok := lowerUUID(s)

@@ -11,7 +11,6 @@ import (
 	"strings"
 
 	"github.com/chiffon-dev/chiffon/envelope"
-	"github.com/google/uuid"
 )
 
 // maxBody bounds a request body.
@@ -90,12 +89,12 @@ func (o *Orchestrator) requireToken(h http.Handler) http.Handler {
 // withTask checks the {id} path value is a task id.
 func (o *Orchestrator) withTask(h func(http.ResponseWriter, *http.Request, string)) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		id := r.PathValue("id")
-		if err := uuid.Validate(id); err != nil || len(id) != 36 {
+		id, ok := envelope.ParseID(r.PathValue("id"))
+		if !ok {
 			writeError(w, http.StatusBadRequest, "invalid_field", "id", "must be a task id (a UUID)")
 			return
 		}
-		h(w, r, strings.ToLower(id))
+		h(w, r, id)
 	}
 }
 
