@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/chiffon-dev/chiffon/broker"
 	"github.com/chiffon-dev/chiffon/envelope"
 	"github.com/chiffon-dev/chiffon/errcodes"
 	"github.com/nats-io/nats.go"
@@ -16,8 +15,7 @@ import (
 // has accepted this process it answers pings only: they ask whether it is
 // there, while cancel and drain are meant for the registered process.
 func (a *Agent) onControl(msg *nats.Msg) {
-	if err := broker.CheckAuth(msg, a.cfg.OrchestratorToken); err != nil {
-		a.refuseUnauthenticated(msg, err)
+	if !a.authenticate(msg) {
 		return
 	}
 	env, err := envelope.Decode(msg.Data)

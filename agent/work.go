@@ -27,8 +27,7 @@ func (a *Agent) onWork(msg *nats.Msg) {
 		a.log.Warn("work_request without a reply subject: dropped")
 		return
 	}
-	if err := broker.CheckAuth(msg, a.cfg.OrchestratorToken); err != nil {
-		a.refuseUnauthenticated(msg, err)
+	if !a.authenticate(msg) {
 		return
 	}
 	env, perr := a.checkRequest(msg)
@@ -143,30 +142,22 @@ func (a *Agent) checkCapacityLocked(wr *envelope.WorkRequest) *errcodes.Error {
 	return nil
 }
 
-// refuseUnauthenticated answers a message without the orchestrator's token with a
-// 5004, counted and logged at a bounded rate. Nobody vouched for the sender, so
-// the answer is not sent as this agent: it carries no token, and fresh ids
-// rather than the request_id the sender chose, so that it cannot pass for the
-// agent's word on any task.
-func (a *Agent) refuseUnauthenticated(msg *nats.Msg, err error) {
-	status := errcodes.TokenInvalid
-	if errors.Is(err, broker.ErrNoToken) {
-		status = errcodes.TokenMissing
+// authenticate checks that msg carries the orchestrator's token for this agent,
+// and refuses it otherwise; it reports whether msg may be handled.
+func (a *Agent) authenticate(msg *nats.Msg) bool {
+	_, e := broker.Authenticator{Want: func(string) (string, bool) { return a.cfg.OrchestratorToken, true }}.Check(msg)
+	if e == nil {
+		return true
 	}
+	status, _ := e.Context[errcodes.KeyTokenStatus].(string)
 	a.authFailures.Add(1)
 	a.authLog.Warn("refused:"+status, "message refused: authentication failed", "subject", msg.Subject, "token_status", status)
-	if msg.Reply == "" {
-		return
+	// The answer names this agent, whatever id the sender put in its headers.
+	refusal := errcodes.NewAuthenticationFailed(a.cfg.ID, status)
+	if err := broker.Refuse(a.nc, msg, refusal, a.agType, envelope.Orchestrator); err != nil {
+		a.log.Warn("answer 5004", "err", err)
 	}
-	out := envelope.New(a.agType, envelope.Orchestrator, "", "",
-		envelope.NewErrorPayload(errcodes.NewAuthenticationFailed(a.cfg.ID, status)))
-	data, encErr := envelope.Encode(out)
-	if encErr == nil {
-		encErr = a.nc.Publish(msg.Reply, data)
-	}
-	if encErr != nil {
-		a.log.Warn("answer 5004", "err", encErr)
-	}
+	return false
 }
 
 // replyError answers an authenticated request with an error envelope on its reply

@@ -385,18 +385,10 @@ func (o *Orchestrator) receive(msg *nats.Msg) (agentID string, env *envelope.Env
 // authenticate checks msg's bearer token against the token of the agent it names.
 // It returns that agent id, or a 5004 that never holds the token.
 func (o *Orchestrator) authenticate(msg *nats.Msg) (string, *errcodes.Error) {
-	id := broker.AgentIDOf(msg)
-	want, known := o.sec.agents[id]
-	err := broker.CheckAuth(msg, want.token)
-	switch {
-	case errors.Is(err, broker.ErrNoToken):
-		return id, errcodes.NewAuthenticationFailed(id, errcodes.TokenMissing)
-	case !known:
-		return id, errcodes.NewAuthenticationFailed(id, errcodes.TokenUnknown)
-	case err != nil:
-		return id, errcodes.NewAuthenticationFailed(id, errcodes.TokenInvalid)
-	}
-	return id, nil
+	return broker.Authenticator{Want: func(id string) (string, bool) {
+		want, known := o.sec.agents[id]
+		return want.token, known
+	}}.Check(msg)
 }
 
 // rejectAuth counts and logs a refused message (never its token, and at a bounded
@@ -407,15 +399,7 @@ func (o *Orchestrator) rejectAuth(msg *nats.Msg, e *errcodes.Error) {
 	o.metrics.authFailures.Inc()
 	o.authLog.Warn("refused:"+fmt.Sprint(e.Context[errcodes.KeyTokenStatus]), "message refused: authentication failed", "subject", msg.Subject,
 		"agent_id", e.Context[errcodes.KeyAgentID], "token_status", e.Context[errcodes.KeyTokenStatus])
-	if msg.Reply == "" {
-		return
-	}
-	rep := envelope.New(envelope.Orchestrator, envelope.Infra, "", "", envelope.NewErrorPayload(e))
-	data, err := envelope.Encode(rep)
-	if err == nil {
-		err = o.nc.Publish(msg.Reply, data)
-	}
-	if err != nil {
+	if err := broker.Refuse(o.nc, msg, e, envelope.Orchestrator, envelope.Infra); err != nil {
 		o.log.Warn("answer 5004", "err", err)
 	}
 }
