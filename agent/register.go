@@ -122,8 +122,16 @@ func (a *Agent) registerOnce() bool {
 	return false
 }
 
-// heartbeatLoop publishes a heartbeat every interval until ctx is done.
+// heartbeatLoop publishes a heartbeat every interval until ctx is done, from the
+// moment the agent is subscribed to its work subject: the orchestrator routes work to
+// a process from its first heartbeat on, so a heartbeat sent sooner would draw work
+// that finds nobody listening.
 func (a *Agent) heartbeatLoop(ctx context.Context) {
+	select {
+	case <-ctx.Done():
+		return
+	case <-a.ready:
+	}
 	t := time.NewTicker(time.Duration(a.cfg.HeartbeatInterval))
 	defer t.Stop()
 	for {

@@ -40,6 +40,62 @@ func TestRefusedAgentTakesNoWorkAndStops(t *testing.T) {
 	}
 }
 
+// TestNoHeartbeatBeforeTheWorkSubscription: the orchestrator routes work to a new
+// process from its first heartbeat, so none goes out while the registration waits
+// for an answer, and the first one finds the work subject subscribed.
+func TestNoHeartbeatBeforeTheWorkSubscription(t *testing.T) {
+	const interval = 5 * time.Millisecond
+	h := newHarness(t, func(c *agent.Config) { c.HeartbeatInterval = agent.Duration(interval) })
+	hold := make(chan struct{})
+	h.gate.Store(hold) // the harness's registry answers once hold is closed
+	heartbeats := make(chan *nats.Msg, 256)
+	sub, err := h.nc.Subscribe(broker.Subjects{}.Heartbeat(), func(m *nats.Msg) { heartbeats <- m })
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Unsubscribe()
+	registered := make(chan struct{}, 4)
+	rsub, err := h.nc.Subscribe(broker.Subjects{}.Register(), func(*nats.Msg) { registered <- struct{}{} })
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rsub.Unsubscribe()
+	a, err := agent.New(h.cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- a.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+	select {
+	case <-registered:
+	case <-time.After(wait):
+		close(hold)
+		t.Fatal("no registration")
+	}
+	// The fault is the passing of time: twenty heartbeat intervals unanswered.
+	time.Sleep(20 * interval)
+	select {
+	case <-heartbeats:
+		close(hold)
+		t.Fatal("heartbeat sent before the registration was accepted")
+	default:
+	}
+	close(hold)
+	select {
+	case <-heartbeats:
+	case <-time.After(wait):
+		t.Fatal("no heartbeat once accepted")
+	}
+	data, _ := envelope.Encode(h.request("echo", map[string]any{"message": "x"}, nil))
+	msg := &nats.Msg{Subject: broker.Subjects{}.AgentWork(h.cfg.ID), Data: data, Reply: nats.NewInbox()}
+	broker.SetAuth(msg, h.orchToken, h.cfg.ID)
+	if _, err := h.nc.RequestMsg(msg, wait); err != nil {
+		t.Fatalf("work after the first heartbeat: %v", err)
+	}
+}
+
 // TestNoWorkBeforeTheRegistrationIsAccepted: until the orchestrator answers, the
 // agent is subscribed to its control subject (pings are answered, with its
 // instance) but not to its work subject.

@@ -285,6 +285,12 @@ func (o *Orchestrator) handleHeartbeat(msg *nats.Msg) {
 		o.log.Debug("heartbeat from another process than the registered one dropped", "agent_id", agentID)
 		return
 	}
+	if a.unreachable {
+		// An agent heartbeats only while subscribed to its work subject (and after a
+		// reconnect nats.go subscribes again before it publishes): it is reachable.
+		a.unreachable = false
+		o.log.Info("agent reachable again: it heartbeats", "agent_id", a.id)
+	}
 	now := time.Now().UTC()
 	a.lastHB = &now
 	a.status, a.reported = hb.Status, hb.ActiveTasks

@@ -103,6 +103,31 @@ func TestNoRespondersQueuesTheTaskUntilAnAgentRegisters(t *testing.T) {
 	}
 }
 
+// TestAHeartbeatMakesAnUnreachableAgentReachable: an agent marked unreachable by a
+// "no responders" that then heartbeats is listening (agents heartbeat only once
+// subscribed to their work subject): the queued task goes to it without waiting for
+// a registration. A process restarted in the gap between its registration and its
+// subscription would otherwise stay unreachable, with every task of its type queued.
+func TestAHeartbeatMakesAnUnreachableAgentReachable(t *testing.T) {
+	e := newEnv(t, "code-1")
+	e.cfg.Retry.MaxRetries = -1
+	o := e.open()
+	a := e.fakeAgent("code-1")
+	a.register(4) // registered, but nobody listens on the work subject yet
+	task := submit(t, o, nil)
+	waitFor(t, "the attempt to end", func() bool {
+		got, _ := o.Task(task.ID)
+		return got.State == orchestrator.StatePending && got.Attempts == 1
+	})
+	a.listen()
+	a.heartbeat(4)
+	w := a.next()
+	a.result(w, envelope.ResultSuccess, 0, "ok", nil)
+	if final := waitFinal(t, o, task.ID); final.State != orchestrator.StateSucceeded || final.Attempts != 2 {
+		t.Fatalf("got %s after %d attempts, want succeeded on the 2nd", final.State, final.Attempts)
+	}
+}
+
 // TestNoRespondersOnAPinnedTaskSpendsRetriesButNotTheBreaker: a task its agent
 // acknowledged stays with that agent, so "no responders" is retried there (until
 // the retries are spent) but, proving nothing about the agent, never feeds its
