@@ -114,6 +114,9 @@ type cluster struct {
 	orchEnv []string
 	// extraWorkTypes is YAML added to every agent's work_types by writeAgentConfig.
 	extraWorkTypes string
+	// breaker is the breaker section of the orchestrator's config: relBreaker, or ""
+	// for none (the defaults of orchestrator.BreakerConfig).
+	breaker string
 
 	natsPort  int
 	httpAddr  string
@@ -141,6 +144,10 @@ const (
 	relHeartbeat  = 500 * time.Millisecond
 )
 
+// relBreaker is the breaker the clusters run with: it opens as the default one does,
+// but for a second, so that a scenario that opens it still ends in time.
+const relBreaker = "breaker: {failures: 5, open_for: 1s}"
+
 // clusterOrchID is the orchestrator's id, in every task inbox subject.
 const clusterOrchID = "orch-rel"
 
@@ -157,7 +164,7 @@ func newCluster(t *testing.T, n int) *cluster {
 	c := &cluster{t: t, bin: faultsBinary(t), dir: dir, logLevel: "info",
 		natsPort: freePort(t), httpAddr: "127.0.0.1:" + strconv.Itoa(freePort(t)),
 		siteDir: filepath.Join(dir, "site"), agentType: "code", agents: map[string]*proc{},
-		runsFile: filepath.Join(dir, "runs.log")}
+		runsFile: filepath.Join(dir, "runs.log"), breaker: relBreaker}
 	for _, d := range []string{"logs", "data"} {
 		if err := os.MkdirAll(filepath.Join(dir, d), 0o700); err != nil {
 			t.Fatal(err)
@@ -302,9 +309,9 @@ data_dir: %s
 agents:
 %stimeouts: {ack: %s, inactivity: %s, deadline_grace: 1s, control: 2s}
 retry: {max_retries: 5, initial: 500ms, max: 4s}
-breaker: {failures: 5, open_for: 1s}
+%s
 `, clusterOrchID, c.natsSection("orchestrator.nk"), c.secret("api.token"), c.httpAddr,
-		filepath.Join(c.dir, "data", "orchestrator"), agents.String(), relAck, relInactivity)
+		filepath.Join(c.dir, "data", "orchestrator"), agents.String(), relAck, relInactivity, c.breaker)
 	c.write("orchestrator.yaml", cfg)
 }
 
@@ -451,19 +458,36 @@ func (c *cluster) statsFile(id string) string { return filepath.Join(c.dir, "log
 func (c *cluster) waitAgentOnline(id string, since time.Time) {
 	c.t.Helper()
 	c.waitFor("agent "+id+" online", 30*time.Second, func() bool {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		as, err := c.client.Agents(ctx)
-		if err != nil {
-			return false
-		}
-		for _, a := range as {
-			if a.ID == id && a.State == "online" && a.LastHeartbeat != nil && a.LastHeartbeat.After(since) {
-				return true
-			}
-		}
-		return false
+		a, ok := c.agentInfo(id)
+		return ok && a.State == "online" && a.LastHeartbeat != nil && a.LastHeartbeat.After(since)
 	})
+}
+
+// waitAgentRoom waits until the orchestrator lists agent id online with a free slot:
+// it would route the next task there.
+func (c *cluster) waitAgentRoom(id string) {
+	c.t.Helper()
+	c.waitFor("agent "+id+" online with a free slot", 30*time.Second, func() bool {
+		a, ok := c.agentInfo(id)
+		return ok && a.State == "online" && a.Load < a.Capacity
+	})
+}
+
+// agentInfo is what the orchestrator's API says of agent id; false when it does not
+// answer or does not list it.
+func (c *cluster) agentInfo(id string) (orchestrator.AgentInfo, bool) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	as, err := c.client.Agents(ctx)
+	if err != nil {
+		return orchestrator.AgentInfo{}, false
+	}
+	for _, a := range as {
+		if a.ID == id {
+			return a, true
+		}
+	}
+	return orchestrator.AgentInfo{}, false
 }
 
 // start starts the broker, the orchestrator and every agent.

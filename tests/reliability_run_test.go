@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -30,11 +31,20 @@ type scenario struct {
 	agents           int
 	// sleep gives task i's SLEEP parameter ("" for none).
 	sleep func(i int) string
+	// every paces the submits, one task every so often, while inject runs: a load
+	// that keeps coming through the faults. 0 submits all tasks before inject.
+	every time.Duration
 	// faults is the orchestrator's CHIFFON_FAULTS (test builds only).
 	faults   string
 	logLevel string
 	// bound is the longest a task may take from its first dispatch to its end.
 	bound time.Duration
+	// deadline is how long after the last submit is due (tasks × every after the
+	// first) every task must have ended; 0 means 2 min + 50 ms a task.
+	deadline time.Duration
+	// defaultBreaker runs the orchestrator without a breaker section: the default
+	// breaker, which stays open for a minute, instead of relBreaker.
+	defaultBreaker bool
 	// interrupted allows failed tasks that the agent reported interrupted (137).
 	interrupted bool
 	// inject breaks things while the tasks run, on the test's goroutine; w says how
@@ -46,6 +56,8 @@ type scenario struct {
 type watch struct {
 	c     *cluster
 	total int
+	// deadline is when the whole workload must have ended.
+	deadline time.Time
 }
 
 // finished returns how many tasks are in a final state, or -1 while the
@@ -65,7 +77,7 @@ func (w *watch) finished() int {
 // atFraction waits until frac of the tasks have ended.
 func (w *watch) atFraction(frac float64) {
 	want := int(frac * float64(w.total))
-	w.c.waitFor(fmt.Sprintf("%d of %d tasks finished", want, w.total), 30*time.Minute, func() bool {
+	w.c.waitFor(fmt.Sprintf("%d of %d tasks finished", want, w.total), time.Until(w.deadline), func() bool {
 		return w.finished() >= want
 	})
 }
@@ -92,20 +104,48 @@ func runScenario(t *testing.T, sc scenario) (*cluster, report) {
 	if sc.faults != "" {
 		c.orchEnv = []string{"CHIFFON_FAULTS=" + sc.faults}
 	}
+	if sc.defaultBreaker {
+		c.breaker = ""
+		c.writeOrchConfig()
+	}
 	c.start()
 	base := c.resources()
 
 	rep := report{submitted: n, byState: map[string]int{}}
 	start := time.Now()
-	ids := c.submitAll(n, sc.sleep)
-	rep.submit = time.Since(start)
+	ctx, cancel := context.WithCancel(context.Background())
+	submitted, done := make(chan error, 1), make(chan struct{})
+	t.Cleanup(func() { cancel(); <-done }) // a test that failed midway stops submitting
+	var ids map[string]int
+	go func() {
+		defer close(done)
+		var err error
+		ids, err = c.submitPaced(ctx, n, sc.sleep, sc.every)
+		rep.submit = time.Since(start)
+		submitted <- err
+	}()
+	waitSubmitted := func() {
+		if err := <-submitted; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if sc.every == 0 {
+		waitSubmitted()
+	}
 
-	w := &watch{c: c, total: n}
+	deadline := sc.deadline
+	if deadline == 0 {
+		deadline = 2*time.Minute + time.Duration(n)*50*time.Millisecond
+	}
+	w := &watch{c: c, total: n, deadline: start.Add(time.Duration(n)*sc.every + deadline)}
 	if sc.inject != nil {
 		sc.inject(c, w) // it returns after its last fault, before the last task ends
 	}
-	deadline := 2*time.Minute + time.Duration(n)*50*time.Millisecond
-	c.waitFor(fmt.Sprintf("all %d tasks finished", n), deadline, func() bool { return w.finished() == n })
+	if sc.every > 0 {
+		waitSubmitted()
+	}
+	c.waitFor(fmt.Sprintf("all %d tasks finished within %s of the last submit", n, deadline), time.Until(w.deadline),
+		func() bool { return w.finished() == n })
 	rep.run = time.Since(start)
 
 	c.verify(t, sc, ids, &rep)
@@ -122,6 +162,17 @@ func runScenario(t *testing.T, sc scenario) (*cluster, report) {
 // n by task id.
 func (c *cluster) submitAll(n int, sleep func(int) string) map[string]int {
 	c.t.Helper()
+	ids, err := c.submitPaced(context.Background(), n, sleep, 0)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	return ids
+}
+
+// submitPaced submits n count tasks over 4 connections, spaced by every (0: as fast
+// as they go), until ctx ends, and returns their parameter n by task id. It may run
+// on a goroutine of its own.
+func (c *cluster) submitPaced(ctx context.Context, n int, sleep func(int) string, every time.Duration) (map[string]int, error) {
 	ids := make(map[string]int, n)
 	var mu sync.Mutex
 	var wg sync.WaitGroup
@@ -138,7 +189,7 @@ func (c *cluster) submitAll(n int, sleep func(int) string) map[string]int {
 						params["sleep"] = s
 					}
 				}
-				ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+				ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 				task, err := c.client.Submit(ctx, orchestrator.SubmitRequest{ToAgent: "code", WorkType: "count", Parameters: params})
 				cancel()
 				if err != nil {
@@ -153,16 +204,31 @@ func (c *cluster) submitAll(n int, sleep func(int) string) map[string]int {
 			}
 		}()
 	}
+	var tick <-chan time.Time
+	if every > 0 {
+		ticker := time.NewTicker(every)
+		defer ticker.Stop()
+		tick = ticker.C
+	}
+feed:
 	for i := range n {
+		if tick != nil && i > 0 {
+			select {
+			case <-tick:
+			case <-ctx.Done():
+				break feed
+			}
+		}
 		next <- i
 	}
 	close(next)
 	wg.Wait()
 	close(errs)
+	var all []error
 	for err := range errs {
-		c.t.Fatal(err)
+		all = append(all, err)
 	}
-	return ids
+	return ids, errors.Join(all...)
 }
 
 // runs counts, by request_id, how often the count work type started.
@@ -408,7 +474,9 @@ func (c *cluster) checkResources(t *testing.T, base map[string]usage) {
 }
 
 // evidence summarizes what the faults did: the orchestrator's retries by code (since
-// its last start) and what the agents logged about duplicates and interrupted tasks.
+// its last start), the attempts it queued again after "no responders" and the
+// breakers it opened, and what the agents logged about duplicates and interrupted
+// tasks.
 func (c *cluster) evidence() string {
 	var parts []string
 	if m, err := c.metrics(); err == nil {
@@ -416,22 +484,36 @@ func (c *cluster) evidence() string {
 			parts = append(parts, fmt.Sprintf("retries %s: %.0f", code, m[`chiffon_orchestrator_retries_total{code="`+code+`"}`]))
 		}
 	}
-	counts := map[string]int{}
-	needles := []string{"duplicate of a running request", "duplicate of a finished request", "answered as interrupted", "request refused"}
+	needles := []logNeedle{
+		noRespondersRequeued, {"orchestrator", "circuit breaker open"},
+		{"code-", "duplicate of a running request"}, {"code-", "duplicate of a finished request"},
+		{"code-", "answered as interrupted"}, {"code-", "request refused"},
+	}
+	for i, n := range c.logCounts(needles...) {
+		parts = append(parts, fmt.Sprintf("%s: %d", needles[i].text, n))
+	}
+	return strings.Join(parts, "; ")
+}
+
+// logNeedle is a text to look for in the logs of the processes whose names start
+// with process.
+type logNeedle struct{ process, text string }
+
+// noRespondersRequeued is what the orchestrator logs when an attempt got "no
+// responders" and its task went back to the queue.
+var noRespondersRequeued = logNeedle{"orchestrator", "attempt reached no agent: queued again"}
+
+// logCounts counts the log lines that hold each needle.
+func (c *cluster) logCounts(needles ...logNeedle) []int {
+	counts := make([]int, len(needles))
 	for file, ls := range c.logs() {
-		if !strings.HasPrefix(file, "code-") {
-			continue
-		}
 		for _, l := range ls {
-			for _, n := range needles {
-				if strings.Contains(l, n) {
-					counts[n]++
+			for i, n := range needles {
+				if strings.HasPrefix(file, n.process) && strings.Contains(l, n.text) {
+					counts[i]++
 				}
 			}
 		}
 	}
-	for _, n := range needles {
-		parts = append(parts, fmt.Sprintf("%s: %d", n, counts[n]))
-	}
-	return strings.Join(parts, "; ")
+	return counts
 }

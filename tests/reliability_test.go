@@ -32,17 +32,20 @@ func sleepEvery(k int, d string) func(int) string {
 	}
 }
 
-// killAgent kills agent id with SIGKILL and starts it again on the same data dir.
-func killAgent(c *cluster, id string) {
+// killAgent kills agent id with SIGKILL and, down later, starts it again on the same
+// data dir.
+func killAgent(c *cluster, id string, down time.Duration) {
 	c.agents[id].kill(c.t)
+	time.Sleep(down) // the fault is the passing of time
 	c.startAgent(id)
 }
 
-// restartBroker kills the broker with SIGKILL, starts it again on the same port, and
-// waits until every agent has registered again.
-func restartBroker(c *cluster) {
+// restartBroker kills the broker with SIGKILL, starts it again on the same port down
+// later, and waits until every agent has registered again.
+func restartBroker(c *cluster, down time.Duration) {
 	since := time.Now()
 	c.broker.kill(c.t)
+	time.Sleep(down) // the fault is the passing of time
 	c.startBroker()
 	for _, id := range c.agentIDs {
 		c.waitAgentOnline(id, since)
@@ -70,7 +73,7 @@ func TestReliabilityAgentKilled(t *testing.T) {
 		bound: time.Minute, interrupted: true,
 		inject: func(c *cluster, w *watch) {
 			w.atFraction(0.3)
-			killAgent(c, "code-2")
+			killAgent(c, "code-2", 0)
 		}})
 }
 
@@ -79,9 +82,9 @@ func TestReliabilityBrokerRestart(t *testing.T) {
 		bound: time.Minute,
 		inject: func(c *cluster, w *watch) {
 			w.atFraction(0.25)
-			restartBroker(c)
+			restartBroker(c, 0)
 			w.atFraction(0.6)
-			restartBroker(c)
+			restartBroker(c, 0)
 		}})
 }
 
@@ -92,6 +95,29 @@ func TestReliabilityOrchestratorRestart(t *testing.T) {
 			w.atFraction(0.3)
 			restartOrchestrator(c)
 		}})
+}
+
+// TestReliabilityBlipsWithDefaultBreaker runs the orchestrator with the default
+// breaker (5 failures, open for 60 s) and one agent, under a steady load, and cuts
+// the agent for 2 s and the broker for 1.5 s. The agent is killed with a slot free,
+// so that until the orchestrator misses its heartbeats, it sends the next tasks
+// into the gap, where they get "no responders". Had those opened the breaker, the
+// tasks routed while it was open would end 5002 with no attempt, or wait past the
+// deadline, which a breaker open for a minute cannot meet.
+func TestReliabilityBlipsWithDefaultBreaker(t *testing.T) {
+	c, _ := runScenario(t, scenario{tasks: 300, soakTasks: 3000, agents: 1, sleep: sleepEvery(4, "0.2"),
+		every: 40 * time.Millisecond, defaultBreaker: true, bound: 30 * time.Second, deadline: 30 * time.Second,
+		interrupted: true,
+		inject: func(c *cluster, w *watch) {
+			w.atFraction(0.2)
+			c.waitAgentRoom("code-1")
+			killAgent(c, "code-1", 2*time.Second)
+			w.atFraction(0.6)
+			restartBroker(c, 1500*time.Millisecond)
+		}})
+	if n := c.logCounts(noRespondersRequeued)[0]; n == 0 {
+		t.Error("no task was sent into a gap: the scenario did not test what it is for")
+	}
 }
 
 // TestReliabilityLossyNetwork also runs at debug log level and checks that no
@@ -120,17 +146,17 @@ func TestReliabilityAllAtOnce(t *testing.T) {
 		bound:  2 * time.Minute, interrupted: true,
 		inject: func(c *cluster, w *watch) {
 			w.atFraction(0.1)
-			killAgent(c, "code-3")
+			killAgent(c, "code-3", 0)
 			w.atFraction(0.25)
-			restartBroker(c)
+			restartBroker(c, 0)
 			w.atFraction(0.4)
 			restartOrchestrator(c)
 			w.atFraction(0.55)
 			stallAgent(c, "code-1", 2*relInactivity+time.Second)
 			w.atFraction(0.7)
-			restartBroker(c)
+			restartBroker(c, 0)
 			w.atFraction(0.85)
-			killAgent(c, "code-2")
+			killAgent(c, "code-2", 0)
 		}})
 }
 
@@ -173,7 +199,7 @@ func TestReliabilityAgentKillEndsItsSubprocess(t *testing.T) {
 		pids = processesWithEnv("CHIFFON_REQUEST_ID=" + task.RequestID)
 		return len(pids) > 0
 	})
-	killAgent(c, "code-1")
+	killAgent(c, "code-1", 0)
 	c.waitFor(fmt.Sprintf("subprocess %v gone with its agent", pids), 10*time.Second, func() bool {
 		return len(processesWithEnv("CHIFFON_REQUEST_ID="+task.RequestID)) == 0
 	})
