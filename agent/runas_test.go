@@ -64,7 +64,8 @@ func TestRunAsUserCannotReadRootOnlyFile(t *testing.T) {
 		t.Fatalf("without run_as: %s exit %d, output %q", r.Status, r.ExitCode, r.Output)
 	}
 	r := res[1]
-	// stderr's line may come anywhere among stdout's: they are read from two pipes.
+	// stderr's line comes where the agent read it among stdout's: two pipes hold no
+	// common order (docs/agent.md).
 	var lines []string
 	for _, l := range strings.Split(r.Output, "\n") {
 		if !strings.Contains(l, "Permission denied") {

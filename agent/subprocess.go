@@ -20,10 +20,6 @@ import (
 // the work type's schema or templates; nothing is run.
 const ExitInvalidParameters = 2
 
-// killWait bounds how long output pipes may stay open after the process has exited
-// (a daemonised grandchild holding them).
-const killWait = 5 * time.Second
-
 // subprocess runs one configured work type as a child process.
 type subprocess struct {
 	name      string
@@ -209,8 +205,8 @@ func (s *subprocess) env(req *Request) []string {
 }
 
 // run is the work type's Handler: it runs the process in its own process group,
-// streams stdout (through the line protocol) and stderr, and kills the whole group
-// when ctx ends.
+// streams its stdout (through the line protocol) and stderr merged in one reader,
+// and, when ctx ends or the process exits, kills every descendant left.
 func (s *subprocess) run(ctx context.Context, req *Request, p Progress) (Result, error) {
 	cmd, params, err := s.command(req)
 	if err != nil {
@@ -220,29 +216,40 @@ func (s *subprocess) run(ctx context.Context, req *Request, p Progress) (Result,
 	if err != nil {
 		return Result{ExitCode: 127}, fmt.Errorf("start %s: %w", cmd.Path, err)
 	}
-	lines := &lineProtocol{p: p}
-	cmd.Stdin = bytes.NewReader(params)
-	cmd.Stdout, cmd.Stderr = lines, p
-	cmd.SysProcAttr = childSysProcAttr(cred)
-	cmd.WaitDelay = killWait
-	if err := cmd.Start(); err != nil {
+	merged, err := newOutputMerge()
+	if err != nil {
 		return Result{ExitCode: 127}, fmt.Errorf("start %s: %w", cmd.Path, err)
 	}
+	cmd.Stdin = bytes.NewReader(params)
+	cmd.Stdout, cmd.Stderr = merged.stdout, merged.stderr
+	cmd.SysProcAttr = childSysProcAttr(cred)
+	// Bounds the copy of params to a stdin that a process holds unread.
+	cmd.WaitDelay = outputDrain
+	tree, err := startProcessTree(cmd, req)
+	merged.closeWriteEnds()
+	if err != nil {
+		merged.close()
+		return Result{ExitCode: 127}, fmt.Errorf("start %s: %w", cmd.Path, err)
+	}
+	lines := &lineProtocol{p: p}
+	merged.start(lines, p)
 	exited := make(chan struct{})
-	killed := make(chan struct{})
+	watched := make(chan struct{})
 	go func() {
-		defer close(killed)
-		select {
-		case <-ctx.Done():
-			// Negative pid: the whole process group, grandchildren included.
-			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-		case <-exited:
-		}
+		defer close(watched)
+		tree.watch(ctx, exited)
 	}()
 	waitErr := cmd.Wait()
 	close(exited)
-	<-killed
+	<-watched
+	tree.end()
+	// Read what the pipes hold, without waiting for a process that escaped the
+	// tree and still holds them.
+	merged.finish()
 	lines.close()
+	if errors.Is(waitErr, exec.ErrWaitDelay) {
+		waitErr = nil // stdin was left unread: not the program's failure
+	}
 
 	res := Result{ExitCode: cmd.ProcessState.ExitCode(), Structured: lines.structured()}
 	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
@@ -266,12 +273,14 @@ func (s *subprocess) run(ctx context.Context, req *Request, p Progress) (Result,
 
 // lineProtocol reads a process's stdout: "::progress N [step]" and "::step name"
 // lines report progress; other lines are output. It remembers the last line for
-// structured output.
+// structured output. stderr does not pass through it: its lines are always output.
 type lineProtocol struct {
-	p    Progress
-	buf  []byte
-	last []byte
-	step string
+	p     Progress
+	buf   []byte // the current line so far
+	shown int    // bytes of buf already output: stdout paused mid-line
+	long  bool   // the current line passed maxLine: the rest of it is output as it comes
+	last  []byte
+	step  string
 }
 
 // maxLine is the longest line held back for the line protocol; longer text is
@@ -279,23 +288,63 @@ type lineProtocol struct {
 const maxLine = 64 << 10
 
 func (l *lineProtocol) Write(b []byte) (int, error) {
-	l.buf = append(l.buf, b...)
-	for {
-		i := bytes.IndexByte(l.buf, '\n')
+	n := len(b)
+	for len(b) > 0 {
+		i := bytes.IndexByte(b, '\n')
 		if i < 0 {
+			l.add(b)
 			break
 		}
-		l.line(l.buf[:i+1])
-		l.buf = l.buf[i+1:]
+		l.add(b[:i+1])
+		l.end()
+		b = b[i+1:]
 	}
-	if len(l.buf) > maxLine {
-		l.last = nil
-		_, _ = l.p.Write(l.buf)
-		l.buf = nil
+	return n, nil
+}
+
+// add adds part of the current line.
+func (l *lineProtocol) add(b []byte) {
+	if !l.long && len(l.buf)+len(b) > maxLine {
+		_, _ = l.p.Write(l.buf[l.shown:])
+		l.long, l.buf, l.shown, l.last = true, l.buf[:0], 0, nil
 	}
-	// Keep the buffer from growing by reslicing forever.
-	l.buf = append([]byte(nil), l.buf...)
-	return len(b), nil
+	if l.long {
+		_, _ = l.p.Write(b)
+		return
+	}
+	l.buf = append(l.buf, b...)
+}
+
+// end ends the current line.
+func (l *lineProtocol) end() {
+	switch {
+	case l.long:
+		l.long = false
+	case l.shown == 0:
+		l.line(l.buf)
+	default:
+		_, _ = l.p.Write(l.buf[l.shown:])
+		l.remember(string(l.buf))
+	}
+	l.buf, l.shown = l.buf[:0], 0
+}
+
+// pause outputs the part of the current line held so far, unless it may yet
+// be a protocol line: stdout paused in the middle of a line.
+func (l *lineProtocol) pause() {
+	if l.long || l.shown == len(l.buf) {
+		return
+	}
+	if l.shown == 0 {
+		s := string(l.buf)
+		for _, prefix := range []string{"::progress ", "::step "} {
+			if strings.HasPrefix(s, prefix) || strings.HasPrefix(prefix, s) {
+				return
+			}
+		}
+	}
+	_, _ = l.p.Write(l.buf[l.shown:])
+	l.shown = len(l.buf)
 }
 
 func (l *lineProtocol) line(line []byte) {
@@ -316,16 +365,21 @@ func (l *lineProtocol) line(line []byte) {
 		l.p.Step(l.step)
 		return
 	}
-	if strings.TrimSpace(text) != "" {
-		l.last = append(l.last[:0], text...)
-	}
+	l.remember(text)
 	_, _ = l.p.Write(line)
 }
 
+// remember keeps a non-empty line as the last line.
+func (l *lineProtocol) remember(text string) {
+	if text = strings.TrimRight(text, "\r\n"); strings.TrimSpace(text) != "" {
+		l.last = append(l.last[:0], text...)
+	}
+}
+
+// close ends the last line, which has no newline.
 func (l *lineProtocol) close() {
-	if len(l.buf) > 0 {
-		l.line(l.buf)
-		l.buf = nil
+	if len(l.buf) > 0 || l.long {
+		l.end()
 	}
 }
 
