@@ -13,6 +13,7 @@ import (
 	"github.com/chiffon-dev/chiffon/broker"
 	"github.com/chiffon-dev/chiffon/envelope"
 	"github.com/chiffon-dev/chiffon/errcodes"
+	"github.com/chiffon-dev/chiffon/output"
 )
 
 func TestEveryCheckAnswersWithItsCode(t *testing.T) {
@@ -113,7 +114,7 @@ func TestDuplicateAfterSuccessReplaysAndDoesNotRerun(t *testing.T) {
 	if r1.Status != envelope.ResultSuccess || r1.Output != "run 1\n{\"runs\": 1}\n" {
 		t.Fatalf("first run: %+v", r1)
 	}
-	if s, _ := json.Marshal(e1.XCustomFields[agent.FieldStructured]); string(s) != `{"runs":1}` {
+	if s, _ := json.Marshal(e1.XCustomFields[output.KeyStructured]); string(s) != `{"runs":1}` {
 		t.Fatalf("structured output: %s", s)
 	}
 	w2 := h.send(req)

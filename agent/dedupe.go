@@ -10,6 +10,7 @@ import (
 
 	"github.com/chiffon-dev/chiffon/envelope"
 	"github.com/chiffon-dev/chiffon/internal/kvstore"
+	"github.com/chiffon-dev/chiffon/output"
 	"github.com/dgraph-io/badger/v4"
 )
 
@@ -130,10 +131,10 @@ func (c *DedupeCache) putAsync(requestID string, e *cacheEntry, done func(error)
 // one transaction, shared with other writes pending; output too large for one goes
 // first in a write batch, which splits itself where Badger bounds a transaction's
 // size and commits the parts without waiting for each in turn, and the entry after.
-func (c *DedupeCache) finish(requestID string, e *cacheEntry, output string) error {
-	pieces := envelope.SplitOutput(output, envelope.MaxChunkSize)
+func (c *DedupeCache) finish(requestID string, e *cacheEntry, out string) error {
+	pieces := output.Split(out, envelope.MaxChunkSize)
 	e.State = stateFinished
-	e.OutputLen = int64(len(output))
+	e.OutputLen = int64(len(out))
 	e.OutputPieces = len(pieces)
 	ent, err := c.entry(requestID, e)
 	if err != nil {

@@ -17,6 +17,7 @@ import (
 	"github.com/chiffon-dev/chiffon/envelope"
 	"github.com/chiffon-dev/chiffon/errcodes"
 	"github.com/chiffon-dev/chiffon/internal/testnats"
+	"github.com/chiffon-dev/chiffon/output"
 	"github.com/nats-io/nats.go"
 	"go.uber.org/goleak"
 )
@@ -263,7 +264,7 @@ func (w *watch) place(env *envelope.Envelope, st *envelope.WorkStatus) {
 	if st.Step.Output == "" {
 		return
 	}
-	n, ok := env.XCustomFields[agent.FieldOutputOffset].(json.Number)
+	n, ok := env.XCustomFields[output.KeyOffset].(json.Number)
 	if !ok {
 		w.h.t.Fatalf("status with output but no output_offset: %v", env.XCustomFields)
 	}

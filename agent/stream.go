@@ -8,6 +8,7 @@ import (
 	"unsafe"
 
 	"github.com/chiffon-dev/chiffon/envelope"
+	"github.com/chiffon-dev/chiffon/output"
 	"github.com/nats-io/nats.go"
 )
 
@@ -24,14 +25,6 @@ const (
 
 // stepAccepted names step 0, the acknowledgement's.
 const stepAccepted = "accepted"
-
-// Keys of x_custom_fields this package writes.
-const (
-	FieldOutputOffset     = "output_offset"
-	FieldOutputTruncated  = "output_truncated"
-	FieldOutputTotalBytes = "output_total_bytes"
-	FieldStructured       = "structured_output"
-)
 
 // publisher sends envelopes with the agent's auth headers.
 type publisher struct {
@@ -196,7 +189,7 @@ func (s *taskStream) appendBytesLocked(b []byte) {
 		return
 	}
 	if int64(len(s.out)+len(b)) > s.maxOutput || !utf8.Valid(b) {
-		s.appendLocked(envelope.SanitizeOutput(b))
+		s.appendLocked(output.Sanitize(b))
 		return
 	}
 	s.out = append(s.out, b...)
@@ -269,81 +262,12 @@ func (s *taskStream) sendLocked(subjects []string, data string, offset int64, ws
 		ws = &envelope.WorkStatus{TaskID: s.taskID, Status: envelope.StatusRunning, ProgressPercent: s.percent,
 			Step: envelope.Step{Number: s.stepNum, Name: s.stepName}}
 	}
-	b := outputBatch{data: data, offset: offset, total: int64(len(data)), chunked: len(data) > envelope.MaxChunkSize}
-	statusEnvelopes(s.req, *ws, b, s.pub.maxMessage(), func(enc []byte) {
+	b := output.Batch{Data: data, Offset: offset, Total: int64(len(data)), Chunked: len(data) > envelope.MaxChunkSize}
+	output.Statuses(s.req, *ws, b, s.pub.maxMessage(), func(enc []byte) {
 		for _, subj := range subjects {
 			s.pub.publishEncoded(subj, enc)
 		}
 	})
-}
-
-// outputBatch is output to send: data starts at offset in the task's whole output.
-// When chunked, data is bytes [base, base+len) of a batch of total bytes.
-type outputBatch struct {
-	data        string
-	offset      int64
-	base, total int64
-	chunked     bool
-}
-
-// statusEnvelopes builds the work_status replies to req carrying b and passes each to
-// emit as soon as it is encoded, so the first chunk of a large batch is on the wire
-// while the next is encoded. A piece whose envelope is over limit (JSON escaping can
-// grow text up to 6x) is cut again at half the size, down to 4 KiB, and the rest of
-// the batch keeps the smaller size; each chunk names its own range.
-func statusEnvelopes(req *envelope.Envelope, ws envelope.WorkStatus, b outputBatch, limit int, emit func([]byte)) {
-	encode := func(st envelope.WorkStatus, off int64, withOffset bool) []byte {
-		env := req.Reply(&st)
-		if withOffset {
-			env.XCustomFields = map[string]any{FieldOutputOffset: off}
-		}
-		enc, err := envelope.Encode(env)
-		if err != nil {
-			return nil
-		}
-		return enc
-	}
-	if b.data == "" {
-		emit(encode(ws, 0, false))
-		return
-	}
-	if !b.chunked {
-		st := ws
-		st.Step.Output = b.data
-		if enc := encode(st, b.offset, true); enc != nil && len(enc) <= limit {
-			emit(enc)
-			return
-		}
-	}
-	size := envelope.MaxChunkSize
-	if !b.chunked {
-		size /= 2 // it did not fit whole
-	}
-	for pos := 0; pos < len(b.data); {
-		piece := firstPiece(b.data[pos:], size)
-		st := ws
-		r := envelope.ChunkRange{Start: b.base + int64(pos), End: b.base + int64(pos+len(piece)), Total: b.total}
-		if !b.chunked {
-			r.Total = int64(len(b.data))
-		}
-		st.Step.Output, st.Step.OutputChunk = piece, r.String()
-		enc := encode(st, b.offset+int64(pos), true)
-		if (enc == nil || len(enc) > limit) && size > 4<<10 {
-			size /= 2
-			continue
-		}
-		emit(enc)
-		pos += len(piece)
-	}
-}
-
-// firstPiece is the first chunk of s at most size bytes long, ending on a rune
-// boundary as envelope.SplitOutput cuts.
-func firstPiece(s string, size int) string {
-	if len(s) <= size {
-		return s
-	}
-	return envelope.SplitOutput(s[:size+utf8.UTFMax], size)[0].Data
 }
 
 // closeOutput stops the flusher and sends the rest of the output. It returns the
@@ -356,7 +280,7 @@ func (s *taskStream) closeOutput() string {
 		s.flusher.Stop()
 	}
 	if len(s.partial) > 0 {
-		s.appendLocked(envelope.SanitizeOutput(s.partial))
+		s.appendLocked(output.Sanitize(s.partial))
 		s.partial = nil
 	}
 	if s.sent < len(s.out) {

@@ -16,6 +16,7 @@ import (
 	"github.com/chiffon-dev/chiffon/broker"
 	"github.com/chiffon-dev/chiffon/envelope"
 	"github.com/chiffon-dev/chiffon/internal/testnats"
+	"github.com/chiffon-dev/chiffon/output"
 	"github.com/nats-io/nats.go"
 )
 
@@ -117,8 +118,8 @@ func TestTenMiBOutputArrivesWholeInChunks(t *testing.T) {
 		if len(want) < 10<<20 || sha256.Sum256(w.out) != sha256.Sum256(want) {
 			t.Fatalf("%s: streamed %d bytes, want %d equal bytes", pass, len(w.out), len(want))
 		}
-		total, _ := env.XCustomFields[agent.FieldOutputTotalBytes].(json.Number).Int64()
-		if r.Status != envelope.ResultSuccess || env.XCustomFields[agent.FieldOutputTruncated] != true ||
+		total, _ := env.XCustomFields[output.KeyTotalBytes].(json.Number).Int64()
+		if r.Status != envelope.ResultSuccess || env.XCustomFields[output.KeyTruncated] != true ||
 			total != int64(len(want)) || !strings.HasSuffix(string(want), r.Output) {
 			t.Fatalf("%s: result %s, fields %v", pass, r.Status, env.XCustomFields)
 		}

@@ -6,10 +6,10 @@ import (
 	"fmt"
 	"log/slog"
 	"time"
-	"unicode/utf8"
 
 	"github.com/chiffon-dev/chiffon/envelope"
 	"github.com/chiffon-dev/chiffon/internal/lazylog"
+	"github.com/chiffon-dev/chiffon/output"
 )
 
 // Causes of a task's context ending.
@@ -92,12 +92,12 @@ func (a *Agent) runTask(t *task) {
 	wr, fields := t.finish(ctx, res, err)
 	a.metrics.taskFinished(t.req.WorkType, wr.Status, time.Since(t.started))
 
-	output := t.stream.closeOutput()
+	out := t.stream.closeOutput()
 	wr.ResourcesUsed.DurationSeconds = int64(time.Since(t.started).Round(time.Second) / time.Second)
 	var env *envelope.Envelope
 	var encoded []byte
 	for limit := resultOutputMax; ; limit /= 2 {
-		fields = resultFields(wr, output, fields, limit)
+		fields = output.TailFields(wr, out, fields, limit)
 		env = t.env.Reply(wr)
 		if len(fields) > 0 {
 			env.XCustomFields = fields
@@ -110,7 +110,7 @@ func (a *Agent) runTask(t *task) {
 	}
 	entry := &cacheEntry{TaskID: t.req.TaskID, WorkType: t.req.WorkType, StartedAt: t.started,
 		Result: wr, ResultFields: fields}
-	if err := a.cache.finish(t.req.RequestID, entry, output); err != nil {
+	if err := a.cache.finish(t.req.RequestID, entry, out); err != nil {
 		t.log.Error("dedupe cache: result not stored", "err", err)
 	}
 	// The slot is free before the result says so: the orchestrator sends the next
@@ -120,7 +120,7 @@ func (a *Agent) runTask(t *task) {
 	delete(a.running, t.req.RequestID)
 	a.mu.Unlock()
 	t.stream.publishResult(env, encoded)
-	t.log.Info("task finished", "status", wr.Status, "exit_code", wr.ExitCode, "output_bytes", len(output))
+	t.log.Info("task finished", "status", wr.Status, "exit_code", wr.ExitCode, "output_bytes", len(out))
 }
 
 // deadline is the shorter of the request's max_duration_seconds and the work type's
@@ -152,7 +152,7 @@ func (t *task) finish(ctx context.Context, res Result, err error) (*envelope.Wor
 	}
 	var fields map[string]any
 	if res.Structured != nil {
-		fields = map[string]any{FieldStructured: res.Structured}
+		fields = map[string]any{output.KeyStructured: res.Structured}
 	}
 	if err == nil && res.ExitCode == 0 {
 		return wr, fields
@@ -176,24 +176,4 @@ func (t *task) finish(ctx context.Context, res Result, err error) (*envelope.Wor
 		wr.ExitCode = 1
 	}
 	return wr, fields
-}
-
-// resultFields sets wr.Output to the whole output, or to its rune-aligned tail when
-// the output is over limit, flagging the truncation in the fields.
-func resultFields(wr *envelope.WorkResult, output string, fields map[string]any, limit int) map[string]any {
-	if len(output) <= limit {
-		wr.Output = output
-		return fields
-	}
-	start := len(output) - limit
-	for start < len(output) && !utf8.RuneStart(output[start]) {
-		start++
-	}
-	wr.Output = output[start:]
-	if fields == nil {
-		fields = map[string]any{}
-	}
-	fields[FieldOutputTruncated] = true
-	fields[FieldOutputTotalBytes] = int64(len(output))
-	return fields
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/chiffon-dev/chiffon/broker"
 	"github.com/chiffon-dev/chiffon/envelope"
 	"github.com/chiffon-dev/chiffon/errcodes"
+	"github.com/chiffon-dev/chiffon/output"
 	"github.com/nats-io/nats.go"
 )
 
@@ -205,8 +206,8 @@ func (a *Agent) replay(reply string, env *envelope.Envelope, e *cacheEntry) {
 	limit := a.pub.maxMessage()
 	a.pub.publish(reply, env.Reply(&ws)) // acknowledgement
 	err := a.cache.eachPiece(env.RequestID, e, func(off int64, data string) error {
-		b := outputBatch{data: data, offset: off, base: off, total: e.OutputLen, chunked: true}
-		statusEnvelopes(env, ws, b, limit, func(st []byte) { a.pub.publishEncoded(reply, st) })
+		b := output.Batch{Data: data, Offset: off, Base: off, Total: e.OutputLen, Chunked: true}
+		output.Statuses(env, ws, b, limit, func(st []byte) { a.pub.publishEncoded(reply, st) })
 		return nil
 	})
 	if err != nil {
@@ -228,7 +229,7 @@ func (a *Agent) interrupted(reply string, env *envelope.Envelope, e *cacheEntry)
 	ws := envelope.WorkStatus{TaskID: e.TaskID, Status: envelope.StatusRunning,
 		Step: envelope.Step{Name: "interrupted", Output: out}}
 	st := env.Reply(&ws)
-	st.XCustomFields = map[string]any{FieldOutputOffset: 0}
+	st.XCustomFields = map[string]any{output.KeyOffset: 0}
 	a.pub.publish(reply, st)
 	a.pub.publish(reply, resultEnvelope(env, e))
 }

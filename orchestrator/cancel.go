@@ -192,9 +192,9 @@ func (o *Orchestrator) recover() error {
 			return err
 		}
 		for _, p := range pieces {
-			r.cov.add(p)
+			r.out.Add(p)
 		}
-		t.OutputBytes = r.cov.contiguous()
+		t.OutputBytes = r.out.Contiguous()
 		o.runs[t.ID] = r
 		log := o.taskLog(t)
 		if t.CancelRequested && t.State == StatePending {

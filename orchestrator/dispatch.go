@@ -11,6 +11,7 @@ import (
 	"github.com/chiffon-dev/chiffon/broker"
 	"github.com/chiffon-dev/chiffon/envelope"
 	"github.com/chiffon-dev/chiffon/errcodes"
+	"github.com/chiffon-dev/chiffon/output"
 )
 
 // run is the live state of one unfinished task. Guarded by Orchestrator.mu.
@@ -39,11 +40,10 @@ type run struct {
 	// an attempt that provably never reached it: only its dedupe cache can tell
 	// whether the request ran, and another agent would run it a second time.
 	pinned    string
-	cov       coverage // which output bytes are held
-	written   *commit  // the last saveAsync write
-	recovered bool     // resumed from the store: its keys may predate liveTTL
-	seqs      map[int64]*chunkSeq
-	reasks    int // re-requests for a truncated result with a gap
+	out       output.Assembler // which output bytes are held
+	written   *commit          // the last saveAsync write
+	recovered bool             // resumed from the store: its keys may predate liveTTL
+	reasks    int              // re-requests for a truncated result with a gap
 }
 
 func (r *run) stopTimers() {
@@ -74,7 +74,7 @@ func (o *Orchestrator) newRun(t *Task) *run {
 	for range len(t.Retries) {
 		b.NextBackOff()
 	}
-	return &run{t: t, bo: backoff.WithMaxRetries(b, uint64(left)), seqs: map[int64]*chunkSeq{}}
+	return &run{t: t, bo: backoff.WithMaxRetries(b, uint64(left))}
 }
 
 // SubmitRequest is a task to run.
@@ -450,7 +450,7 @@ func (o *Orchestrator) finish(r *run, state State, ev *Event, msg string) {
 // retention TTL: they were written with one that may not outlive its record
 // (liveTTL). Called with o.mu held, once the final write is committed.
 func (o *Orchestrator) expire(r *run) {
-	id, lastSeq, withOutput := r.t.ID, r.seq, len(r.cov.spans) > 0
+	id, lastSeq, withOutput := r.t.ID, r.seq, !r.out.Empty()
 	o.wg.Add(1)
 	go func() {
 		defer o.wg.Done()

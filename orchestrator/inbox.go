@@ -7,6 +7,7 @@ import (
 	"github.com/chiffon-dev/chiffon/broker"
 	"github.com/chiffon-dev/chiffon/envelope"
 	"github.com/chiffon-dev/chiffon/errcodes"
+	"github.com/chiffon-dev/chiffon/output"
 	"github.com/nats-io/nats.go"
 )
 
@@ -192,30 +193,30 @@ func endSteps(t *Task, state State, now time.Time) {
 func (o *Orchestrator) onResult(r *run, env *envelope.Envelope, res *envelope.WorkResult) {
 	t := r.t
 	r.accepted = true
-	truncated, total := truncation(env, res)
+	truncated, total := output.Truncation(env.XCustomFields, res)
 	log := o.taskLog(t)
 	if !truncated {
-		// r.cov holds what the store holds (recover rebuilds it): with no output
+		// r.out holds what the store holds (recover rebuilds it): with no output
 		// either side there is nothing to replace, and no write to wait for.
-		if res.Output != "" || len(r.cov.spans) > 0 {
+		if res.Output != "" || !r.out.Empty() {
 			_ = r.written.wait() // replaceOutput reads the pieces stored so far
 			if err := o.st.replaceOutput(t.ID, res.Output); err != nil {
 				log.Error("store result output", "err", err)
 			}
 		}
-		r.cov = coverage{}
-		r.cov.add(span{0, int64(len(res.Output))})
+		r.out.Replace(int64(len(res.Output)))
 		t.OutputBytes, t.OutputComplete = int64(len(res.Output)), true
 	} else {
-		t.OutputComplete = r.cov.complete(total)
-		t.OutputBytes = r.cov.contiguous()
+		t.OutputComplete = r.out.Complete(total)
+		t.OutputBytes = r.out.Contiguous()
 		if !t.OutputComplete && r.reasks < maxReasks && !t.CancelRequested {
 			r.reasks++
 			log.Warn("truncated result with a gap in the output: asking the agent again",
 				"have", t.OutputBytes, "total", total, "reask", r.reasks)
 			o.endAttempt(r, nil)
 			_ = o.save(r, &Event{Type: EventState, Message: fmt.Sprintf("output incomplete (%d of %d bytes): asking again", t.OutputBytes, total)})
-			r.stick, r.seqs = t.AgentID, map[int64]*chunkSeq{}
+			r.stick = t.AgentID
+			r.out.Restart()
 			o.schedule(r)
 			return
 		}
@@ -223,7 +224,7 @@ func (o *Orchestrator) onResult(r *run, env *envelope.Envelope, res *envelope.Wo
 			log.Error("output incomplete after asking again", "have", t.OutputBytes, "total", total)
 		}
 	}
-	structured, err := structuredOutput(env)
+	structured, err := output.Structured(env.XCustomFields)
 	if err != nil {
 		log.Warn("structured output dropped", "err", err)
 	}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/chiffon-dev/chiffon/envelope"
 	"github.com/chiffon-dev/chiffon/orchestrator"
+	"github.com/chiffon-dev/chiffon/output"
 )
 
 // bigOutput is distinct text of n bytes, so misplaced bytes show.
@@ -18,9 +19,9 @@ func bigOutput(n int) string {
 	return b.String()[:n]
 }
 
-// sendChunked streams output as chunks placed at base, skipping chunk index skip.
-func sendChunked(a *fakeAgent, w *workMsg, base int64, output string, skip int) {
-	for i, c := range envelope.SplitOutput(output, envelope.MaxChunkSize) {
+// sendChunked streams text as chunks placed at base, skipping chunk index skip.
+func sendChunked(a *fakeAgent, w *workMsg, base int64, text string, skip int) {
+	for i, c := range output.Split(text, envelope.MaxChunkSize) {
 		if i == skip {
 			continue
 		}

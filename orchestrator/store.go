@@ -15,6 +15,7 @@ import (
 	"github.com/chiffon-dev/chiffon/envelope"
 	"github.com/chiffon-dev/chiffon/internal/jsonw"
 	"github.com/chiffon-dev/chiffon/internal/kvstore"
+	"github.com/chiffon-dev/chiffon/output"
 	"github.com/dgraph-io/badger/v4"
 )
 
@@ -239,7 +240,7 @@ func (s *store) outputEntry(id string, offset int64, data string) *badger.Entry 
 
 // replaceOutput makes data the whole output of task id.
 func (s *store) replaceOutput(id, data string) error {
-	chunks := envelope.SplitOutput(data, envelope.MaxChunkSize)
+	chunks := output.Split(data, envelope.MaxChunkSize)
 	keep := make(map[int64]bool, len(chunks))
 	for _, c := range chunks {
 		keep[c.Range.Start] = true
@@ -251,8 +252,8 @@ func (s *store) replaceOutput(id, data string) error {
 	wb := s.db.NewWriteBatch()
 	defer wb.Cancel()
 	for _, p := range old {
-		if !keep[p.start] {
-			if err := wb.Delete(numKey("o/", id, p.start)); err != nil {
+		if !keep[p.Start] {
+			if err := wb.Delete(numKey("o/", id, p.Start)); err != nil {
 				return err
 			}
 		}
@@ -266,14 +267,14 @@ func (s *store) replaceOutput(id, data string) error {
 }
 
 // outputPieces lists the [start, end) ranges of the stored pieces of task id.
-func (s *store) outputPieces(id string) ([]span, error) {
-	var out []span
+func (s *store) outputPieces(id string) ([]output.Span, error) {
+	var out []output.Span
 	err := s.db.View(func(txn *badger.Txn) error {
 		it := txn.NewIterator(badger.IteratorOptions{Prefix: outputPrefix(id)})
 		defer it.Close()
 		for it.Rewind(); it.Valid(); it.Next() {
 			off := keyNum(it.Item().Key())
-			out = append(out, span{off, off + it.Item().ValueSize()})
+			out = append(out, output.Span{Start: off, End: off + it.Item().ValueSize()})
 		}
 		return nil
 	})
