@@ -80,6 +80,7 @@ func (g *gatedHandler) waitStarted(t *testing.T) {
 
 func TestRestartMidTaskLosesNothing(t *testing.T) {
 	e := newEnv(t, "code-1")
+	e.disk = true
 	g := newGated()
 	e.realAgent("code-1", g.handle)
 	o := e.open()

@@ -220,6 +220,7 @@ func TestRetryNeverLeavesTheAgentThatMayHaveRunIt(t *testing.T) {
 // restart; it does not spend a retry on "no online agent" meanwhile.
 func TestRestartKeepsQueuedTasksForTheAgentsInsteadOfFailingThem(t *testing.T) {
 	e := newEnv(t, "code-1")
+	e.disk = true
 	o := e.open()
 	a := e.fakeAgent("code-1")
 	a.register(1)
@@ -251,6 +252,7 @@ func TestRestartKeepsQueuedTasksForTheAgentsInsteadOfFailingThem(t *testing.T) {
 // agent says anything more.
 func TestRestartKeepsStepsAndProgress(t *testing.T) {
 	e := newEnv(t, "code-1")
+	e.disk = true
 	o, a := e.openWithAgent("code-1", 1)
 	task := submit(t, o, nil)
 	w := a.next()

@@ -17,6 +17,7 @@ import (
 	"github.com/chiffon-dev/chiffon/errcodes"
 	"github.com/chiffon-dev/chiffon/internal/testnats"
 	"github.com/chiffon-dev/chiffon/orchestrator"
+	"github.com/chiffon-dev/chiffon/orchestrator/memstore"
 	"github.com/nats-io/nats.go"
 	"go.uber.org/goleak"
 )
@@ -58,6 +59,10 @@ type env struct {
 	// orchTokens are the orchestrator's tokens, one per agent id.
 	orchTokens map[string]string
 	logs       *syncBuf
+	// disk keeps the tasks in the orchestrator's default Badger store in
+	// cfg.DataDir, as a restart or a test of Badger's write grouping needs; else
+	// each orchestrator gets a fresh memstore.
+	disk bool
 	// opened is set once an orchestrator has been opened on the env; o is the
 	// last one.
 	opened bool
@@ -87,7 +92,14 @@ func newEnv(t *testing.T, agentIDs ...string) *env {
 func (e *env) open() *orchestrator.Orchestrator {
 	e.t.Helper()
 	log := slog.New(slog.NewTextHandler(e.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	o, err := orchestrator.Open(e.cfg, orchestrator.Options{Logger: log})
+	opts := orchestrator.Options{Logger: log}
+	if !e.disk {
+		if e.opened {
+			e.t.Fatal("a restart needs the tasks on disk: set env.disk")
+		}
+		opts.Store = memstore.New(e.cfg.Retention)
+	}
+	o, err := orchestrator.Open(e.cfg, opts)
 	if err != nil {
 		e.t.Fatalf("Open: %v", err)
 	}

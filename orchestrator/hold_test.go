@@ -67,6 +67,7 @@ func waitSucceeded(t *testing.T, o *orchestrator.Orchestrator, id string, logs f
 // result's write is held for that message, which must commit it.
 func TestHeldWriteCommitsAfterTheLastMessage(t *testing.T) {
 	e := newEnv(t, "code-1")
+	e.disk = true
 	o, a := e.openWithAgent("code-1", 1)
 	task := submit(t, o, nil)
 	w := a.next()
@@ -89,6 +90,7 @@ func TestHeldWriteCommitsAfterTheLastMessage(t *testing.T) {
 // output pieces.
 func TestHeldWriteIsCommittedForAWaiter(t *testing.T) {
 	e := newEnv(t, "code-1")
+	e.disk = true
 	o, a := e.openWithAgent("code-1", 1)
 	task := submit(t, o, nil)
 	w := a.next()
@@ -113,6 +115,7 @@ func TestHeldWriteIsCommittedForAWaiter(t *testing.T) {
 // would commit them first: it replaces the output pieces they stored.)
 func TestMessagesReadTogetherShareACommit(t *testing.T) {
 	e := newEnv(t, "code-1")
+	e.disk = true
 	o, a := e.openWithAgent("code-1", 1)
 	task := submit(t, o, nil)
 	w := a.next()

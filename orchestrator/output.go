@@ -6,7 +6,7 @@ import (
 
 	"github.com/chiffon-dev/chiffon/envelope"
 	"github.com/chiffon-dev/chiffon/internal/jsonw"
-	"github.com/dgraph-io/badger/v4"
+	"github.com/chiffon-dev/chiffon/orchestrator/task"
 )
 
 // span is the byte range [start, end) of the output.
@@ -62,16 +62,16 @@ type chunkSeq struct {
 }
 
 // placeOutput places a work_status's output at its x_custom_fields.output_offset,
-// checking chunk sequences per step. It returns the offset used and the store entry
-// of the piece, to be written with the status (nil when the status carried no
-// output). Called with o.mu held.
-func (o *Orchestrator) placeOutput(r *run, env *envelope.Envelope, st *envelope.WorkStatus) (*int64, *badger.Entry, error) {
+// checking chunk sequences per step. It returns the offset used and the piece, to be
+// written with the status (without data when the status carried no output). Called
+// with o.mu held.
+func (o *Orchestrator) placeOutput(r *run, env *envelope.Envelope, st *envelope.WorkStatus) (*int64, task.Piece, error) {
 	data := st.Step.Output
 	off, hasOff := xInt(env.XCustomFields, "output_offset")
 	if st.Step.OutputChunk != "" {
 		cr, err := envelope.ParseChunkRange(st.Step.OutputChunk)
 		if err != nil {
-			return nil, nil, err
+			return nil, task.Piece{}, err
 		}
 		seq := r.seqs[st.Step.Number]
 		if cr.Start == 0 {
@@ -81,10 +81,10 @@ func (o *Orchestrator) placeOutput(r *run, env *envelope.Envelope, st *envelope.
 			}
 			r.seqs[st.Step.Number] = seq
 		} else if seq == nil {
-			return nil, nil, fmt.Errorf("step %d: chunk %s arrived without the chunks before it", st.Step.Number, cr)
+			return nil, task.Piece{}, fmt.Errorf("step %d: chunk %s arrived without the chunks before it", st.Step.Number, cr)
 		}
 		if err := seq.r.Add(cr, data); err != nil {
-			return nil, nil, fmt.Errorf("step %d: %w", st.Step.Number, err)
+			return nil, task.Piece{}, fmt.Errorf("step %d: %w", st.Step.Number, err)
 		}
 		if !hasOff {
 			off = seq.base + cr.Start
@@ -93,16 +93,16 @@ func (o *Orchestrator) placeOutput(r *run, env *envelope.Envelope, st *envelope.
 			delete(r.seqs, st.Step.Number)
 		}
 	} else if data == "" {
-		return nil, nil, nil
+		return nil, task.Piece{}, nil
 	} else if !hasOff {
 		off = r.cov.contiguous()
 	}
 	if off < 0 {
-		return nil, nil, fmt.Errorf("output_offset %d is negative", off)
+		return nil, task.Piece{}, fmt.Errorf("output_offset %d is negative", off)
 	}
 	r.cov.add(span{off, off + int64(len(data))})
 	r.t.OutputBytes = r.cov.contiguous()
-	return &off, o.st.outputEntry(r.t.ID, off, data), nil
+	return &off, task.Piece{Offset: off, Data: data}, nil
 }
 
 // xInt reads an integer from x_custom_fields.

@@ -15,6 +15,7 @@ import (
 // result event show it and as it is stored, numbers as the agent wrote them.
 func TestStructuredOutputIsKeptInEveryView(t *testing.T) {
 	e := newEnv(t, "code-1")
+	e.disk = true
 	o, a := e.openWithAgent("code-1", 1)
 	c := e.client(o)
 	task := submit(t, o, nil)

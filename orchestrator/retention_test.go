@@ -14,6 +14,7 @@ import (
 // while a task still running meanwhile stays.
 func TestFinishedTaskIsGoneAfterRetention(t *testing.T) {
 	e := newEnv(t, "code-1")
+	e.disk = true
 	// Badger expires keys on whole seconds: 2s keeps the task at least 1s.
 	e.cfg.Retention = 2 * time.Second
 	o, a := e.openWithAgent("code-1", 4)
