@@ -203,7 +203,7 @@ func (o *Orchestrator) apiOutput(w http.ResponseWriter, _ *http.Request, id stri
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	w.Header().Set("X-Chiffon-Output-Complete", strconv.FormatBool(t.OutputComplete))
 	w.Header().Set("X-Chiffon-Task-State", string(t.State))
-	if _, err := o.st.writeOutput(id, w); err != nil {
+	if _, err := o.st.WriteOutput(id, w); err != nil {
 		o.log.Warn("write output", "task_id", id, "err", err)
 	}
 }

@@ -41,7 +41,7 @@ func (o *Orchestrator) Cancel(ctx context.Context, id, reason string) (*Task, er
 	r := o.runs[id]
 	if r == nil {
 		o.mu.Unlock()
-		t, err := o.st.getTask(id)
+		t, err := o.st.Task(id)
 		if err != nil {
 			return nil, err
 		}
@@ -60,14 +60,14 @@ func (o *Orchestrator) Cancel(ctx context.Context, id, reason string) (*Task, er
 			if r.pinned != "" {
 				// Between attempts (a retry wait): the agent pinned to it may still
 				// be running an earlier attempt. Tell it, as for a running task.
-				o.taskLog(t).Info("task cancelled between attempts", "agent_id", r.pinned)
+				r.log.Info("task cancelled between attempts", "agent_id", r.pinned)
 				o.sendCancel(t, r.pinned, cancelReason(reason))
 				o.finish(r, StateCancelled, nil, because("cancelled between attempts"))
 				c := cloneTask(t)
 				o.mu.Unlock()
 				return c, nil
 			}
-			o.taskLog(t).Info("task cancelled before dispatch")
+			r.log.Info("task cancelled before dispatch")
 			o.finish(r, StateCancelled, nil, because("cancelled before dispatch"))
 			c := cloneTask(t)
 			o.mu.Unlock()
@@ -90,7 +90,7 @@ func (o *Orchestrator) Cancel(ctx context.Context, id, reason string) (*Task, er
 			} else if ack != nil && ack.Message != "" {
 				why = "agent: " + ack.Message
 			}
-			o.taskLog(t).Info("task cancelled", "why", why)
+			r.log.Info("task cancelled", "why", why)
 			o.finish(r, StateCancelled, nil, because("cancelled")+"; "+why)
 		}
 	}
@@ -121,7 +121,7 @@ func (o *Orchestrator) Task(id string) (*Task, error) {
 		return c, nil
 	}
 	o.mu.Unlock()
-	return o.st.getTask(id)
+	return o.st.Task(id)
 }
 
 // ListOptions filters a task list.
@@ -151,7 +151,7 @@ func (o *Orchestrator) Tasks(opts ListOptions) ([]*Task, error) {
 		}
 		return (opts.State == "" || t.State == opts.State) && (opts.AgentType == "" || t.ToAgent == opts.AgentType)
 	}
-	return o.st.listTasks(keep, opts.Limit)
+	return o.st.Tasks(keep, opts.Limit)
 }
 
 // replayStatuses brings a recovered task's steps and progress up to date with its
@@ -159,7 +159,7 @@ func (o *Orchestrator) Tasks(opts ListOptions) ([]*Task, error) {
 // task's record (saveStatus), so the record may miss the last of them.
 func (o *Orchestrator) replayStatuses(t *Task) (int64, error) {
 	var last int64
-	err := o.st.events(t.ID, 0, func(ev *Event) error {
+	err := o.st.Events(t.ID, 0, func(ev *Event) error {
 		last = ev.Seq
 		if ev.Type == EventStatus && ev.Status != nil {
 			t.ProgressPercent = ev.Status.ProgressPercent
@@ -174,20 +174,18 @@ func (o *Orchestrator) replayStatuses(t *Task) (int64, error) {
 // is sent again to that agent with its request_id, whose cache answers; one that did
 // not is queued until the agents register.
 func (o *Orchestrator) recover() error {
-	tasks, err := o.st.listTasks(func(t *Task) bool { return !t.State.Final() }, 0)
+	tasks, err := o.st.Unfinished()
 	if err != nil {
 		return err
 	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	for i := len(tasks) - 1; i >= 0; i-- { // oldest first
-		t := tasks[i]
+	for _, t := range tasks { // oldest first
 		r := o.newRun(t)
-		r.recovered = true
 		if r.seq, err = o.replayStatuses(t); err != nil {
 			return err
 		}
-		pieces, err := o.st.outputPieces(t.ID)
+		pieces, err := o.st.OutputSpans(t.ID)
 		if err != nil {
 			return err
 		}
@@ -196,7 +194,7 @@ func (o *Orchestrator) recover() error {
 		}
 		t.OutputBytes = r.out.Contiguous()
 		o.runs[t.ID] = r
-		log := o.taskLog(t)
+		log := r.log
 		if t.CancelRequested && t.State == StatePending {
 			o.finish(r, StateCancelled, nil, "cancelled")
 			continue

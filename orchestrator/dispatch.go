@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"time"
 
@@ -17,8 +18,9 @@ import (
 // run is the live state of one unfinished task. Guarded by Orchestrator.mu.
 type run struct {
 	t        *Task
-	seq      int64 // last event number
-	attempt  int   // dispatches so far in this process; stale timers compare it
+	log      *slog.Logger // carries the task's ids (see taskLog)
+	seq      int64        // last event number
+	attempt  int          // dispatches so far in this process; stale timers compare it
 	timerGen int
 	accepted bool
 	finished bool
@@ -39,11 +41,10 @@ type run struct {
 	// attempt, or one timed out there). Every later dispatch goes to it, even after
 	// an attempt that provably never reached it: only its dedupe cache can tell
 	// whether the request ran, and another agent would run it a second time.
-	pinned    string
-	out       output.Assembler // which output bytes are held
-	written   *commit          // the last saveAsync write
-	recovered bool             // resumed from the store: its keys may predate liveTTL
-	reasks    int              // re-requests for a truncated result with a gap
+	pinned  string
+	out     output.Assembler // which output bytes are held
+	written *commit          // the last saveAsync write
+	reasks  int              // re-requests for a truncated result with a gap
 }
 
 func (r *run) stopTimers() {
@@ -58,7 +59,6 @@ func (r *run) stopTimers() {
 const maxReasks = 2
 
 func (o *Orchestrator) newRun(t *Task) *run {
-	t.log = o.taskLog(t)
 	left := max(o.cfg.Retry.MaxRetries-len(t.Retries), 0)
 	b := &backoff.ExponentialBackOff{
 		InitialInterval:     o.cfg.Retry.Initial,
@@ -74,7 +74,7 @@ func (o *Orchestrator) newRun(t *Task) *run {
 	for range len(t.Retries) {
 		b.NextBackOff()
 	}
-	return &run{t: t, bo: backoff.WithMaxRetries(b, uint64(left))}
+	return &run{t: t, log: o.taskLog(t), bo: backoff.WithMaxRetries(b, uint64(left))}
 }
 
 // SubmitRequest is a task to run.
@@ -184,7 +184,7 @@ func (o *Orchestrator) Submit(_ context.Context, req SubmitRequest) (*Task, erro
 func (o *Orchestrator) admit(r *run) {
 	o.runs[r.t.ID] = r
 	o.metrics.tasks.WithLabelValues(string(StatePending)).Inc()
-	o.taskLog(r.t).Debug("task submitted", "to_agent", r.t.ToAgent, "work_type", r.t.WorkType)
+	r.log.Debug("task submitted", "to_agent", r.t.ToAgent, "work_type", r.t.WorkType)
 }
 
 // drop forgets a task whose first write failed: it was never stored, nor sent.
@@ -259,7 +259,7 @@ func (o *Orchestrator) dispatch(r *run, a *agentEntry, agentID string, before ..
 		}
 	}
 	env := envelope.New(envelope.Orchestrator, t.ToAgent, t.RequestID, t.TraceID,
-		&envelope.WorkRequest{TaskID: t.ID, WorkType: t.WorkType, Parameters: t.Parameters, Hints: t.Hints.envelope()})
+		&envelope.WorkRequest{TaskID: t.ID, WorkType: t.WorkType, Parameters: t.Parameters, Hints: hintsEnvelope(t.Hints)})
 	env.ProtocolVersion = version
 	ev := &Event{Type: EventState, Message: fmt.Sprintf("dispatched to %s (attempt %d)", agentID, t.Attempts)}
 	attempt, reply := r.attempt, o.subj.OrchTask(o.id, agentID, t.ID, r.nonce)
@@ -286,7 +286,7 @@ func (o *Orchestrator) send(r *run, attempt int, agentID, reply string, env *env
 	if stored != nil {
 		fail = errcodes.NewAgentUnavailable("store dispatched task: "+stored.Error(), agentID, nil)
 	} else {
-		o.taskLog(t).Debug("work_request sent", "agent_id", agentID, "attempt", t.Attempts, "message_id", env.MessageID)
+		r.log.Debug("work_request sent", "agent_id", agentID, "attempt", t.Attempts, "message_id", env.MessageID)
 		if err := o.publish(o.subj.AgentWork(agentID), reply, agentID, env); err != nil {
 			fail = errcodes.NewAgentUnavailable("publish work_request: "+err.Error(), agentID, nil)
 		}
@@ -345,7 +345,7 @@ func (o *Orchestrator) closeAttempt(r *run, err error) bool {
 // one has room, else when one registers. Called with o.mu held.
 func (o *Orchestrator) requeue(r *run, e *errcodes.Error) {
 	t := r.t
-	o.taskLog(t).Warn("attempt reached no agent: queued again", "agent_id", t.AgentID, "attempt", t.Attempts, "err", e.Message)
+	r.log.Warn("attempt reached no agent: queued again", "agent_id", t.AgentID, "attempt", t.Attempts, "err", e.Message)
 	if !o.closeAttempt(r, errNeverReached) {
 		return
 	}
@@ -361,7 +361,7 @@ func (o *Orchestrator) requeue(r *run, e *errcodes.Error) {
 // run it, so the retry may go to another agent. Called with o.mu held.
 func (o *Orchestrator) failAttempt(r *run, e *errcodes.Error, neverStarted bool) {
 	t := r.t
-	log := o.taskLog(t)
+	log := r.log
 	log.Warn("attempt failed", "agent_id", t.AgentID, "attempt", t.Attempts, "code", int(e.Code), "err", e.Message, "never_started", neverStarted)
 	if !o.closeAttempt(r, e) {
 		return
@@ -432,32 +432,14 @@ func (o *Orchestrator) finish(r *run, state State, ev *Event, msg string) {
 		ev.Type, ev.Error = EventError, t.Error
 	}
 	// The end becomes visible (to Wait, to streams, in the store) once written.
-	withExpiry := !o.closed && (r.recovered || now.Sub(t.CreatedAt) > expireSlack)
 	o.saveAsync(r, []*Event{ev}, func(error) {
 		o.notify(t.ID, ev)
 		delete(o.runs, t.ID)
 		if len(o.watchers[t.ID]) > 0 {
 			o.closeWatchers(t.ID, cloneTask(t))
 		}
-		if withExpiry {
-			o.expire(r)
-		}
 	})
-	o.taskLog(t).Info("task finished", "state", state, "attempts", t.Attempts, "agent_id", t.AgentID)
-}
-
-// expire gives the events and output of r, a task that ran long or was resumed, the
-// retention TTL: they were written with one that may not outlive its record
-// (liveTTL). Called with o.mu held, once the final write is committed.
-func (o *Orchestrator) expire(r *run) {
-	id, lastSeq, withOutput := r.t.ID, r.seq, !r.out.Empty()
-	o.wg.Add(1)
-	go func() {
-		defer o.wg.Done()
-		if err := o.st.expire(id, o.cfg.Retention, lastSeq, withOutput); err != nil {
-			o.log.Warn("set retention on task", "task_id", id, "err", err)
-		}
-	}()
+	r.log.Info("task finished", "state", state, "attempts", t.Attempts, "agent_id", t.AgentID)
 }
 
 // setState moves t to s and keeps the tasks-by-state gauge right.

@@ -191,6 +191,7 @@ func TestPinnedTaskGoesToItsAgent(t *testing.T) {
 // given back and the task is not kept as a live one that nothing could resume.
 func TestSubmitFailsWhenTheTaskCannotBeStored(t *testing.T) {
 	e := newEnv(t, "code-1")
+	e.mem = true // a memstore can be made to fail its writes
 	o, _ := e.openWithAgent("code-1", 1)
 	orchestrator.BreakStoreWrites(o)
 	task, err := o.Submit(context.Background(), orchestrator.SubmitRequest{ToAgent: envelope.Code, WorkType: "echo"})

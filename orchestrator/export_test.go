@@ -1,13 +1,19 @@
 package orchestrator
 
 import (
-	"github.com/dgraph-io/badger/v4"
+	"errors"
+
+	"github.com/chiffon-dev/chiffon/orchestrator/badgerstore"
+	"github.com/chiffon-dev/chiffon/orchestrator/memstore"
 	"github.com/nats-io/nats.go"
 )
 
 // BreakStoreWrites makes every later task store write of an open orchestrator fail,
-// as a full or broken disk would; reads still work.
-func BreakStoreWrites(o *Orchestrator) { o.st.w.Close() }
+// as a full or broken disk would; reads still work. The orchestrator must run on a
+// memstore.
+func BreakStoreWrites(o *Orchestrator) {
+	o.st.(*memstore.Store).FailWrites(errors.New("task store broken"))
+}
 
 // PauseTaskInbox takes the orchestrator's lock, so that its task inbox handler
 // stops at the first message that needs it and the next ones queue up behind.
@@ -24,16 +30,8 @@ func PauseTaskInbox(o *Orchestrator) (*nats.Subscription, func()) {
 }
 
 // EventVersions returns the Badger version (commit timestamp) of each stored event of
-// task id, in order: events written in one transaction share it.
+// task id, in order: events written in one transaction share it. The orchestrator
+// must run on its default Badger store.
 func EventVersions(o *Orchestrator, id string) ([]uint64, error) {
-	var vs []uint64
-	err := o.st.db.View(func(txn *badger.Txn) error {
-		it := txn.NewIterator(badger.IteratorOptions{Prefix: eventPrefix(id)})
-		defer it.Close()
-		for it.Rewind(); it.Valid(); it.Next() {
-			vs = append(vs, it.Item().Version())
-		}
-		return nil
-	})
-	return vs, err
+	return o.st.(*badgerstore.Store).EventVersions(id)
 }

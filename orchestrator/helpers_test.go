@@ -17,6 +17,7 @@ import (
 	"github.com/chiffon-dev/chiffon/errcodes"
 	"github.com/chiffon-dev/chiffon/internal/testnats"
 	"github.com/chiffon-dev/chiffon/orchestrator"
+	"github.com/chiffon-dev/chiffon/orchestrator/memstore"
 	"github.com/nats-io/nats.go"
 	"go.uber.org/goleak"
 )
@@ -58,6 +59,9 @@ type env struct {
 	// orchTokens are the orchestrator's tokens, one per agent id.
 	orchTokens map[string]string
 	logs       *syncBuf
+	// mem keeps the tasks in a fresh memstore, which a test can make fail its
+	// writes, instead of the orchestrator's default Badger store in cfg.DataDir.
+	mem bool
 	// opened is set once an orchestrator has been opened on the env; o is the
 	// last one.
 	opened bool
@@ -87,7 +91,14 @@ func newEnv(t *testing.T, agentIDs ...string) *env {
 func (e *env) open() *orchestrator.Orchestrator {
 	e.t.Helper()
 	log := slog.New(slog.NewTextHandler(e.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	o, err := orchestrator.Open(e.cfg, orchestrator.Options{Logger: log})
+	opts := orchestrator.Options{Logger: log}
+	if e.mem {
+		if e.opened {
+			e.t.Fatal("a restart needs the tasks on disk: unset env.mem")
+		}
+		opts.Store = memstore.New(e.cfg.Retention)
+	}
+	o, err := orchestrator.Open(e.cfg, opts)
 	if err != nil {
 		e.t.Fatalf("Open: %v", err)
 	}

@@ -23,14 +23,14 @@ func isNoResponders(msg *nats.Msg) bool {
 // work_status, work_result and error, and the server's no-responders status.
 //
 // Messages already read and waiting behind this one (a short task's
-// acknowledgement and result often arrive in one read) share one commit: the
-// writes of all but the last are held, and the last message's write, or a Kick
-// after it, commits them all.
+// acknowledgement and result often arrive in one read) may share one commit: the
+// writes of all but the last tell the store more are coming, and the last message's
+// write, or a Flush after it, commits them all.
 func (o *Orchestrator) handleTaskMsg(msg *nats.Msg) {
 	more := morePending(msg)
-	o.handleTaskMsgHolding(msg, more)
-	if !more && o.writesHeld.Swap(false) {
-		o.st.w.Kick()
+	o.onTaskMsg(msg, more)
+	if !more {
+		o.st.Flush()
 	}
 }
 
@@ -46,7 +46,7 @@ func morePending(msg *nats.Msg) bool {
 	return err == nil && n > 1
 }
 
-func (o *Orchestrator) handleTaskMsgHolding(msg *nats.Msg, hold bool) {
+func (o *Orchestrator) onTaskMsg(msg *nats.Msg, more bool) {
 	inbox, ok := broker.ParseTaskInbox(msg.Subject)
 	if !ok {
 		o.log.Warn("message on a subject that is no task inbox dropped", "subject", msg.Subject)
@@ -72,14 +72,14 @@ func (o *Orchestrator) handleTaskMsgHolding(msg *nats.Msg, hold bool) {
 	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	o.holdWrites = hold
-	defer func() { o.holdWrites = false }()
+	o.moreComing = more
+	defer func() { o.moreComing = false }()
 	r := o.runs[taskID]
 	if r == nil || r.finished {
 		o.log.Debug("message for a finished or unknown task dropped", "task_id", taskID, "type", env.Type)
 		return
 	}
-	log := o.taskLog(r.t)
+	log := r.log
 	if agentID != r.t.AgentID || env.RequestID != r.t.RequestID {
 		log.Warn("message from another agent or request dropped", "agent_id", agentID, "msg_request_id", env.RequestID)
 		return
@@ -152,7 +152,7 @@ func (o *Orchestrator) onStatus(r *run, env *envelope.Envelope, st *envelope.Wor
 	off, piece, err := o.placeOutput(r, env, st)
 	if err != nil {
 		o.metrics.invalid.Inc()
-		o.taskLog(t).Warn("output piece rejected", "step", st.Step.Number, "err", err)
+		r.log.Warn("output piece rejected", "step", st.Step.Number, "err", err)
 	}
 	ev := &Event{Type: EventStatus, Status: st, OutputOffset: off}
 	o.saveStatus(r, ev, piece) // numbers and times ev
@@ -194,13 +194,13 @@ func (o *Orchestrator) onResult(r *run, env *envelope.Envelope, res *envelope.Wo
 	t := r.t
 	r.accepted = true
 	truncated, total := output.Truncation(env.XCustomFields, res)
-	log := o.taskLog(t)
+	log := r.log
 	if !truncated {
 		// r.out holds what the store holds (recover rebuilds it): with no output
 		// either side there is nothing to replace, and no write to wait for.
 		if res.Output != "" || !r.out.Empty() {
 			_ = r.written.wait() // replaceOutput reads the pieces stored so far
-			if err := o.st.replaceOutput(t.ID, res.Output); err != nil {
+			if err := o.st.ReplaceOutput(t.ID, res.Output); err != nil {
 				log.Error("store result output", "err", err)
 			}
 		}

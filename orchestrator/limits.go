@@ -55,7 +55,7 @@ func (o *Orchestrator) checkSize(req *SubmitRequest) error {
 	}
 	env := envelope.New(envelope.Orchestrator, req.ToAgent, envelope.NewID(), envelope.NewID(),
 		&envelope.WorkRequest{TaskID: envelope.NewID(), WorkType: req.WorkType, Parameters: req.Parameters,
-			Hints: req.Hints.envelope()})
+			Hints: hintsEnvelope(req.Hints)})
 	env.Timestamp = env.Timestamp.Truncate(time.Second).Add(time.Second - time.Nanosecond)
 	data, err := envelope.Encode(env)
 	if err != nil {

@@ -57,7 +57,7 @@ func (o *Orchestrator) initMetrics() error {
 	for _, s := range States {
 		o.metrics.tasks.WithLabelValues(string(s)).Set(0)
 	}
-	_, err := o.st.listTasks(func(t *Task) bool {
+	_, err := o.st.Tasks(func(t *Task) bool {
 		o.metrics.tasks.WithLabelValues(string(t.State)).Inc()
 		return false
 	}, 0)

@@ -1,8 +1,8 @@
 // Package orchestrator is Chiffon's control point: it learns agents from their
 // registrations and heartbeats, routes each task to the least-loaded healthy agent of
 // its type, retries and times out dispatches, guards every agent with a circuit
-// breaker, keeps every task, status and output in a Badger store so that nothing is
-// lost across restarts, and serves an HTTP API with Server-Sent Events and metrics.
+// breaker, keeps every task, status and output in a TaskStore (Badger's by default,
+// package badgerstore) so that nothing is lost across restarts, and serves an HTTP API with Server-Sent Events and metrics.
 //
 // Open starts an orchestrator, Run serves its HTTP API until the context ends, and
 // Close stops it. Client talks to the API.
@@ -19,15 +19,14 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/chiffon-dev/chiffon/broker"
 	"github.com/chiffon-dev/chiffon/envelope"
 	"github.com/chiffon-dev/chiffon/errcodes"
-	"github.com/chiffon-dev/chiffon/internal/kvstore"
 	"github.com/chiffon-dev/chiffon/internal/lazylog"
 	"github.com/chiffon-dev/chiffon/internal/ratelog"
+	"github.com/chiffon-dev/chiffon/orchestrator/badgerstore"
 	"github.com/nats-io/nats.go"
 )
 
@@ -38,6 +37,9 @@ type Options struct {
 	// Conn is an open NATS connection to use instead of dialing Config.NATS.URLs.
 	// The orchestrator does not close it.
 	Conn *nats.Conn
+	// Store keeps the tasks instead of a Badger store in Config.DataDir/tasks.
+	// The orchestrator closes it.
+	Store TaskStore
 }
 
 // Orchestrator is a running orchestrator. Its methods are safe for concurrent use.
@@ -52,7 +54,7 @@ type Orchestrator struct {
 	subj    broker.Subjects
 	nc      *nats.Conn
 	ownConn bool
-	st      *store
+	st      TaskStore
 	metrics *metrics
 	handler http.Handler
 
@@ -63,11 +65,10 @@ type Orchestrator struct {
 	queues   map[envelope.AgentType][]string
 	watchers map[string]map[*watcher]struct{}
 	subs     []*nats.Subscription
-	// holdWrites is set while handleTaskMsg handles a message read together with
-	// more: the writes it makes are held for the next one's commit.
-	holdWrites bool
-	// writesHeld says a write may be held: the last message of a run kicks it.
-	writesHeld atomic.Bool
+	// moreComing is set while handleTaskMsg handles a message read together with
+	// more: the store may hold the writes it makes for the next one's commit (see
+	// task.Write.MoreComing), and the last message's handler flushes them.
+	moreComing bool
 
 	wg   sync.WaitGroup
 	done chan struct{}
@@ -107,14 +108,17 @@ func Open(cfg Config, opts Options) (*Orchestrator, error) {
 		done:     make(chan struct{}),
 		metrics:  newMetrics(),
 	}
-	if o.st, err = openStore(filepath.Join(cfg.DataDir, "tasks"), o.log); err != nil {
-		return nil, err
+	o.st = opts.Store
+	if o.st == nil {
+		o.st, err = badgerstore.Open(filepath.Join(cfg.DataDir, "tasks"), badgerstore.Options{Retention: cfg.Retention, Logger: o.log})
+		if err != nil {
+			return nil, err
+		}
 	}
-	o.st.retention = cfg.Retention
 	o.nc = opts.Conn
 	if o.nc == nil {
 		if err := cfg.NATS.Validate(); err != nil {
-			o.st.close()
+			o.st.Close()
 			return nil, fmt.Errorf("config: %w", err)
 		}
 		o.ownConn = true
@@ -123,7 +127,7 @@ func Open(cfg Config, opts Options) (*Orchestrator, error) {
 		cc.InboxPrefix = o.subj.Inbox(broker.RoleOrchestrator, "")
 		o.nc, err = broker.Connect(cc)
 		if err != nil {
-			o.st.close()
+			o.st.Close()
 			return nil, fmt.Errorf("connect to NATS: %w", err)
 		}
 	}
@@ -164,8 +168,6 @@ func (o *Orchestrator) start() error {
 		return err
 	}
 	o.discover()
-	o.wg.Add(1)
-	go func() { defer o.wg.Done(); kvstore.RunGC(o.st.db.DB, 10*time.Minute, o.done) }()
 	return nil
 }
 
@@ -250,7 +252,7 @@ func (o *Orchestrator) Close() error {
 	// A write held for a message the unsubscribe dropped goes now; no write is held
 	// once closed is set (see queueWrite).
 	if o.st != nil {
-		o.st.w.Kick()
+		o.st.Flush()
 	}
 	o.wg.Wait()
 	o.authLog.Flush(context.Background())
@@ -258,7 +260,7 @@ func (o *Orchestrator) Close() error {
 		o.nc.Close()
 	}
 	if o.st != nil {
-		return o.st.close()
+		return o.st.Close()
 	}
 	return nil
 }
@@ -404,12 +406,9 @@ func (o *Orchestrator) rejectAuth(msg *nats.Msg, e *errcodes.Error) {
 	}
 }
 
-// taskLog returns a logger carrying a task's ids: the one newRun made for a live
-// task. The ids are formatted only into the lines written (see lazylog).
+// taskLog returns a logger carrying a task's ids; a live task's run keeps one (see
+// newRun). The ids are formatted only into the lines written (see lazylog).
 func (o *Orchestrator) taskLog(t *Task) *slog.Logger {
-	if t.log != nil {
-		return t.log
-	}
 	return lazylog.With(o.log, slog.String("task_id", t.ID), slog.String("request_id", t.RequestID),
 		slog.String("trace_id", t.TraceID))
 }

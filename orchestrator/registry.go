@@ -342,7 +342,7 @@ func (o *Orchestrator) resendInFlight(a *agentEntry) {
 			r.agent = nil
 		}
 		r.pinned, r.stick = a.id, a.id // only this agent's cache knows whether it ran
-		o.taskLog(t).Info("agent process replaced: task sent again", "agent_id", a.id, "attempt", t.Attempts)
+		r.log.Info("agent process replaced: task sent again", "agent_id", a.id, "attempt", t.Attempts)
 		_ = o.save(r, &Event{Type: EventState, Message: a.id + " restarted: sent again"})
 		o.dispatch(r, a, a.id)
 	}

@@ -131,7 +131,7 @@ func (o *Orchestrator) enqueue(r *run) {
 	} else {
 		o.queues[r.t.ToAgent] = append(o.queues[r.t.ToAgent], r.t.ID)
 	}
-	o.taskLog(r.t).Info("task queued: no candidate agent can take it now", "agent_type", r.t.ToAgent)
+	r.log.Info("task queued: no candidate agent can take it now", "agent_type", r.t.ToAgent)
 }
 
 // drainQueue dispatches queued tasks of typ, in order, while agents have room. A task

@@ -3,9 +3,7 @@ package orchestrator
 import (
 	"time"
 
-	"github.com/chiffon-dev/chiffon/internal/kvstore"
-
-	"github.com/dgraph-io/badger/v4"
+	"github.com/chiffon-dev/chiffon/orchestrator/task"
 )
 
 // commit is one saveAsync write: done is closed once it is committed or has failed,
@@ -13,9 +11,9 @@ import (
 type commit struct {
 	done chan struct{}
 	err  error
-	// held is the Batcher that holds the write for the next message's commit (see
+	// held is the store that may hold the write for the next message's commit (see
 	// handleTaskMsg), or nil.
-	held *kvstore.Batcher
+	held TaskStore
 }
 
 // wait waits for the write and returns its outcome; a nil commit has nothing to wait
@@ -25,7 +23,7 @@ func (c *commit) wait() error {
 		return nil
 	}
 	if c.held != nil {
-		c.held.Kick()
+		c.held.Flush()
 	}
 	<-c.done
 	return c.err
@@ -45,24 +43,26 @@ func (o *Orchestrator) save(r *run, ev *Event) error {
 // write numbers ev and writes r's task and ev in one transaction.
 func (o *Orchestrator) write(r *run, ev *Event) error {
 	t := r.t
-	ttl := o.stamp(r, ev)
-	if err := o.st.saveTask(t, []*Event{ev}, ttl); err != nil {
-		o.taskLog(t).Error("store task", "err", err)
+	o.stamp(r, ev)
+	errc := make(chan error, 1)
+	o.st.Save(&task.Write{ID: t.ID, Task: t, Events: []*Event{ev}}, func(err error) { errc <- err })
+	if err := <-errc; err != nil {
+		r.log.Error("store task", "err", err)
 		return err
 	}
 	return nil
 }
 
-// saveAsync numbers evs (see stamp) and writes r's task, evs and the extra entries in
-// one transaction without waiting for it, so that o.mu is not held across a commit.
-// The write is queued behind the earlier ones; r.written is the last one, which a
-// reader of the stored history waits for. then, when not nil, runs once the write is
-// committed or has failed, with o.mu held: a step that must follow the write (a
-// work_request sent, a result made visible) goes there. It may run on the committing
-// goroutine, so it must not write synchronously (save) nor wait for a commit; a step
-// that does goes through o.later. Called with o.mu held.
-func (o *Orchestrator) saveAsync(r *run, evs []*Event, then func(error), extra ...*badger.Entry) {
-	o.queueWrite(r, r.t, evs, then, extra)
+// saveAsync numbers evs (see stamp) and writes r's task and evs in one transaction
+// without waiting for it, so that o.mu is not held across a commit. The write is
+// queued behind the earlier ones; r.written is the last one, which a reader of the
+// stored history waits for. then, when not nil, runs once the write is committed or
+// has failed, with o.mu held: a step that must follow the write (a work_request
+// sent, a result made visible) goes there. It may run on the committing goroutine,
+// so it must not write synchronously (save) nor wait for a commit; a step that does
+// goes through o.later. Called with o.mu held.
+func (o *Orchestrator) saveAsync(r *run, evs []*Event, then func(error)) {
+	o.queueWrite(r, &task.Write{ID: r.t.ID, Task: r.t, Events: evs}, then)
 }
 
 // saveStatus writes a work_status event and its output piece as saveAsync does, but
@@ -70,20 +70,20 @@ func (o *Orchestrator) saveAsync(r *run, evs []*Event, then func(error), extra .
 // which the record gets at its next save and recover rebuilds from the status events
 // after a crash, and moves it from dispatched to running, which recover treats alike:
 // either may have reached the agent. Called with o.mu held.
-func (o *Orchestrator) saveStatus(r *run, ev *Event, piece *badger.Entry) {
-	o.queueWrite(r, nil, []*Event{ev}, nil, []*badger.Entry{piece})
+func (o *Orchestrator) saveStatus(r *run, ev *Event, piece task.Piece) {
+	o.queueWrite(r, &task.Write{ID: r.t.ID, Events: []*Event{ev}, Output: piece}, nil)
 }
 
-func (o *Orchestrator) queueWrite(r *run, record *Task, evs []*Event, then func(error), extra []*badger.Entry) {
+func (o *Orchestrator) queueWrite(r *run, w *task.Write, then func(error)) {
 	t := r.t
-	ttl := o.stamp(r, evs...)
+	o.stamp(r, w.Events...)
 	c := &commit{done: make(chan struct{})}
-	if o.holdWrites && !o.closed {
-		c.held = o.st.w
+	if o.moreComing && !o.closed {
+		c.held, w.MoreComing = o.st, true
 	}
 	r.written = c
 	o.wg.Add(1) // Close waits for then, and closes the store after the write
-	err := o.st.saveTaskAsync(t.ID, record, evs, ttl, c.held != nil, func(err error) {
+	o.st.Save(w, func(err error) {
 		if err != nil {
 			o.log.Error("store task", "task_id", t.ID, "err", err)
 		}
@@ -107,21 +107,7 @@ func (o *Orchestrator) queueWrite(r *run, record *Task, evs []*Event, then func(
 			defer o.mu.Unlock()
 			then(err)
 		}()
-	}, extra...)
-	switch {
-	case err != nil: // nothing encoded, nothing queued
-		o.wg.Done()
-		o.taskLog(t).Error("store task", "err", err)
-		c.err = err
-		close(c.done)
-		if then != nil {
-			then(err)
-		}
-	case c.held != nil:
-		o.writesHeld.Store(true)
-	default:
-		o.writesHeld.Store(false) // this write's commit takes every held one along
-	}
+	})
 }
 
 // waitWritten waits until every saveAsync write of live task id so far is
@@ -136,9 +122,8 @@ func (o *Orchestrator) waitWritten(id string) {
 	_ = c.wait()
 }
 
-// stamp numbers the events of evs not numbered yet, with r's state now, and returns
-// the TTL of their write: the retention once the task is final.
-func (o *Orchestrator) stamp(r *run, evs ...*Event) time.Duration {
+// stamp numbers the events of evs not numbered yet, with r's state now.
+func (o *Orchestrator) stamp(r *run, evs ...*Event) {
 	t := r.t
 	t.UpdatedAt = time.Now().UTC()
 	for _, ev := range evs {
@@ -148,10 +133,6 @@ func (o *Orchestrator) stamp(r *run, evs ...*Event) time.Duration {
 		r.seq++
 		ev.Seq, ev.At, ev.State = r.seq, t.UpdatedAt, t.State
 	}
-	if t.State.Final() {
-		return o.cfg.Retention
-	}
-	return 0
 }
 
 // later runs fn with o.mu held on a goroutine of its own, unless the orchestrator has

@@ -114,7 +114,7 @@ func (o *Orchestrator) serveEvents(w http.ResponseWriter, req *http.Request, id 
 	w.Header().Set("X-Accel-Buffering", "no")
 	w.WriteHeader(http.StatusOK)
 	errStop := errors.New("stop")
-	err := o.st.events(id, after, func(ev *Event) error {
+	err := o.st.Events(id, after, func(ev *Event) error {
 		after = ev.Seq
 		if writeEvent(w, ev) != nil {
 			return errStop
@@ -142,7 +142,7 @@ func (o *Orchestrator) serveEvents(w http.ResponseWriter, req *http.Request, id 
 			if !ok {
 				// Ended: the task finished, or this stream fell behind. Send what the
 				// store has beyond what was sent.
-				_ = o.st.events(id, after, func(ev *Event) error { return writeEvent(w, ev) })
+				_ = o.st.Events(id, after, func(ev *Event) error { return writeEvent(w, ev) })
 				flusher.Flush()
 				return
 			}

@@ -9,8 +9,8 @@ import (
 	"github.com/chiffon-dev/chiffon/errcodes"
 )
 
-// maxDuration is the task's hints.max_duration_seconds, or 0.
-func (t *Task) maxDuration() time.Duration {
+// maxDuration is t's hints.max_duration_seconds, or 0.
+func maxDuration(t *Task) time.Duration {
 	if t.Hints == nil {
 		return 0
 	}
@@ -27,7 +27,7 @@ func (o *Orchestrator) armTimers(r *run) {
 		r.timer.Stop()
 	}
 	r.timerGen++
-	if max := r.t.maxDuration(); max > 0 && r.deadline == nil {
+	if max := maxDuration(r.t); max > 0 && r.deadline == nil {
 		end := r.t.FirstDispatchAt.Add(max + o.cfg.Timeouts.DeadlineGrace)
 		r.deadline = time.AfterFunc(time.Until(end), func() { o.onDeadline(r) })
 	}

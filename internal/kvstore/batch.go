@@ -19,6 +19,7 @@ type Batcher struct {
 
 	mu      sync.Mutex
 	queue   []pendingWrite
+	held    bool // the queue may hold a write that no Write or Kick has started
 	closed  bool
 	wake    chan struct{}
 	stopped chan struct{}
@@ -48,7 +49,7 @@ func NewBatcher(db *DB) *Batcher {
 // committing goroutine, in order with the other writes' done functions, and must not
 // block: a done that needs a lock starts a goroutine to take it.
 func (b *Batcher) Write(entries []*badger.Entry, done func(error)) {
-	if b.add(entries, done) {
+	if b.add(entries, done, false) {
 		b.Kick()
 	}
 }
@@ -59,7 +60,20 @@ func (b *Batcher) Write(entries []*badger.Entry, done func(error)) {
 // subscription already read, say) holds all but the last. Whoever holds a write must
 // make sure a Write or Kick follows; Close commits what is still held.
 func (b *Batcher) Hold(entries []*badger.Entry, done func(error)) {
-	b.add(entries, done)
+	b.add(entries, done, true)
+}
+
+// Flush is Kick when a held write may wait in the queue, and nothing otherwise: a
+// caller that held writes for a burst ends it with Flush, without waking the
+// committing goroutine for nothing when no write was held.
+func (b *Batcher) Flush() {
+	b.mu.Lock()
+	held := b.held
+	b.held = false
+	b.mu.Unlock()
+	if held {
+		b.Kick()
+	}
 }
 
 // Kick starts committing the writes queued so far.
@@ -70,8 +84,9 @@ func (b *Batcher) Kick() {
 	}
 }
 
-// add queues a write and reports whether it did: a closed Batcher refuses it.
-func (b *Batcher) add(entries []*badger.Entry, done func(error)) bool {
+// add queues a write, held or to be kicked, and reports whether it did: a closed
+// Batcher refuses it.
+func (b *Batcher) add(entries []*badger.Entry, done func(error), hold bool) bool {
 	b.mu.Lock()
 	if b.closed {
 		b.mu.Unlock()
@@ -79,6 +94,7 @@ func (b *Batcher) add(entries []*badger.Entry, done func(error)) bool {
 		return false
 	}
 	b.queue = append(b.queue, pendingWrite{entries, done})
+	b.held = hold // a write kicked takes the held ones along
 	b.mu.Unlock()
 	return true
 }
@@ -113,7 +129,7 @@ func (b *Batcher) loop() {
 		<-b.wake // only a Write, Kick or Close starts a commit: held writes wait
 		b.mu.Lock()
 		batch, closed := b.queue, b.closed
-		b.queue = nil
+		b.queue, b.held = nil, false
 		b.mu.Unlock()
 		for len(batch) > 0 {
 			n := min(len(batch), maxBatchWrites)

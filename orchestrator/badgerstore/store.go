@@ -1,4 +1,11 @@
-package orchestrator
+// Package badgerstore keeps an orchestrator's tasks, their events and their output
+// in Badger: the task.Store an orchestrator opens in its data directory. It is the
+// only part of the orchestrator that knows Badger, and it owns what tuning Badger
+// takes: managed-mode commits (internal/kvstore), the group commit of writes made
+// together (a Batcher, which also holds a write the caller says more follow), the
+// TTLs that make retention, the hand-written JSON of stored records and the value
+// log's garbage collection.
+package badgerstore
 
 import (
 	"cmp"
@@ -10,17 +17,16 @@ import (
 	"log/slog"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/chiffon-dev/chiffon/envelope"
 	"github.com/chiffon-dev/chiffon/internal/jsonw"
 	"github.com/chiffon-dev/chiffon/internal/kvstore"
+	"github.com/chiffon-dev/chiffon/orchestrator/task"
 	"github.com/chiffon-dev/chiffon/output"
 	"github.com/dgraph-io/badger/v4"
 )
-
-// ErrNotFound is returned for a task the store does not hold.
-var ErrNotFound = errors.New("task not found")
 
 // Keys: t/<id> the task, e/<id>/<seq> its events, o/<id>/<offset> its output pieces.
 // Numbers are big-endian so that keys sort in numeric order.
@@ -39,8 +45,18 @@ func keyNum(k []byte) int64 { return int64(binary.BigEndian.Uint64(k[len(k)-8:])
 func eventPrefix(id string) []byte  { return []byte("e/" + id + "/") }
 func outputPrefix(id string) []byte { return []byte("o/" + id + "/") }
 
-// store keeps tasks, their events and their output in Badger.
-type store struct {
+// Options configures a Store.
+type Options struct {
+	// Retention is how long a finished task is kept (see task.Store); 0 keeps
+	// finished tasks forever.
+	Retention time.Duration
+	// Logger receives Badger's warnings and errors; nil means slog.Default().
+	Logger *slog.Logger
+}
+
+// Store keeps tasks, their events and their output in Badger. It implements
+// task.Store.
+type Store struct {
 	db *kvstore.DB
 	// w takes every task and event write: writes of tasks in flight together share
 	// a transaction, and they commit in the order they were made.
@@ -50,24 +66,44 @@ type store struct {
 	// expireSlack of its creation needs no rewrite: its keys expire at most
 	// expireSlack after its record, never before it.
 	retention time.Duration
+	log       *slog.Logger
+
+	mu     sync.Mutex
+	closed bool
+	// resumed holds the unfinished tasks found at open (Unfinished) until they end:
+	// their keys were written by an earlier process, with a TTL that may not
+	// outlive their record, or none.
+	resumed map[string]bool
+
+	wg   sync.WaitGroup // the garbage collection and the retention rewrites
+	done chan struct{}
 }
+
+var _ task.Store = (*Store)(nil)
 
 // expireSlack bounds how long after a finished task's record its events and output
 // may remain, for a task that ended within expireSlack of its creation.
 const expireSlack = time.Hour
 
+// gcInterval is how often the value log's space is reclaimed.
+const gcInterval = 10 * time.Minute
+
 // liveTTL is the TTL of an event or output piece written before the task ends.
-func (s *store) liveTTL() time.Duration {
+func (s *Store) liveTTL() time.Duration {
 	if s.retention <= 0 {
 		return 0 // nothing expires
 	}
 	return s.retention + expireSlack
 }
 
-// openStore opens the Badger store in dir, tuned to stay small in memory: an idle
-// orchestrator holds a few MiB of memtables and caches, not Badger's default ~200 MiB.
-func openStore(dir string, log *slog.Logger) (*store, error) {
-	opts := kvstore.SmallOptions(dir, log).
+// Open opens the store in dir, tuned to stay small in memory: an idle orchestrator
+// holds a few MiB of memtables and caches, not Badger's default ~200 MiB. Close it.
+func Open(dir string, opts Options) (*Store, error) {
+	log := opts.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	bopts := kvstore.SmallOptions(dir, log).
 		WithBaseTableSize(2 << 20).
 		WithBlockCacheSize(4 << 20).
 		WithIndexCacheSize(2 << 20).
@@ -75,15 +111,30 @@ func openStore(dir string, log *slog.Logger) (*store, error) {
 		// that stall rarer (the mapping is virtual until written).
 		WithValueLogFileSize(128 << 20).
 		WithCompactL0OnClose(false)
-	db, err := kvstore.Open(opts)
+	db, err := kvstore.Open(bopts)
 	if err != nil {
 		return nil, fmt.Errorf("open task store %s: %w", dir, err)
 	}
-	return &store{db: db, w: kvstore.NewBatcher(db)}, nil
+	s := &Store{db: db, w: kvstore.NewBatcher(db), retention: opts.Retention, log: log,
+		resumed: map[string]bool{}, done: make(chan struct{})}
+	s.wg.Add(1)
+	go func() { defer s.wg.Done(); kvstore.RunGC(db.DB, gcInterval, s.done) }()
+	return s, nil
 }
 
-func (s *store) close() error {
+// Close commits what is queued or held, waits for the retention rewrites under way
+// and closes the database.
+func (s *Store) Close() error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil
+	}
+	s.closed = true
+	close(s.done)
+	s.mu.Unlock()
 	s.w.Close()
+	s.wg.Wait()
 	return s.db.Close()
 }
 
@@ -94,12 +145,13 @@ func setTTL(e *badger.Entry, ttl time.Duration) *badger.Entry {
 	return e
 }
 
-func (s *store) getTask(id string) (*Task, error) {
-	var t Task
+// Task returns task id's record, or task.ErrNotFound.
+func (s *Store) Task(id string) (*task.Task, error) {
+	var t task.Task
 	err := s.db.View(func(txn *badger.Txn) error {
 		item, err := txn.Get(taskKey(id))
 		if errors.Is(err, badger.ErrKeyNotFound) {
-			return ErrNotFound
+			return task.ErrNotFound
 		}
 		if err != nil {
 			return err
@@ -112,14 +164,14 @@ func (s *store) getTask(id string) (*Task, error) {
 	return &t, nil
 }
 
-// listTasks returns the tasks keep accepts, newest first, at most limit (0: all).
-func (s *store) listTasks(keep func(*Task) bool, limit int) ([]*Task, error) {
-	var out []*Task
+// Tasks returns the tasks keep accepts, newest first, at most limit (0: all).
+func (s *Store) Tasks(keep func(*task.Task) bool, limit int) ([]*task.Task, error) {
+	var out []*task.Task
 	err := s.db.View(func(txn *badger.Txn) error {
 		it := txn.NewIterator(badger.IteratorOptions{Prefix: []byte("t/"), PrefetchValues: true, PrefetchSize: 64})
 		defer it.Close()
 		for it.Rewind(); it.Valid(); it.Next() {
-			var t Task
+			var t task.Task
 			if err := it.Item().Value(func(v []byte) error { return json.Unmarshal(v, &t) }); err != nil {
 				return err
 			}
@@ -129,7 +181,7 @@ func (s *store) listTasks(keep func(*Task) bool, limit int) ([]*Task, error) {
 		}
 		return nil
 	})
-	slices.SortFunc(out, func(a, b *Task) int { return b.CreatedAt.Compare(a.CreatedAt) })
+	slices.SortFunc(out, func(a, b *task.Task) int { return b.CreatedAt.Compare(a.CreatedAt) })
 	if limit > 0 && len(out) > limit {
 		out = out[:limit]
 	}
@@ -140,13 +192,13 @@ func (s *store) listTasks(keep func(*Task) bool, limit int) ([]*Task, error) {
 // the output piece written in the same transaction holds it, and OutputLen says how
 // many bytes to read back at OutputOffset.
 type storedEvent struct {
-	*Event
+	*task.Event
 	OutputLen int64 `json:"output_len,omitempty"`
 }
 
 // storedForm returns what to store for ev: ev itself, or a copy without the output
 // of a status whose output is stored as a piece at ev.OutputOffset.
-func storedForm(ev *Event) any {
+func storedForm(ev *task.Event) any {
 	if ev.Status == nil || ev.Status.Step.Output == "" || ev.OutputOffset == nil {
 		return ev
 	}
@@ -156,16 +208,16 @@ func storedForm(ev *Event) any {
 	return storedEvent{Event: &c, OutputLen: int64(len(ev.Status.Step.Output))}
 }
 
-// events calls fn for each stored event of task id with Seq > after, in order, with
+// Events calls fn for each stored event of task id with Seq > after, in order, with
 // the output of status events read back from the output pieces.
-func (s *store) events(id string, after int64, fn func(*Event) error) error {
+func (s *Store) Events(id string, after int64, fn func(*task.Event) error) error {
 	return s.db.View(func(txn *badger.Txn) error {
 		var pieces []storedPiece
 		loaded := false
 		it := txn.NewIterator(badger.IteratorOptions{Prefix: eventPrefix(id)})
 		defer it.Close()
 		for it.Seek(numKey("e/", id, after+1)); it.Valid(); it.Next() {
-			var ev Event
+			var ev task.Event
 			se := storedEvent{Event: &ev}
 			if err := it.Item().Value(func(v []byte) error { return json.Unmarshal(v, &se) }); err != nil {
 				return err
@@ -229,61 +281,81 @@ func sliceOutput(pieces []storedPiece, off, n int64) string {
 	return b.String()
 }
 
-// outputEntry is the store entry of one piece of output at its offset in the whole
-// output, or nil for no output.
-func (s *store) outputEntry(id string, offset int64, data string) *badger.Entry {
-	if data == "" {
+// outputEntry is the store entry of a piece of output, or nil for no output.
+func (s *Store) outputEntry(id string, p task.Piece) *badger.Entry {
+	if p.Data == "" {
 		return nil
 	}
-	return setTTL(badger.NewEntry(numKey("o/", id, offset), kvstore.StringValue(data)), s.liveTTL())
+	return setTTL(badger.NewEntry(numKey("o/", id, p.Offset), kvstore.StringValue(p.Data)), s.liveTTL())
 }
 
-// replaceOutput makes data the whole output of task id.
-func (s *store) replaceOutput(id, data string) error {
+// ReplaceOutput makes data the whole output of task id.
+func (s *Store) ReplaceOutput(id, data string) error {
 	chunks := output.Split(data, envelope.MaxChunkSize)
 	keep := make(map[int64]bool, len(chunks))
 	for _, c := range chunks {
 		keep[c.Range.Start] = true
 	}
-	old, err := s.outputPieces(id)
+	old, err := s.pieceStarts(id)
 	if err != nil {
 		return err
 	}
 	wb := s.db.NewWriteBatch()
 	defer wb.Cancel()
-	for _, p := range old {
-		if !keep[p.Start] {
-			if err := wb.Delete(numKey("o/", id, p.Start)); err != nil {
+	for _, start := range old {
+		if !keep[start] {
+			if err := wb.Delete(numKey("o/", id, start)); err != nil {
 				return err
 			}
 		}
 	}
 	for _, c := range chunks {
-		if err := wb.SetEntry(s.outputEntry(id, c.Range.Start, c.Data)); err != nil {
+		if err := wb.SetEntry(s.outputEntry(id, task.Piece{Offset: c.Range.Start, Data: c.Data})); err != nil {
 			return err
 		}
 	}
 	return wb.Flush()
 }
 
-// outputPieces lists the [start, end) ranges of the stored pieces of task id.
-func (s *store) outputPieces(id string) ([]output.Span, error) {
-	var out []output.Span
+// OutputSpans lists the [start, end) ranges of the stored pieces of task id. It reads
+// each piece: Badger's ValueSize only estimates a value's length.
+func (s *Store) OutputSpans(id string) ([]task.Span, error) {
+	var out []task.Span
 	err := s.db.View(func(txn *badger.Txn) error {
 		it := txn.NewIterator(badger.IteratorOptions{Prefix: outputPrefix(id)})
 		defer it.Close()
 		for it.Rewind(); it.Valid(); it.Next() {
 			off := keyNum(it.Item().Key())
-			out = append(out, output.Span{Start: off, End: off + it.Item().ValueSize()})
+			err := it.Item().Value(func(v []byte) error {
+				out = append(out, task.Span{Start: off, End: off + int64(len(v))})
+				return nil
+			})
+			if err != nil {
+				return err
+			}
 		}
 		return nil
 	})
 	return out, err
 }
 
-// writeOutput writes the contiguous output of task id from byte 0 to w, stopping at
+// pieceStarts lists the offsets of the stored pieces of task id, from their keys.
+func (s *Store) pieceStarts(id string) ([]int64, error) {
+	var out []int64
+	err := s.db.View(func(txn *badger.Txn) error {
+		it := txn.NewIterator(badger.IteratorOptions{Prefix: outputPrefix(id)})
+		defer it.Close()
+		for it.Rewind(); it.Valid(); it.Next() {
+			out = append(out, keyNum(it.Item().Key()))
+		}
+		return nil
+	})
+	return out, err
+}
+
+// WriteOutput writes the contiguous output of task id from byte 0 to w, stopping at
 // the first gap. It returns the number of bytes written.
-func (s *store) writeOutput(id string, w io.Writer) (int64, error) {
+func (s *Store) WriteOutput(id string, w io.Writer) (int64, error) {
 	var n int64
 	err := s.db.View(func(txn *badger.Txn) error {
 		it := txn.NewIterator(badger.IteratorOptions{Prefix: outputPrefix(id)})
@@ -311,17 +383,14 @@ func (s *store) writeOutput(id string, w io.Writer) (int64, error) {
 	return n, err
 }
 
-// expire rewrites the keys of finished task id with ttl, for a task that ran longer
-// than expireSlack or was resumed after a restart (its keys may expire before its
-// record, or never): its events before lastSeq and, when withOutput, its output
-// pieces. The task and its
-// last event were written with the TTL by the final save. Events are read by key
-// (their numbers are known): a prefix iterator seeks every table, which made this
-// the orchestrator's costliest step for a short task.
-func (s *store) expire(id string, ttl time.Duration, lastSeq int64, withOutput bool) error {
-	if ttl <= 0 {
-		return nil
-	}
+// expire rewrites the keys of finished task id with the retention TTL, for a task
+// that ran longer than expireSlack or was resumed after a restart (its keys may
+// expire before its record, or never): its events before lastSeq and its output
+// pieces. The task and its last event were written with the TTL by the final save.
+// Events are read by key (their numbers are known): a prefix iterator seeks every
+// table, which made this the orchestrator's costliest step for a short task.
+func (s *Store) expire(id string, lastSeq int64) error {
+	ttl := s.retention
 	wb := s.db.NewWriteBatch()
 	defer wb.Cancel()
 	rewrite := func(item *badger.Item) error {
@@ -344,9 +413,6 @@ func (s *store) expire(id string, ttl time.Duration, lastSeq int64, withOutput b
 				return err
 			}
 		}
-		if !withOutput {
-			return nil
-		}
 		it := txn.NewIterator(badger.IteratorOptions{Prefix: outputPrefix(id)})
 		defer it.Close()
 		for it.Rewind(); it.Valid(); it.Next() {
@@ -362,42 +428,112 @@ func (s *store) expire(id string, ttl time.Duration, lastSeq int64, withOutput b
 	return wb.Flush()
 }
 
-// badgerLogger passes Badger's warnings and errors to slog and drops its chatter.
-// saveTask writes t and its events in one transaction and waits for the commit.
-func (s *store) saveTask(t *Task, evs []*Event, ttl time.Duration) error {
-	entries, err := s.taskEntries(t.ID, t, evs, ttl)
-	if err != nil {
-		return err
+// Save encodes w now and queues it behind the earlier writes; done runs once it is
+// committed or has failed. A write with MoreComing is held for the next write or
+// Flush (see kvstore.Batcher.Hold). A write that finishes a task which ran longer
+// than expireSlack, or was resumed, is followed by a rewrite of its older keys with
+// the retention TTL.
+func (s *Store) Save(w *task.Write, done func(error)) {
+	ttl := time.Duration(0)
+	if w.Task != nil && w.Task.State.Final() {
+		ttl = s.retention
 	}
-	return s.w.WriteWait(entries...)
-}
-
-// saveTaskAsync is saveTask without waiting, with extra entries (nil ones skipped)
-// in the same transaction, and without the task's record when record is nil: the
-// record and evs are encoded now, the write is queued behind the earlier ones, and
-// done runs once it is committed or has failed. A held write waits for the next
-// write or Kick (see kvstore.Batcher.Hold).
-func (s *store) saveTaskAsync(id string, record *Task, evs []*Event, ttl time.Duration, hold bool, done func(error), extra ...*badger.Entry) error {
-	entries, err := s.taskEntries(id, record, evs, ttl)
+	entries, err := s.taskEntries(w.ID, w.Task, w.Events, ttl)
 	if err != nil {
-		return err
+		done(err)
+		return
 	}
-	for _, e := range extra {
-		if e != nil {
-			entries = append(entries, e)
+	if e := s.outputEntry(w.ID, w.Output); e != nil {
+		entries = append(entries, e)
+	}
+	if ttl > 0 && s.needsExpiry(w.Task) {
+		id, lastSeq, then := w.ID, lastSeq(w.Events), done
+		done = func(err error) {
+			if err == nil {
+				s.expireLater(id, lastSeq)
+			}
+			then(err)
 		}
 	}
-	if hold {
+	if w.MoreComing {
 		s.w.Hold(entries, done)
 	} else {
 		s.w.Write(entries, done)
 	}
-	return nil
+}
+
+// Flush commits the held writes, if any.
+func (s *Store) Flush() { s.w.Flush() }
+
+// needsExpiry reports whether finished task t's events and output may outlive its
+// record: it was resumed, or ran longer than expireSlack.
+func (s *Store) needsExpiry(t *task.Task) bool {
+	s.mu.Lock()
+	resumed := s.resumed[t.ID]
+	delete(s.resumed, t.ID)
+	s.mu.Unlock()
+	return resumed || time.Since(t.CreatedAt) > expireSlack
+}
+
+func lastSeq(evs []*task.Event) int64 {
+	var n int64
+	for _, ev := range evs {
+		n = max(n, ev.Seq)
+	}
+	return n
+}
+
+// expireLater runs expire on a goroutine of the store's, unless the store is
+// closing. It runs on the committing goroutine, which must not wait for it.
+func (s *Store) expireLater(id string, lastSeq int64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return
+	}
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		if err := s.expire(id, lastSeq); err != nil {
+			s.log.Warn("set retention on task", "task_id", id, "err", err)
+		}
+	}()
+}
+
+// Unfinished returns the tasks not in a final state, oldest first, and notes them as
+// resumed (see needsExpiry).
+func (s *Store) Unfinished() ([]*task.Task, error) {
+	tasks, err := s.Tasks(func(t *task.Task) bool { return !t.State.Final() }, 0)
+	if err != nil {
+		return nil, err
+	}
+	slices.Reverse(tasks)
+	s.mu.Lock()
+	for _, t := range tasks {
+		s.resumed[t.ID] = true
+	}
+	s.mu.Unlock()
+	return tasks, nil
+}
+
+// EventVersions returns the commit timestamp of each stored event of task id, in
+// order: events written in one transaction share it. For tests of write grouping.
+func (s *Store) EventVersions(id string) ([]uint64, error) {
+	var vs []uint64
+	err := s.db.View(func(txn *badger.Txn) error {
+		it := txn.NewIterator(badger.IteratorOptions{Prefix: eventPrefix(id)})
+		defer it.Close()
+		for it.Rewind(); it.Valid(); it.Next() {
+			vs = append(vs, it.Item().Version())
+		}
+		return nil
+	})
+	return vs, err
 }
 
 // taskEntries are the entries of task id's record (unless nil) and evs: with ttl (a
 // finished task), or the record without one and the events with liveTTL.
-func (s *store) taskEntries(id string, record *Task, evs []*Event, ttl time.Duration) ([]*badger.Entry, error) {
+func (s *Store) taskEntries(id string, record *task.Task, evs []*task.Event, ttl time.Duration) ([]*badger.Entry, error) {
 	entries := make([]*badger.Entry, 0, len(evs)+1)
 	if record != nil {
 		tb, err := marshalStored(record)

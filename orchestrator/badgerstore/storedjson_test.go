@@ -1,4 +1,4 @@
-package orchestrator
+package badgerstore
 
 import (
 	"bytes"
@@ -12,12 +12,13 @@ import (
 
 	"github.com/chiffon-dev/chiffon/envelope"
 	"github.com/chiffon-dev/chiffon/internal/jsonw/jsonwtest"
+	"github.com/chiffon-dev/chiffon/orchestrator/task"
 )
 
 // assertStoredLikeReference checks marshalStored against what it wrote before records
 // were written by hand: encoding/json with HTML escaping off. The bytes, or the error,
-// must be the same; the hand-written path must write every record (a non-nil *Task,
-// *Event or storedEvent) except those encoding/json fails on; and both outputs must
+// must be the same; the hand-written path must write every record (a non-nil *task.Task,
+// *task.Event or storedEvent) except those encoding/json fails on; and both outputs must
 // decode alike. It reports whether the hand-written path wrote v.
 func assertStoredLikeReference(t *testing.T, v any) bool {
 	t.Helper()
@@ -44,9 +45,9 @@ func assertStoredLikeReference(t *testing.T, v any) bool {
 
 func isRecord(v any) bool {
 	switch v := v.(type) {
-	case *Task:
+	case *task.Task:
 		return v != nil
-	case *Event:
+	case *task.Event:
 		return v != nil
 	case storedEvent:
 		return v.Event != nil
@@ -61,7 +62,7 @@ func assertDecodesAlike(t *testing.T, v any, got, want []byte) {
 	fresh := func() any {
 		switch v.(type) {
 		case storedEvent:
-			return &storedEvent{Event: &Event{}}
+			return &storedEvent{Event: &task.Event{}}
 		}
 		return reflect.New(reflect.TypeOf(v).Elem()).Interface()
 	}
@@ -93,15 +94,15 @@ func TestMarshalStoredMatchesEncodingJSON(t *testing.T) {
 		name string
 		gen  func() any
 	}{
-		{"task", func() any { v := new(Task); g.Fill(v); return v }},
-		{"event", func() any { v := new(Event); g.Fill(v); return v }},
+		{"task", func() any { v := new(task.Task); g.Fill(v); return v }},
+		{"event", func() any { v := new(task.Event); g.Fill(v); return v }},
 		{"stored event", func() any {
 			var v storedEvent
 			g.Fill(&v)
 			return v
 		}},
 		{"stored form of a status event", func() any {
-			v := new(Event)
+			v := new(task.Event)
 			g.Fill(v)
 			if v.Status == nil {
 				v.Status = &envelope.WorkStatus{}
@@ -132,25 +133,27 @@ func TestMarshalStoredFallsBackToEncodingJSON(t *testing.T) {
 	// path does not, or reports an error, which marshalStored must report in the same
 	// words.
 	at := time.Date(2025, 6, 1, 12, 0, 0, 0, time.UTC)
-	task := func(change func(*Task)) *Task {
-		t := &Task{ID: "t", State: StateRunning, CreatedAt: at, UpdatedAt: at}
+	record := func(change func(*task.Task)) *task.Task {
+		t := &task.Task{ID: "t", State: task.StateRunning, CreatedAt: at, UpdatedAt: at}
 		change(t)
 		return t
 	}
-	var nilTask *Task
-	var nilEvent *Event
+	var nilTask *task.Task
+	var nilEvent *task.Event
 	cases := map[string]any{
-		"year 10000":               task(func(t *Task) { t.CreatedAt = time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC) }),
-		"year -1 in its own zone":  task(func(t *Task) { t.UpdatedAt = time.Date(0, 1, 1, 1, 0, 0, 0, time.UTC).In(time.FixedZone("", -2*3600)) }),
-		"zone offset of 24 hours":  task(func(t *Task) { t.Steps = []StepInfo{{UpdatedAt: at.In(time.FixedZone("", 24*3600))}} }),
-		"NaN parameter":            task(func(t *Task) { t.Parameters = map[string]any{"x": math.NaN()} }),
-		"invalid number parameter": task(func(t *Task) { t.Parameters = map[string]any{"n": json.Number("1e")} }),
-		"unsupported context":      &Event{Type: EventError, At: at, Error: &TaskError{Context: map[string]any{"c": make(chan int)}}},
-		"cyclic parameters":        task(func(t *Task) { m := map[string]any{}; m["self"] = m; t.Parameters = m }),
-		"invalid structured output": task(func(t *Task) {
-			t.Result = &Result{Status: envelope.ResultSuccess, StructuredOutput: json.RawMessage(`{"a":`), At: at}
+		"year 10000": record(func(t *task.Task) { t.CreatedAt = time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC) }),
+		"year -1 in its own zone": record(func(t *task.Task) {
+			t.UpdatedAt = time.Date(0, 1, 1, 1, 0, 0, 0, time.UTC).In(time.FixedZone("", -2*3600))
 		}),
-		"invalid structured output of an event": &Event{Type: EventResult, At: at, StructuredOutput: json.RawMessage(`[1,`)},
+		"zone offset of 24 hours":  record(func(t *task.Task) { t.Steps = []task.StepInfo{{UpdatedAt: at.In(time.FixedZone("", 24*3600))}} }),
+		"NaN parameter":            record(func(t *task.Task) { t.Parameters = map[string]any{"x": math.NaN()} }),
+		"invalid number parameter": record(func(t *task.Task) { t.Parameters = map[string]any{"n": json.Number("1e")} }),
+		"unsupported context":      &task.Event{Type: task.EventError, At: at, Error: &task.TaskError{Context: map[string]any{"c": make(chan int)}}},
+		"cyclic parameters":        record(func(t *task.Task) { m := map[string]any{}; m["self"] = m; t.Parameters = m }),
+		"invalid structured output": record(func(t *task.Task) {
+			t.Result = &task.Result{Status: envelope.ResultSuccess, StructuredOutput: json.RawMessage(`{"a":`), At: at}
+		}),
+		"invalid structured output of an event": &task.Event{Type: task.EventResult, At: at, StructuredOutput: json.RawMessage(`[1,`)},
 		"nil task":                              nilTask,
 		"nil event":                             nilEvent,
 		"stored event without one":              storedEvent{OutputLen: 3},
@@ -194,27 +197,27 @@ func TestMarshalStoredAllocatesOnlyItsOutput(t *testing.T) {
 
 // widestRecords are a task and an event with every member set, numbers at their
 // widest, times with nanoseconds and an offset, and text for every string.
-func widestRecords(text string) (*Task, *Event) {
+func widestRecords(text string) (*task.Task, *task.Event) {
 	at := time.Date(2025, 6, 1, 12, 0, 0, 123456789, time.FixedZone("", -(9*3600+30*60)))
 	off := int64(math.MinInt64)
-	task := &Task{ID: text, State: StateError, ToAgent: "infra", WorkType: text, AgentID: text, RequestID: text, TraceID: text,
-		Hints:    &Hints{MaxDurationSeconds: math.MinInt64, MaxMemoryMB: math.MinInt64, AgentID: text},
+	rec := &task.Task{ID: text, State: task.StateError, ToAgent: "infra", WorkType: text, AgentID: text, RequestID: text, TraceID: text,
+		Hints:    &task.Hints{MaxDurationSeconds: math.MinInt64, MaxMemoryMB: math.MinInt64, AgentID: text},
 		Attempts: math.MinInt, ProgressPercent: math.MinInt, OutputBytes: math.MinInt64, OutputComplete: true, CancelRequested: true,
-		Retries: []Retry{{Attempt: math.MinInt, Code: math.MinInt, Message: text, AgentID: text, WaitMS: math.MinInt64, At: at},
+		Retries: []task.Retry{{Attempt: math.MinInt, Code: math.MinInt, Message: text, AgentID: text, WaitMS: math.MinInt64, At: at},
 			{Attempt: math.MinInt, Code: math.MinInt, Message: text, AgentID: text, WaitMS: math.MinInt64, At: at}},
-		Steps: []StepInfo{{Number: math.MinInt64, Name: text, Status: text, UpdatedAt: at}, {Number: math.MinInt64, Name: text, Status: text, UpdatedAt: at}},
-		Result: &Result{Status: text, ExitCode: math.MinInt64, OutputTruncated: true, OutputTotalBytes: math.MinInt64, At: at,
+		Steps: []task.StepInfo{{Number: math.MinInt64, Name: text, Status: text, UpdatedAt: at}, {Number: math.MinInt64, Name: text, Status: text, UpdatedAt: at}},
+		Result: &task.Result{Status: text, ExitCode: math.MinInt64, OutputTruncated: true, OutputTotalBytes: math.MinInt64, At: at,
 			ResourcesUsed: &envelope.ResourcesUsed{DurationSeconds: math.MinInt64, GPUVRAMMB: math.MinInt64, CPUTimeMS: math.MinInt64}},
-		Error:     &TaskError{Code: math.MinInt, Message: text},
+		Error:     &task.TaskError{Code: math.MinInt, Message: text},
 		CreatedAt: at, UpdatedAt: at, FirstDispatchAt: &at, LastAttemptAt: &at, FinishedAt: &at,
 	}
-	event := &Event{Seq: math.MinInt64, Type: text, At: at, State: StateError, OutputOffset: &off, Message: text,
+	event := &task.Event{Seq: math.MinInt64, Type: text, At: at, State: task.StateError, OutputOffset: &off, Message: text,
 		Status: &envelope.WorkStatus{TaskID: text, Status: text, ProgressPercent: math.MinInt,
 			Step: envelope.Step{Number: math.MinInt64, Name: text, Output: text, OutputChunk: text}},
 		Result: &envelope.WorkResult{TaskID: text, Status: text, ExitCode: math.MinInt64, Output: text,
 			ResourcesUsed: &envelope.ResourcesUsed{DurationSeconds: math.MinInt64, GPUVRAMMB: math.MinInt64, CPUTimeMS: math.MinInt64}},
-		Error: &TaskError{Code: math.MinInt, Message: text}}
-	return task, event
+		Error: &task.TaskError{Code: math.MinInt, Message: text}}
+	return rec, event
 }
 
 // benchRecords are a task's record and events as the orchestrator stores them for a
@@ -223,28 +226,28 @@ func benchRecords() map[string]any {
 	now := time.Date(2025, 6, 1, 12, 30, 45, 123456789, time.UTC)
 	later := now.Add(1500 * time.Millisecond)
 	off := int64(0)
-	task := &Task{
-		ID: envelope.NewID(), State: StateSucceeded, ToAgent: envelope.Infra, WorkType: "noop",
+	rec := &task.Task{
+		ID: envelope.NewID(), State: task.StateSucceeded, ToAgent: envelope.Infra, WorkType: "noop",
 		Parameters: map[string]any{"data": strings.Repeat("x", 64)},
 		AgentID:    "infra-" + envelope.NewID(), RequestID: envelope.NewID(), TraceID: envelope.NewID(),
 		Attempts: 1, ProgressPercent: 100,
-		Steps:       []StepInfo{{Number: 1, Name: "run", Status: envelope.StatusStepCompleted, UpdatedAt: later}},
-		Result:      &Result{Status: envelope.ResultSuccess, ResourcesUsed: &envelope.ResourcesUsed{DurationSeconds: 1, CPUTimeMS: 12}, OutputTotalBytes: 64, At: later},
+		Steps:       []task.StepInfo{{Number: 1, Name: "run", Status: envelope.StatusStepCompleted, UpdatedAt: later}},
+		Result:      &task.Result{Status: envelope.ResultSuccess, ResourcesUsed: &envelope.ResourcesUsed{DurationSeconds: 1, CPUTimeMS: 12}, OutputTotalBytes: 64, At: later},
 		OutputBytes: 64, OutputComplete: true, CreatedAt: now, UpdatedAt: later,
 		FirstDispatchAt: &now, LastAttemptAt: &now, FinishedAt: &later,
 	}
-	bare := *task
+	bare := *rec
 	bare.Parameters = nil
-	status := &Event{Seq: 3, Type: EventStatus, At: later, State: StateRunning, OutputOffset: &off,
-		Status: &envelope.WorkStatus{TaskID: task.ID, Status: envelope.StatusStepCompleted, ProgressPercent: 100,
+	status := &task.Event{Seq: 3, Type: task.EventStatus, At: later, State: task.StateRunning, OutputOffset: &off,
+		Status: &envelope.WorkStatus{TaskID: rec.ID, Status: envelope.StatusStepCompleted, ProgressPercent: 100,
 			Step: envelope.Step{Number: 1, Name: "run", Output: strings.Repeat("output line\n", 5)}}}
 	return map[string]any{
-		"task":                    task,
+		"task":                    rec,
 		"task_without_parameters": &bare,
-		"event_state":             &Event{Seq: 2, Type: EventState, At: now, State: StateDispatched, Message: "dispatched to infra-1 (attempt 1)"},
+		"event_state":             &task.Event{Seq: 2, Type: task.EventState, At: now, State: task.StateDispatched, Message: "dispatched to infra-1 (attempt 1)"},
 		"event_status":            storedForm(status),
-		"event_result": &Event{Seq: 4, Type: EventResult, At: later, State: StateSucceeded,
-			Result: &envelope.WorkResult{TaskID: task.ID, Status: envelope.ResultSuccess, Output: strings.Repeat("output line\n", 5),
+		"event_result": &task.Event{Seq: 4, Type: task.EventResult, At: later, State: task.StateSucceeded,
+			Result: &envelope.WorkResult{TaskID: rec.ID, Status: envelope.ResultSuccess, Output: strings.Repeat("output line\n", 5),
 				ResourcesUsed: &envelope.ResourcesUsed{DurationSeconds: 1, CPUTimeMS: 12}}},
 	}
 }

@@ -1,10 +1,11 @@
-package orchestrator
+package badgerstore
 
 import (
 	"time"
 
 	"github.com/chiffon-dev/chiffon/envelope"
 	"github.com/chiffon-dev/chiffon/internal/jsonw"
+	"github.com/chiffon-dev/chiffon/orchestrator/task"
 )
 
 // Task records and events are written by hand: encoding/json spent most of its time
@@ -13,7 +14,7 @@ import (
 // leaves only free-form values to it. storedjson_test.go fills every field of these
 // types by reflection and compares, so a field added to them and missed here fails.
 
-// encodeStored returns v, a *Task, *Event or storedEvent, as marshalStored must
+// encodeStored returns v, a *task.Task, *task.Event or storedEvent, as marshalStored must
 // store it; false when v is something else or needs encoding/json (a year outside
 // 0-9999, a free-form value encoding/json refuses), which then writes it or reports
 // its own error. The buffer is sized once from an estimate, so a record without
@@ -21,13 +22,13 @@ import (
 func encodeStored(v any) ([]byte, bool) {
 	var w recordWriter
 	switch v := v.(type) {
-	case *Task:
+	case *task.Task:
 		if v == nil {
 			return nil, false
 		}
 		w.Buf = make([]byte, 0, taskSize(v))
 		w.task(v)
-	case *Event:
+	case *task.Event:
 		if v == nil {
 			return nil, false
 		}
@@ -48,7 +49,7 @@ func encodeStored(v any) ([]byte, bool) {
 // recordWriter appends a stored record.
 type recordWriter struct{ jsonw.Writer }
 
-func (w *recordWriter) task(t *Task) {
+func (w *recordWriter) task(t *task.Task) {
 	w.Raw(`{"id":`)
 	w.String(t.ID)
 	w.Raw(`,"state":`)
@@ -122,7 +123,7 @@ func (w *recordWriter) task(t *Task) {
 }
 
 // hints writes the members that are set, each omitted when zero.
-func (w *recordWriter) hints(h *Hints) {
+func (w *recordWriter) hints(h *task.Hints) {
 	sep := "{"
 	if h.MaxDurationSeconds != 0 {
 		w.Raw(sep)
@@ -148,7 +149,7 @@ func (w *recordWriter) hints(h *Hints) {
 	w.Raw("}")
 }
 
-func (w *recordWriter) retry(r *Retry) {
+func (w *recordWriter) retry(r *task.Retry) {
 	w.Raw(`{"attempt":`)
 	w.Int(int64(r.Attempt))
 	w.Raw(`,"code":`)
@@ -168,7 +169,7 @@ func (w *recordWriter) retry(r *Retry) {
 
 // steps writes null for a nil slice, as encoding/json does for a member without
 // omitempty, and [] for an empty one.
-func (w *recordWriter) steps(steps []StepInfo) {
+func (w *recordWriter) steps(steps []task.StepInfo) {
 	if steps == nil {
 		w.Raw("null")
 		return
@@ -192,7 +193,7 @@ func (w *recordWriter) steps(steps []StepInfo) {
 	w.Raw("]")
 }
 
-func (w *recordWriter) result(r *Result) {
+func (w *recordWriter) result(r *task.Result) {
 	w.Raw(`{"status":`)
 	w.String(r.Status)
 	w.Raw(`,"exit_code":`)
@@ -225,7 +226,7 @@ func (w *recordWriter) resources(r *envelope.ResourcesUsed) {
 	w.Raw("}")
 }
 
-func (w *recordWriter) taskError(e *TaskError) {
+func (w *recordWriter) taskError(e *task.TaskError) {
 	w.Raw(`{"code":`)
 	w.Int(int64(e.Code))
 	w.Raw(`,"message":`)
@@ -238,7 +239,7 @@ func (w *recordWriter) taskError(e *TaskError) {
 }
 
 // event writes ev and, when outputLen is not 0, the output_len of its storedEvent.
-func (w *recordWriter) event(ev *Event, outputLen int64) {
+func (w *recordWriter) event(ev *task.Event, outputLen int64) {
 	w.Raw(`{"seq":`)
 	w.Int(ev.Seq)
 	w.Raw(`,"type":`)
@@ -311,7 +312,7 @@ const (
 	workResultFixed = len(`,"result":{"task_id":"","status":"","exit_code":,"output":""}`) + jsonw.IntSize + resourcesFixed
 )
 
-func taskSize(t *Task) int {
+func taskSize(t *task.Task) int {
 	n := taskFixed
 	if len(t.Parameters) > 0 {
 		n += len(`,"parameters":`) + jsonw.ValueSize(t.Parameters)
@@ -352,7 +353,7 @@ func rawSize(raw []byte) int {
 	return len(`,"structured_output":`) + len(raw)
 }
 
-func errorSize(e *TaskError) int {
+func errorSize(e *task.TaskError) int {
 	n := errorFixed + jsonw.TextSize(len(e.Message))
 	if len(e.Context) > 0 {
 		n += jsonw.ValueSize(e.Context)
@@ -360,7 +361,7 @@ func errorSize(e *TaskError) int {
 	return n
 }
 
-func eventSize(ev *Event) int {
+func eventSize(ev *task.Event) int {
 	n := eventFixed
 	text := len(ev.Type) + len(ev.State) + len(ev.Message)
 	if ev.OutputOffset != nil {

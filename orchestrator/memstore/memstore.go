@@ -1,0 +1,313 @@
+// Package memstore keeps an orchestrator's tasks in memory: a task.Store for tests
+// that need no restart from disk. It keeps the contract badgerstore keeps (the
+// shared tests in task/storetest prove both) and commits each write at once.
+package memstore
+
+import (
+	"cmp"
+	"encoding/json"
+	"errors"
+	"io"
+	"maps"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/chiffon-dev/chiffon/envelope"
+	"github.com/chiffon-dev/chiffon/orchestrator/task"
+	"github.com/chiffon-dev/chiffon/output"
+)
+
+// ErrClosed is the error of a write to a closed Store.
+var ErrClosed = errors.New("memstore: store closed")
+
+// Store is a task.Store in memory. Records and events are kept encoded, so that a
+// caller changing what it saved changes nothing stored.
+type Store struct {
+	retention time.Duration
+
+	mu     sync.Mutex
+	tasks  map[string]*stored
+	closed bool
+	broken error // FailWrites' error
+	// dones are the done functions of committed writes, run in order by loop: a
+	// done never runs before its Save returns, as with a store that commits on a
+	// goroutine of its own.
+	dones   []func()
+	wake    chan struct{}
+	stopped chan struct{}
+}
+
+var _ task.Store = (*Store)(nil)
+
+// stored is one task.
+type stored struct {
+	record   []byte
+	created  time.Time
+	finished time.Time // zero while unfinished
+	events   map[int64][]byte
+	output   map[int64]string // pieces by offset
+}
+
+// New returns an empty Store that keeps finished tasks for retention (0: forever).
+// Close it.
+func New(retention time.Duration) *Store {
+	s := &Store{retention: retention, tasks: map[string]*stored{}, wake: make(chan struct{}, 1), stopped: make(chan struct{})}
+	go s.loop()
+	return s
+}
+
+// FailWrites makes every later write fail with err, as a broken disk would; reads
+// still work. For tests of the orchestrator's failure paths.
+func (s *Store) FailWrites(err error) {
+	s.mu.Lock()
+	s.broken = err
+	s.mu.Unlock()
+}
+
+// Save commits w at once; done runs on the store's goroutine, in order.
+func (s *Store) Save(w *task.Write, done func(error)) {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		go done(ErrClosed)
+		return
+	}
+	err := s.apply(w)
+	s.dones = append(s.dones, func() { done(err) })
+	s.mu.Unlock()
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
+}
+
+// apply stores w whole, or nothing of it. Called with s.mu held.
+func (s *Store) apply(w *task.Write) error {
+	if s.broken != nil {
+		return s.broken
+	}
+	var record []byte
+	if w.Task != nil {
+		var err error
+		if record, err = json.Marshal(w.Task); err != nil {
+			return err
+		}
+	}
+	events := make(map[int64][]byte, len(w.Events))
+	for _, ev := range w.Events {
+		b, err := json.Marshal(ev)
+		if err != nil {
+			return err
+		}
+		events[ev.Seq] = b
+	}
+	st := s.live(w.ID)
+	if st == nil {
+		st = &stored{events: map[int64][]byte{}, output: map[int64]string{}}
+		s.tasks[w.ID] = st
+	}
+	if record != nil {
+		st.record, st.created = record, w.Task.CreatedAt
+		if w.Task.State.Final() && st.finished.IsZero() {
+			st.finished = time.Now()
+		}
+	}
+	maps.Copy(st.events, events)
+	if w.Output.Data != "" {
+		st.output[w.Output.Offset] = w.Output.Data
+	}
+	return nil
+}
+
+// live returns task id unless it is absent or expired; an expired one is dropped.
+// Called with s.mu held.
+func (s *Store) live(id string) *stored {
+	st := s.tasks[id]
+	if st != nil && s.retention > 0 && !st.finished.IsZero() && time.Since(st.finished) >= s.retention {
+		delete(s.tasks, id)
+		return nil
+	}
+	return st
+}
+
+// Flush does nothing: every write is committed at once.
+func (s *Store) Flush() {}
+
+// Task returns task id's record, or task.ErrNotFound.
+func (s *Store) Task(id string) (*task.Task, error) {
+	s.mu.Lock()
+	st := s.live(id)
+	var record []byte
+	if st != nil {
+		record = st.record
+	}
+	s.mu.Unlock()
+	if record == nil {
+		return nil, task.ErrNotFound
+	}
+	var t task.Task
+	if err := json.Unmarshal(record, &t); err != nil {
+		return nil, err
+	}
+	return &t, nil
+}
+
+// Tasks returns the tasks keep accepts, newest first, at most limit (0: all).
+func (s *Store) Tasks(keep func(*task.Task) bool, limit int) ([]*task.Task, error) {
+	s.mu.Lock()
+	var records [][]byte
+	for id := range s.tasks {
+		if st := s.live(id); st != nil && st.record != nil {
+			records = append(records, st.record)
+		}
+	}
+	s.mu.Unlock()
+	var out []*task.Task
+	for _, b := range records {
+		var t task.Task
+		if err := json.Unmarshal(b, &t); err != nil {
+			return nil, err
+		}
+		if keep == nil || keep(&t) {
+			out = append(out, &t)
+		}
+	}
+	slices.SortFunc(out, func(a, b *task.Task) int { return cmp.Or(b.CreatedAt.Compare(a.CreatedAt), cmp.Compare(b.ID, a.ID)) })
+	if limit > 0 && len(out) > limit {
+		out = out[:limit]
+	}
+	return out, nil
+}
+
+// Unfinished returns the tasks not in a final state, oldest first.
+func (s *Store) Unfinished() ([]*task.Task, error) {
+	tasks, err := s.Tasks(func(t *task.Task) bool { return !t.State.Final() }, 0)
+	slices.Reverse(tasks)
+	return tasks, err
+}
+
+// Events calls fn for each event of task id with Seq > after, in order.
+func (s *Store) Events(id string, after int64, fn func(*task.Event) error) error {
+	s.mu.Lock()
+	var evs [][]byte
+	if st := s.live(id); st != nil {
+		for _, seq := range slices.Sorted(maps.Keys(st.events)) {
+			if seq > after {
+				evs = append(evs, st.events[seq])
+			}
+		}
+	}
+	s.mu.Unlock()
+	for _, b := range evs {
+		var ev task.Event
+		if err := json.Unmarshal(b, &ev); err != nil {
+			return err
+		}
+		if err := fn(&ev); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// pieces returns task id's output pieces in offset order.
+func (s *Store) pieces(id string) []task.Piece {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	st := s.live(id)
+	if st == nil {
+		return nil
+	}
+	out := make([]task.Piece, 0, len(st.output))
+	for _, off := range slices.Sorted(maps.Keys(st.output)) {
+		out = append(out, task.Piece{Offset: off, Data: st.output[off]})
+	}
+	return out
+}
+
+// OutputSpans lists the ranges of task id's output pieces.
+func (s *Store) OutputSpans(id string) ([]task.Span, error) {
+	var out []task.Span
+	for _, p := range s.pieces(id) {
+		out = append(out, task.Span{Start: p.Offset, End: p.Offset + int64(len(p.Data))})
+	}
+	return out, nil
+}
+
+// WriteOutput writes task id's output from byte 0 to w, up to the first gap.
+func (s *Store) WriteOutput(id string, w io.Writer) (int64, error) {
+	var n int64
+	for _, p := range s.pieces(id) {
+		if p.Offset > n {
+			break // a gap
+		}
+		if end := p.Offset + int64(len(p.Data)); end > n {
+			if _, err := io.WriteString(w, p.Data[n-p.Offset:]); err != nil {
+				return n, err
+			}
+			n = end
+		}
+	}
+	return n, nil
+}
+
+// ReplaceOutput makes data the whole output of task id, in pieces as a work_status
+// carries them.
+func (s *Store) ReplaceOutput(id, data string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return ErrClosed
+	}
+	if s.broken != nil {
+		return s.broken
+	}
+	st := s.live(id)
+	if st == nil {
+		st = &stored{events: map[int64][]byte{}}
+		s.tasks[id] = st
+	}
+	st.output = map[int64]string{}
+	for _, c := range output.Split(data, envelope.MaxChunkSize) {
+		if c.Data != "" {
+			st.output[c.Range.Start] = c.Data
+		}
+	}
+	return nil
+}
+
+// Close runs the done functions of the writes made and refuses later writes.
+func (s *Store) Close() error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		<-s.stopped
+		return nil
+	}
+	s.closed = true
+	s.mu.Unlock()
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
+	<-s.stopped
+	return nil
+}
+
+func (s *Store) loop() {
+	defer close(s.stopped)
+	for {
+		<-s.wake
+		s.mu.Lock()
+		dones, closed := s.dones, s.closed
+		s.dones = nil
+		s.mu.Unlock()
+		for _, done := range dones {
+			done()
+		}
+		if closed {
+			return
+		}
+	}
+}

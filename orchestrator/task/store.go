@@ -1,0 +1,96 @@
+package task
+
+import (
+	"errors"
+	"github.com/chiffon-dev/chiffon/output"
+	"io"
+)
+
+// ErrNotFound is returned for a task the store does not hold.
+var ErrNotFound = errors.New("task not found")
+
+// Store keeps every task, its events and its output, so that an orchestrator loses
+// nothing across restarts. It is what the orchestrator needs of its storage, not
+// what one database offers: package badgerstore keeps tasks in Badger, package
+// memstore in memory for tests.
+//
+// Writes are asynchronous and ordered: Save queues a Write, and the writes commit
+// in the order Save was called, each one whole. A reader sees a write once its done
+// has run; the orchestrator reads a task's history only after its writes of that
+// task are committed.
+//
+// Retention: a task whose record is saved in a final state is finished. It is kept
+// for the store's retention from then on (set when the store is opened; 0 keeps
+// finished tasks forever), then its record reads as absent: Task answers
+// ErrNotFound, Tasks and Unfinished leave it out. Its events and output may stay a
+// while longer (Badger's, up to an hour), unread: a reader learns of a task from its
+// record. Unfinished tasks never expire.
+//
+// A Store is safe for concurrent use.
+type Store interface {
+	// Save queues w and returns at once, having read w: the caller may change
+	// its record and events afterwards. done runs once w is committed, or with
+	// the error that kept it out (a closed store's, a broken disk's); it may run
+	// before Save returns, and runs on the store's committing goroutine in the
+	// order of the Saves, so it must not block nor call Save and wait.
+	Save(w *Write, done func(error))
+	// Flush commits the writes Save was told to hold (Write.MoreComing) without
+	// waiting for the next Save. It does not wait for the commit.
+	Flush()
+	// Task returns task id's record, or ErrNotFound.
+	Task(id string) (*Task, error)
+	// Tasks returns the stored tasks that keep accepts (nil keeps all), newest
+	// first by CreatedAt, at most limit of them (0: all). keep may change the task
+	// it is given; the list holds it as changed.
+	Tasks(keep func(*Task) bool, limit int) ([]*Task, error)
+	// Unfinished returns the tasks whose record is not in a final state, oldest
+	// first: the tasks an orchestrator resumes when it opens.
+	Unfinished() ([]*Task, error)
+	// Events calls fn with each stored event of task id with Seq > after, in Seq
+	// order, until fn returns an error, which Events returns. A status event's
+	// output is read back as it was saved. A task without events is no error.
+	Events(id string, after int64, fn func(*Event) error) error
+	// OutputSpans returns the byte ranges of task id's output held, as saved
+	// (pieces may overlap or leave gaps), in offset order.
+	OutputSpans(id string) ([]Span, error)
+	// WriteOutput writes the output of task id held from byte 0 to w, up to the
+	// first gap, and returns the number of bytes written.
+	WriteOutput(id string, w io.Writer) (int64, error)
+	// ReplaceOutput makes data the whole output of task id, and waits for the
+	// commit. It is not ordered with Saves: the caller waits for its Saves of the
+	// task that carry output first.
+	ReplaceOutput(id, data string) error
+	// Close commits what is queued or held, stops the store's background work and
+	// releases it. A Save after Close fails.
+	Close() error
+}
+
+// Write is one change to one task, committed whole.
+type Write struct {
+	// ID is the task's id.
+	ID string
+	// Task is the task's record as it is now, or nil to leave the stored record as
+	// it was (a status changes only the history and the output; the next record
+	// saved catches up). A record in a final state finishes the task: see Store.
+	Task *Task
+	// Events are new events of the task, numbered: a Seq already stored is
+	// replaced.
+	Events []*Event
+	// Output is a piece of the task's output saved with the events; a piece
+	// without data is none.
+	Output Piece
+	// MoreComing says the caller has more writes to make at once (it is handling
+	// messages that arrived together): the store may hold this write, and commit
+	// it with the next Save that does not say so, or at Flush, in one transaction.
+	// A caller that sets it makes sure one of these follows.
+	MoreComing bool
+}
+
+// Piece is a piece of a task's output, at its offset in the whole output.
+type Piece struct {
+	Offset int64
+	Data   string
+}
+
+// Span is the byte range [Start, End) of a task's output.
+type Span = output.Span

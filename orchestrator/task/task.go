@@ -1,0 +1,178 @@
+// Package task holds the records an orchestrator keeps of each task (Task, its
+// Events) and Store, the interface of the storage that keeps them. The orchestrator
+// re-exports these types under its own name; a storage backend (badgerstore,
+// memstore) imports this package alone, so that the orchestrator can open one without
+// an import cycle.
+package task
+
+import (
+	"encoding/json"
+	"time"
+
+	"github.com/chiffon-dev/chiffon/envelope"
+)
+
+// State is where a task is in its life.
+type State string
+
+// Task states. Pending, Dispatched and Running are unfinished; the rest are final.
+const (
+	// StatePending: stored, waiting for an agent (queued, or between retries).
+	StatePending State = "pending"
+	// StateDispatched: sent to an agent, not acknowledged yet.
+	StateDispatched State = "dispatched"
+	// StateRunning: the agent acknowledged it and reports progress.
+	StateRunning State = "running"
+	// StateSucceeded: the work_result said success.
+	StateSucceeded State = "succeeded"
+	// StateFailed: the work ran and its work_result said failed.
+	StateFailed State = "failed"
+	// StateCancelled: cancelled by an operator.
+	StateCancelled State = "cancelled"
+	// StateError: no result could be obtained (a protocol error, or retries spent);
+	// Task.Error says why.
+	StateError State = "error"
+)
+
+// States lists every task state.
+var States = []State{StatePending, StateDispatched, StateRunning, StateSucceeded, StateFailed, StateCancelled, StateError}
+
+// Final reports whether s ends a task.
+func (s State) Final() bool {
+	switch s {
+	case StateSucceeded, StateFailed, StateCancelled, StateError:
+		return true
+	}
+	return false
+}
+
+// Valid reports whether s is a known state.
+func (s State) Valid() bool {
+	for _, v := range States {
+		if v == s {
+			return true
+		}
+	}
+	return false
+}
+
+// Hints are a task's scheduling hints, as in the work_request.
+type Hints struct {
+	// MaxDurationSeconds bounds the whole task, from its first dispatch; the ack and
+	// inactivity timeouts still apply to each attempt.
+	MaxDurationSeconds int64 `json:"max_duration_seconds,omitempty"`
+	// MaxMemoryMB is the memory the task needs.
+	MaxMemoryMB int64 `json:"max_memory_mb,omitempty"`
+	// AgentID pins the task to one agent instance.
+	AgentID string `json:"agent_id,omitempty"`
+}
+
+// Task is one piece of work and everything known about it.
+type Task struct {
+	ID         string             `json:"id"`
+	State      State              `json:"state"`
+	ToAgent    envelope.AgentType `json:"to_agent"`
+	WorkType   string             `json:"work_type"`
+	Parameters map[string]any     `json:"parameters,omitempty"`
+	Hints      *Hints             `json:"hints,omitempty"`
+	// AgentID is the agent instance the task was last sent to.
+	AgentID   string `json:"agent_id"`
+	RequestID string `json:"request_id"`
+	TraceID   string `json:"trace_id"`
+	// Attempts counts dispatches, the first included.
+	Attempts int `json:"attempts"`
+	// Retries lists each retry with the error that caused it and the wait before it.
+	Retries         []Retry    `json:"retries,omitempty"`
+	ProgressPercent int        `json:"progress_percent"`
+	Steps           []StepInfo `json:"steps"`
+	Result          *Result    `json:"result,omitempty"`
+	// Error is why the task ended in StateError, and is set only then; the errors
+	// of earlier attempts are in Retries.
+	Error *TaskError `json:"error,omitempty"`
+	// OutputBytes is the length of the output held so far.
+	OutputBytes int64 `json:"output_bytes"`
+	// OutputComplete is true once the whole output is held, with no gap.
+	OutputComplete  bool       `json:"output_complete"`
+	CancelRequested bool       `json:"cancel_requested,omitempty"`
+	CreatedAt       time.Time  `json:"created_at"`
+	UpdatedAt       time.Time  `json:"updated_at"`
+	FirstDispatchAt *time.Time `json:"first_dispatch_at,omitempty"`
+	LastAttemptAt   *time.Time `json:"last_attempt_at,omitempty"`
+	FinishedAt      *time.Time `json:"finished_at,omitempty"`
+}
+
+// Retry records one retry of a task.
+type Retry struct {
+	// Attempt is the number of the attempt that failed.
+	Attempt int `json:"attempt"`
+	// Code is the error code that caused the retry.
+	Code    int    `json:"code"`
+	Message string `json:"message"`
+	// AgentID is the agent the failed attempt went to.
+	AgentID string `json:"agent_id,omitempty"`
+	// WaitMS is how long the orchestrator waited before the retry.
+	WaitMS int64     `json:"wait_ms"`
+	At     time.Time `json:"at"`
+}
+
+// StepInfo is the latest known state of one step.
+type StepInfo struct {
+	Number    int64     `json:"number"`
+	Name      string    `json:"name"`
+	Status    string    `json:"status"`
+	UpdatedAt time.Time `json:"updated_at"`
+}
+
+// Result is the task's work_result, without its output (see the output endpoint).
+type Result struct {
+	Status        string                  `json:"status"`
+	ExitCode      int64                   `json:"exit_code"`
+	ResourcesUsed *envelope.ResourcesUsed `json:"resources_used,omitempty"`
+	// OutputTruncated is true when the work_result carried only the output's tail.
+	OutputTruncated bool `json:"output_truncated,omitempty"`
+	// OutputTotalBytes is the whole output's length, as the agent reported it.
+	OutputTotalBytes int64 `json:"output_total_bytes"`
+	// StructuredOutput is the handler's machine-readable result, the work_result's
+	// x_custom_fields.structured_output (a script's last stdout line of JSON).
+	StructuredOutput json.RawMessage `json:"structured_output,omitempty"`
+	At               time.Time       `json:"at"`
+}
+
+// TaskError is why a task ended in StateError (or the last retryable error).
+type TaskError struct {
+	Code    int            `json:"code"`
+	Message string         `json:"message"`
+	Context map[string]any `json:"context,omitempty"`
+}
+
+// Event is one entry of a task's history, as stored and as streamed over SSE.
+type Event struct {
+	// Seq numbers a task's events from 1.
+	Seq  int64     `json:"seq"`
+	Type string    `json:"type"`
+	At   time.Time `json:"at"`
+	// State is the task's state after the event.
+	State State `json:"state"`
+	// Status is set for a "status" event.
+	Status *envelope.WorkStatus `json:"status,omitempty"`
+	// OutputOffset is where Status.Step.Output starts in the whole output.
+	OutputOffset *int64 `json:"output_offset,omitempty"`
+	// Result is set for a "result" event (its output is the work_result's).
+	Result *envelope.WorkResult `json:"result,omitempty"`
+	// StructuredOutput is the structured output a "result" event's work_result
+	// carried in x_custom_fields, as Result.StructuredOutput holds it.
+	StructuredOutput json.RawMessage `json:"structured_output,omitempty"`
+	// Error is set for an "error" or "retry" event.
+	Error *TaskError `json:"error,omitempty"`
+	// Message describes a "state" event.
+	Message string `json:"message,omitempty"`
+}
+
+// Event types.
+const (
+	EventState  = "state"
+	EventStatus = "status"
+	EventResult = "result"
+	EventError  = "error"
+	EventRetry  = "retry"
+)
