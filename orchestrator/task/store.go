@@ -2,8 +2,9 @@ package task
 
 import (
 	"errors"
-	"github.com/chiffon-dev/chiffon/output"
 	"io"
+
+	"github.com/chiffon-dev/chiffon/output"
 )
 
 // ErrNotFound is returned for a task the store does not hold.
