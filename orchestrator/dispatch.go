@@ -59,22 +59,7 @@ func (r *run) stopTimers() {
 const maxReasks = 2
 
 func (o *Orchestrator) newRun(t *Task) *run {
-	left := max(o.cfg.Retry.MaxRetries-len(t.Retries), 0)
-	b := &backoff.ExponentialBackOff{
-		InitialInterval:     o.cfg.Retry.Initial,
-		RandomizationFactor: 0, // the protocol's waits are exact: 1 s, 2 s, 4 s
-		Multiplier:          2,
-		MaxInterval:         o.cfg.Retry.Max,
-		MaxElapsedTime:      0,
-		Stop:                backoff.Stop,
-		Clock:               backoff.SystemClock,
-	}
-	b.Reset()
-	// A task resumed after a restart goes on from the wait it had reached.
-	for range len(t.Retries) {
-		b.NextBackOff()
-	}
-	return &run{t: t, log: o.taskLog(t), bo: backoff.WithMaxRetries(b, uint64(left))}
+	return &run{t: t, log: o.taskLog(t), bo: o.cfg.Retry.backoff(len(t.Retries))}
 }
 
 // SubmitRequest is a task to run.
@@ -470,22 +455,4 @@ func cloneTask(t *Task) *Task {
 		c.Error = &e
 	}
 	return &c
-}
-
-// mayHaveStarted reports whether t's agent may hold t's request in its dedupe cache:
-// an attempt was in flight or acknowledged, or one timed out. Every such attempt went
-// to the pinned agent, which t.AgentID then names.
-func mayHaveStarted(t *Task) bool {
-	if t.AgentID == "" {
-		return false
-	}
-	if t.State == StateDispatched || t.State == StateRunning || len(t.Steps) > 0 {
-		return true
-	}
-	for _, rt := range t.Retries {
-		if rt.Code == int(errcodes.Timeout) && rt.AgentID == t.AgentID {
-			return true
-		}
-	}
-	return false
 }

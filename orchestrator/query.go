@@ -1,0 +1,52 @@
+package orchestrator
+
+import (
+	"github.com/chiffon-dev/chiffon/envelope"
+)
+
+// Task returns a snapshot of one task.
+func (o *Orchestrator) Task(id string) (*Task, error) {
+	o.mu.Lock()
+	if r := o.runs[id]; r != nil {
+		c := cloneTask(r.t)
+		var end *commit
+		if r.finished {
+			end = r.written // its end shows once it is stored
+		}
+		o.mu.Unlock()
+		_ = end.wait()
+		return c, nil
+	}
+	o.mu.Unlock()
+	return o.st.Task(id)
+}
+
+// ListOptions filters a task list.
+type ListOptions struct {
+	// State keeps tasks in this state; "" keeps all.
+	State State
+	// AgentType keeps tasks for this agent type; "" keeps all.
+	AgentType envelope.AgentType
+	// Limit bounds the number of tasks; 0 means 100.
+	Limit int
+}
+
+// Tasks lists tasks, newest first.
+func (o *Orchestrator) Tasks(opts ListOptions) ([]*Task, error) {
+	if opts.Limit <= 0 {
+		opts.Limit = 100
+	}
+	o.mu.Lock()
+	live := make(map[string]*Task, len(o.runs))
+	for id, r := range o.runs {
+		live[id] = cloneTask(r.t)
+	}
+	o.mu.Unlock()
+	keep := func(t *Task) bool {
+		if l := live[t.ID]; l != nil {
+			*t = *l
+		}
+		return (opts.State == "" || t.State == opts.State) && (opts.AgentType == "" || t.ToAgent == opts.AgentType)
+	}
+	return o.st.Tasks(keep, opts.Limit)
+}

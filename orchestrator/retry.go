@@ -1,0 +1,50 @@
+// The retry policy: which failures are retried (errcodes' Retryable: 5001, 5002,
+// 5005), how long the orchestrator waits before each retry (RetryConfig.backoff),
+// and where the next attempt may go (mayHaveStarted: only the agent that may hold
+// the request in its dedupe cache). failAttempt in dispatch.go applies it.
+
+package orchestrator
+
+import (
+	"github.com/cenkalti/backoff/v4"
+	"github.com/chiffon-dev/chiffon/errcodes"
+)
+
+// mayHaveStarted reports whether t's agent may hold t's request in its dedupe cache:
+// an attempt was in flight or acknowledged, or one timed out. Every such attempt went
+// to the pinned agent, which t.AgentID then names.
+func mayHaveStarted(t *Task) bool {
+	if t.AgentID == "" {
+		return false
+	}
+	if t.State == StateDispatched || t.State == StateRunning || len(t.Steps) > 0 {
+		return true
+	}
+	for _, rt := range t.Retries {
+		if rt.Code == int(errcodes.Timeout) && rt.AgentID == t.AgentID {
+			return true
+		}
+	}
+	return false
+}
+
+// backoff is the waits between the retries of a task that has had done of them
+// already: the protocol's exact doubling from Initial up to Max (1 s, 2 s, 4 s by
+// default), at most MaxRetries in all. A task resumed after a restart goes on from
+// the wait it had reached.
+func (c RetryConfig) backoff(done int) backoff.BackOff {
+	b := &backoff.ExponentialBackOff{
+		InitialInterval:     c.Initial,
+		RandomizationFactor: 0, // the protocol's waits are exact
+		Multiplier:          2,
+		MaxInterval:         c.Max,
+		MaxElapsedTime:      0,
+		Stop:                backoff.Stop,
+		Clock:               backoff.SystemClock,
+	}
+	b.Reset()
+	for range done {
+		b.NextBackOff()
+	}
+	return backoff.WithMaxRetries(b, uint64(max(c.MaxRetries-done, 0)))
+}
