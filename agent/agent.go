@@ -17,9 +17,9 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/chiffon-dev/chiffon/agent/dedupe"
 	"github.com/chiffon-dev/chiffon/broker"
 	"github.com/chiffon-dev/chiffon/envelope"
-	"github.com/chiffon-dev/chiffon/internal/kvstore"
 	"github.com/chiffon-dev/chiffon/internal/ratelog"
 	"github.com/nats-io/nats.go"
 )
@@ -63,7 +63,7 @@ type Agent struct {
 
 	nc    *nats.Conn
 	pub   *publisher
-	cache *DedupeCache
+	cache dedupe.Cache
 	tasks sync.WaitGroup
 }
 
@@ -195,16 +195,19 @@ func (a *Agent) Run(ctx context.Context) error {
 		defer ms.shutdown()
 		a.metricsAddr.Store(&ms.addr)
 	}
-	cache, err := OpenDedupeCache(a.cfg.DataDir, time.Duration(a.cfg.DedupeTTL), a.log)
-	if err != nil {
-		return fmt.Errorf("agent: %w", err)
-	}
-	a.cache = cache
-	defer func() {
-		if err := cache.Close(); err != nil {
-			a.log.Error("close dedupe cache", "err", err)
+	a.cache = a.cfg.DedupeCache
+	if a.cache == nil {
+		cache, err := OpenDedupeCache(a.cfg.DataDir, time.Duration(a.cfg.DedupeTTL), a.log)
+		if err != nil {
+			return fmt.Errorf("agent: %w", err)
 		}
-	}()
+		a.cache = cache
+		defer func() {
+			if err := cache.Close(); err != nil {
+				a.log.Error("close dedupe cache", "err", err)
+			}
+		}()
+	}
 	cc := a.cfg.NATS.ConnConfig("chiffon-agent-" + a.cfg.ID)
 	cc.Logger = a.log
 	cc.OnReconnect = func(*nats.Conn) {
@@ -232,10 +235,9 @@ func (a *Agent) Run(ctx context.Context) error {
 	subs := []*nats.Subscription{control}
 	bg, stopBG := context.WithCancel(context.Background())
 	var bgWG sync.WaitGroup
-	bgWG.Add(3)
+	bgWG.Add(2)
 	go func() { defer bgWG.Done(); a.registerLoop(bg) }()
 	go func() { defer bgWG.Done(); a.heartbeatLoop(bg) }()
-	go func() { defer bgWG.Done(); kvstore.RunGC(cache.db.DB, 10*time.Minute, bg.Done()) }()
 	a.kickRegister()
 
 	var runErr error

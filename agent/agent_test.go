@@ -153,7 +153,8 @@ func TestDuplicateWhileRunningReattaches(t *testing.T) {
 // refused with 5005 dedupe_cache, and a retry of it is refused the same way rather
 // than taken for a duplicate of a running request.
 func TestCacheWriteFailureRefusesTheRequest(t *testing.T) {
-	h := newHarness(t, nil)
+	mc := memCache(t) // its writes can be made to fail
+	h := newHarness(t, func(c *agent.Config) { c.DedupeCache = mc })
 	var runs atomic.Int32
 	h.start(func(a *agent.Agent) {
 		a.Handle("count", func(context.Context, *agent.Request, agent.Progress) (agent.Result, error) {

@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"time"
 
+	"github.com/chiffon-dev/chiffon/agent/dedupe"
 	"github.com/chiffon-dev/chiffon/broker"
 	"github.com/chiffon-dev/chiffon/envelope"
 	"go.yaml.in/yaml/v3"
@@ -87,6 +88,10 @@ type Config struct {
 	OrchestratorToken string `yaml:"-"`
 	// Logger receives the agent's logs; nil means slog.Default().
 	Logger *slog.Logger `yaml:"-"`
+	// DedupeCache keeps the dedupe entries instead of a Badger cache in
+	// <data_dir>/dedupe; nil means that one. The caller opens it, with its own TTL
+	// (DedupeTTL does not apply), and closes it after Run: Run does not close it.
+	DedupeCache dedupe.Cache `yaml:"-"`
 }
 
 // WorkTypeConfig defines a work type run as a subprocess.

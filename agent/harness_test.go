@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/chiffon-dev/chiffon/agent"
+	"github.com/chiffon-dev/chiffon/agent/memcache"
 	"github.com/chiffon-dev/chiffon/broker"
 	"github.com/chiffon-dev/chiffon/envelope"
 	"github.com/chiffon-dev/chiffon/errcodes"
@@ -70,6 +71,16 @@ func newHarness(t *testing.T, mutate func(*agent.Config)) *harness {
 	}
 	h.acceptRegistrations()
 	return h
+}
+
+// memCache is a dedupe cache in memory, which a test can make fail its writes
+// (agent.BreakCacheWrites), for Config.DedupeCache; it is closed when the test ends.
+// The agents a harness restarts share it, as they would share a data dir. Tests
+// stay on the agent's Badger cache unless they need failing writes.
+func memCache(t *testing.T) *memcache.Cache {
+	c := memcache.New(agent.DefaultDedupeTTL)
+	t.Cleanup(func() { c.Close() })
+	return c
 }
 
 // acceptRegistrations answers every registration with a register_ack, as an

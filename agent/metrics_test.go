@@ -226,9 +226,10 @@ func TestMetricsCountDuplicatesAnsweredWithoutRunning(t *testing.T) {
 
 // TestMetricsCountInterruptedDuplicate leaves a request's running entry in the cache
 // (its result could not be stored), then re-sends it to a new agent process on the
-// same data dir: answered as interrupted, counted so, and not run.
+// same dedupe cache: answered as interrupted, counted so, and not run.
 func TestMetricsCountInterruptedDuplicate(t *testing.T) {
-	h := newHarness(t, withMetrics)
+	mc := memCache(t) // its writes can be made to fail; it outlives the first agent
+	h := newHarness(t, func(c *agent.Config) { withMetrics(c); c.DedupeCache = mc })
 	b := newBlocker()
 	h.start(func(a *agent.Agent) { a.Handle("block", b.handle) })
 	req := h.request("block", nil, nil)
@@ -238,6 +239,7 @@ func TestMetricsCountInterruptedDuplicate(t *testing.T) {
 	close(b.release)
 	w.result()
 	h.stop()
+	mc.FailWrites(nil) // the new process finds the disk mended
 
 	again := newBlocker()
 	h.start(func(a *agent.Agent) { a.Handle("block", again.handle) })

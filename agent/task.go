@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/chiffon-dev/chiffon/agent/dedupe"
 	"github.com/chiffon-dev/chiffon/envelope"
 	"github.com/chiffon-dev/chiffon/internal/lazylog"
 	"github.com/chiffon-dev/chiffon/output"
@@ -108,9 +109,9 @@ func (a *Agent) runTask(t *task) {
 			break
 		}
 	}
-	entry := &cacheEntry{TaskID: t.req.TaskID, WorkType: t.req.WorkType, StartedAt: t.started,
+	entry := &dedupe.Entry{TaskID: t.req.TaskID, WorkType: t.req.WorkType, StartedAt: t.started,
 		Result: wr, ResultFields: fields}
-	if err := a.cache.finish(t.req.RequestID, entry, out); err != nil {
+	if err := a.cache.Finish(t.req.RequestID, entry, out); err != nil {
 		t.log.Error("dedupe cache: result not stored", "err", err)
 	}
 	// The slot is free before the result says so: the orchestrator sends the next

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/chiffon-dev/chiffon/agent/dedupe"
 	"github.com/chiffon-dev/chiffon/broker"
 	"github.com/chiffon-dev/chiffon/envelope"
 	"github.com/chiffon-dev/chiffon/errcodes"
@@ -79,13 +80,13 @@ func (a *Agent) dispatch(reply string, env *envelope.Envelope) *errcodes.Error {
 		t.stream.attach(reply)
 		return nil
 	}
-	entry, err := a.cache.get(env.RequestID)
+	entry, err := a.cache.Get(env.RequestID)
 	if err != nil {
 		log().Error("dedupe cache", "err", err)
 		return errcodes.NewResourceLimitExceeded("dedupe_cache", 0, 1)
 	}
 	switch {
-	case entry != nil && entry.State == stateFinished:
+	case entry != nil && entry.State == dedupe.Finished:
 		log().Info("duplicate of a finished request: replaying")
 		a.metrics.dedupeHit(dedupeReplayed)
 		a.tasks.Add(1)
@@ -106,7 +107,7 @@ func (a *Agent) dispatch(reply string, env *envelope.Envelope) *errcodes.Error {
 	// The handler starts once the running entry is committed, so that a crash can
 	// never leave a request that ran without a trace. This subscription does not
 	// wait for the commit: it takes the next request, whose entry commits with it.
-	a.cache.putAsync(env.RequestID, &cacheEntry{State: stateRunning, TaskID: wr.TaskID,
+	a.cache.Start(env.RequestID, &dedupe.Entry{TaskID: wr.TaskID,
 		WorkType: wr.WorkType, StartedAt: t.started}, func(err error) { go a.started(t, reply, err) })
 	return nil
 }
@@ -200,12 +201,12 @@ func uuidOrEmpty(v any) string {
 
 // replay sends a finished request's cached output as chunked statuses, then its
 // cached result.
-func (a *Agent) replay(reply string, env *envelope.Envelope, e *cacheEntry) {
+func (a *Agent) replay(reply string, env *envelope.Envelope, e *dedupe.Entry) {
 	ws := envelope.WorkStatus{TaskID: e.TaskID, Status: envelope.StatusRunning, ProgressPercent: 100,
 		Step: envelope.Step{Number: 0, Name: "replay"}}
 	limit := a.pub.maxMessage()
 	a.pub.publish(reply, env.Reply(&ws)) // acknowledgement
-	err := a.cache.eachPiece(env.RequestID, e, func(off int64, data string) error {
+	err := a.cache.EachPiece(env.RequestID, e, func(off int64, data string) error {
 		b := output.Batch{Data: data, Offset: off, Base: off, Total: e.OutputLen, Chunked: true}
 		output.Statuses(env, ws, b, limit, func(st []byte) { a.pub.publishEncoded(reply, st) })
 		return nil
@@ -218,12 +219,12 @@ func (a *Agent) replay(reply string, env *envelope.Envelope, e *cacheEntry) {
 
 // interrupted answers a request found running from an earlier process: a failed
 // result with exit code 137, cached so later duplicates replay it.
-func (a *Agent) interrupted(reply string, env *envelope.Envelope, e *cacheEntry) {
+func (a *Agent) interrupted(reply string, env *envelope.Envelope, e *dedupe.Entry) {
 	out := fmt.Sprintf("chiffon: task interrupted: the agent stopped while it ran (started %s); it was not run again\n",
 		e.StartedAt.UTC().Format(time.RFC3339))
 	e.Result = &envelope.WorkResult{TaskID: e.TaskID, Status: envelope.ResultFailed, ExitCode: 137, Output: out,
 		ResourcesUsed: &envelope.ResourcesUsed{}}
-	if err := a.cache.finish(env.RequestID, e, out); err != nil {
+	if err := a.cache.Finish(env.RequestID, e, out); err != nil {
 		a.taskLog(env).Error("dedupe cache", "err", err)
 	}
 	ws := envelope.WorkStatus{TaskID: e.TaskID, Status: envelope.StatusRunning,
@@ -235,7 +236,7 @@ func (a *Agent) interrupted(reply string, env *envelope.Envelope, e *cacheEntry)
 }
 
 // resultEnvelope rebuilds a cached result as a reply to env.
-func resultEnvelope(env *envelope.Envelope, e *cacheEntry) *envelope.Envelope {
+func resultEnvelope(env *envelope.Envelope, e *dedupe.Entry) *envelope.Envelope {
 	r := *e.Result
 	out := env.Reply(&r)
 	if len(e.ResultFields) > 0 {

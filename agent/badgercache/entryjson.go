@@ -1,6 +1,7 @@
-package agent
+package badgercache
 
 import (
+	"github.com/chiffon-dev/chiffon/agent/dedupe"
 	"github.com/chiffon-dev/chiffon/envelope"
 	"github.com/chiffon-dev/chiffon/internal/jsonw"
 )
@@ -10,13 +11,13 @@ import (
 // are those of encoding/json with HTML escaping off, as the orchestrator stores its
 // records and the envelope travels: output text such as "<200>" is kept as written.
 // Entries written earlier by json.Marshal, with \u003c escapes, decode alike.
-// cachejson_test.go fills every field of cacheEntry by reflection and compares, so a
+// entryjson_test.go fills every field of dedupe.Entry by reflection and compares, so a
 // field added to it and missed here fails.
 
 // encodeEntry returns e as the cache stores it. A value the hand-written path cannot
 // write (a year outside 0-9999, a free-form value encoding/json refuses) goes to
 // encoding/json, which writes it or reports its own error.
-func encodeEntry(e *cacheEntry) ([]byte, error) {
+func encodeEntry(e *dedupe.Entry) ([]byte, error) {
 	w := entryWriter{jsonw.Writer{Buf: make([]byte, 0, entrySize(e))}}
 	w.entry(e)
 	if !w.Failed {
@@ -28,7 +29,7 @@ func encodeEntry(e *cacheEntry) ([]byte, error) {
 // entryWriter appends a cache entry.
 type entryWriter struct{ jsonw.Writer }
 
-func (w *entryWriter) entry(e *cacheEntry) {
+func (w *entryWriter) entry(e *dedupe.Entry) {
 	w.Raw(`{"state":`)
 	w.String(e.State)
 	w.Raw(`,"task_id":`)
@@ -65,7 +66,7 @@ const (
 		`"resources_used":{"duration_seconds":,"gpu_vram_mb":,"cpu_time_ms":}}`) + 4*jsonw.IntSize
 )
 
-func entrySize(e *cacheEntry) int {
+func entrySize(e *dedupe.Entry) int {
 	n := entryFixed
 	text := len(e.State) + len(e.TaskID) + len(e.WorkType)
 	if r := e.Result; r != nil {

@@ -1,4 +1,4 @@
-package agent
+package badgercache
 
 import (
 	"bytes"
@@ -10,15 +10,16 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chiffon-dev/chiffon/agent/dedupe"
 	"github.com/chiffon-dev/chiffon/envelope"
 	"github.com/chiffon-dev/chiffon/internal/jsonw/jsonwtest"
 )
 
 // assertEntryLikeReference checks encodeEntry against encoding/json with HTML escaping
 // off: the same bytes, or the same error; the hand-written path gives up only when
-// encoding/json fails; both outputs decode alike, as get reads them. It reports
+// encoding/json fails; both outputs decode alike, as Get reads them. It reports
 // whether the hand-written path wrote e.
-func assertEntryLikeReference(t *testing.T, e *cacheEntry) bool {
+func assertEntryLikeReference(t *testing.T, e *dedupe.Entry) bool {
 	t.Helper()
 	want, wantErr := jsonwtest.Reference(e)
 	got, err := encodeEntry(e)
@@ -39,7 +40,7 @@ func assertEntryLikeReference(t *testing.T, e *cacheEntry) bool {
 	if err := jsonwtest.SameDecoded(got, want); err != nil {
 		t.Fatal(err)
 	}
-	var a, b cacheEntry
+	var a, b dedupe.Entry
 	if err := json.Unmarshal(got, &a); err != nil {
 		t.Fatalf("decode %s: %v", got, err)
 	}
@@ -53,13 +54,13 @@ func assertEntryLikeReference(t *testing.T, e *cacheEntry) bool {
 }
 
 func TestCacheEntryMatchesEncodingJSON(t *testing.T) {
-	// Every field of cacheEntry and of what it holds is filled by reflection, so a
-	// field added to them and missed by cachejson.go fails here.
+	// Every field of dedupe.Entry and of what it holds is filled by reflection, so a
+	// field added to them and missed by entryjson.go fails here.
 	g := jsonwtest.New(7, 11)
 	const n = 5000
 	hand := 0
 	for range n {
-		e := new(cacheEntry)
+		e := new(dedupe.Entry)
 		g.Fill(e)
 		if assertEntryLikeReference(t, e) {
 			hand++
@@ -70,7 +71,7 @@ func TestCacheEntryMatchesEncodingJSON(t *testing.T) {
 
 func TestCacheEntryFallsBackToEncodingJSON(t *testing.T) {
 	at := time.Date(2025, 6, 1, 12, 0, 0, 0, time.UTC)
-	cases := map[string]*cacheEntry{
+	cases := map[string]*dedupe.Entry{
 		"year 10000":              {StartedAt: time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC)},
 		"zone offset of 24 hours": {StartedAt: at.In(time.FixedZone("", -24*3600))},
 		"NaN result field":        {StartedAt: at, ResultFields: map[string]any{"x": math.NaN()}},
@@ -86,7 +87,7 @@ func TestCacheEntryFallsBackToEncodingJSON(t *testing.T) {
 }
 
 func TestCacheEntryKeepsHTMLAsWritten(t *testing.T) {
-	e := &cacheEntry{State: stateFinished, StartedAt: time.Unix(0, 0).UTC(), Result: &envelope.WorkResult{Output: "<b>&</b>"}}
+	e := &dedupe.Entry{State: dedupe.Finished, StartedAt: time.Unix(0, 0).UTC(), Result: &envelope.WorkResult{Output: "<b>&</b>"}}
 	b, err := encodeEntry(e)
 	if err != nil || !bytes.Contains(b, []byte(`"output":"<b>&</b>"`)) {
 		t.Fatalf("got %s, %v", b, err)
@@ -96,7 +97,7 @@ func TestCacheEntryKeepsHTMLAsWritten(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var a, c cacheEntry
+	var a, c dedupe.Entry
 	if err := json.Unmarshal(b, &a); err != nil {
 		t.Fatal(err)
 	}
@@ -111,9 +112,9 @@ func TestCacheEntryKeepsHTMLAsWritten(t *testing.T) {
 func TestCacheEntryAllocatesOnlyItsOutput(t *testing.T) {
 	// Without result fields an entry must not fall back to encoding/json, and the size
 	// estimate must be large enough that the buffer never grows.
-	entries := map[string]*cacheEntry{"running": benchEntry()}
+	entries := map[string]*dedupe.Entry{"running": benchEntry()}
 	for _, text := range []string{"", strings.Repeat("a line of \"output\"\twith <tags> & é\n", 40)} {
-		entries[fmt.Sprint("widest with text of ", len(text))] = &cacheEntry{
+		entries[fmt.Sprint("widest with text of ", len(text))] = &dedupe.Entry{
 			State: text, TaskID: text, WorkType: text, OutputLen: math.MinInt64, OutputPieces: math.MinInt,
 			StartedAt: time.Date(2025, 6, 1, 12, 0, 0, 123456789, time.FixedZone("", -(9*3600+30*60))),
 			Result: &envelope.WorkResult{TaskID: text, Status: text, ExitCode: math.MinInt64, Output: text,
@@ -129,13 +130,13 @@ func TestCacheEntryAllocatesOnlyItsOutput(t *testing.T) {
 // BenchmarkCacheEntry encodes a running and a finished dedupe cache entry, as every
 // work_request writes them.
 func BenchmarkCacheEntry(b *testing.B) {
-	c := &DedupeCache{ttl: time.Hour}
+	c := &Cache{ttl: time.Hour}
 	running := benchEntry()
 	finished := benchEntry()
-	finished.State, finished.OutputLen, finished.OutputPieces = stateFinished, 60, 1
+	finished.State, finished.OutputLen, finished.OutputPieces = dedupe.Finished, 60, 1
 	finished.Result = &envelope.WorkResult{TaskID: finished.TaskID, Status: envelope.ResultSuccess, Output: strings.Repeat("output line\n", 5),
 		ResourcesUsed: &envelope.ResourcesUsed{DurationSeconds: 1, CPUTimeMS: 12}}
-	for name, e := range map[string]*cacheEntry{"running": running, "finished": finished} {
+	for name, e := range map[string]*dedupe.Entry{"running": running, "finished": finished} {
 		b.Run(name, func(b *testing.B) {
 			id := envelope.NewID()
 			b.ReportAllocs()

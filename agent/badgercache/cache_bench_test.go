@@ -1,4 +1,4 @@
-package agent
+package badgercache
 
 import (
 	"fmt"
@@ -6,12 +6,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chiffon-dev/chiffon/agent/dedupe"
 	"github.com/chiffon-dev/chiffon/envelope"
 )
 
-func benchCache(b *testing.B) *DedupeCache {
+func benchCache(b *testing.B) *Cache {
 	b.Helper()
-	c, err := OpenDedupeCache(b.TempDir(), time.Hour, nil)
+	c, err := Open(b.TempDir(), Options{TTL: time.Hour})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -20,14 +21,14 @@ func benchCache(b *testing.B) *DedupeCache {
 }
 
 // put writes e and waits for the commit, as a test wants it.
-func (c *DedupeCache) put(requestID string, e *cacheEntry) error {
+func (c *Cache) put(requestID string, e *dedupe.Entry) error {
 	done := make(chan error, 1)
-	c.putAsync(requestID, e, func(err error) { done <- err })
+	c.Start(requestID, e, func(err error) { done <- err })
 	return <-done
 }
 
-func benchEntry() *cacheEntry {
-	return &cacheEntry{State: stateRunning, TaskID: envelope.NewID(), WorkType: "run_playbook", StartedAt: time.Now()}
+func benchEntry() *dedupe.Entry {
+	return &dedupe.Entry{State: dedupe.Running, TaskID: envelope.NewID(), WorkType: "run_playbook", StartedAt: time.Now()}
 }
 
 // BenchmarkDedupeLookup is the check every work_request makes: a miss, then a hit.
@@ -41,7 +42,7 @@ func BenchmarkDedupeLookup(b *testing.B) {
 		id := envelope.NewID()
 		b.ReportAllocs()
 		for b.Loop() {
-			if e, err := c.get(id); err != nil || e != nil {
+			if e, err := c.Get(id); err != nil || e != nil {
 				b.Fatal(e, err)
 			}
 		}
@@ -49,7 +50,7 @@ func BenchmarkDedupeLookup(b *testing.B) {
 	b.Run("hit", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			if e, err := c.get(known); err != nil || e == nil {
+			if e, err := c.Get(known); err != nil || e == nil {
 				b.Fatal(e, err)
 			}
 		}
@@ -78,7 +79,7 @@ func BenchmarkDedupeWrite(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
 			slots <- struct{}{}
-			c.putAsync(envelope.NewID(), e, func(err error) {
+			c.Start(envelope.NewID(), e, func(err error) {
 				if err != nil {
 					errs <- err
 				}
@@ -99,14 +100,14 @@ func BenchmarkDedupeWrite(b *testing.B) {
 	}
 }
 
-func benchFinish(b *testing.B, c *DedupeCache, size int) {
+func benchFinish(b *testing.B, c *Cache, size int) {
 	out := strings.Repeat("x", size)
 	b.ReportAllocs()
 	b.SetBytes(int64(len(out)))
 	for b.Loop() {
 		e := benchEntry()
 		e.Result = &envelope.WorkResult{TaskID: e.TaskID, Status: envelope.ResultSuccess}
-		if err := c.finish(envelope.NewID(), e, out); err != nil {
+		if err := c.Finish(envelope.NewID(), e, out); err != nil {
 			b.Fatal(err)
 		}
 	}
