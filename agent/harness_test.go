@@ -254,7 +254,8 @@ func (w *watch) next() *envelope.Envelope {
 			if !ok || p.ErrorCode != int(errcodes.AuthenticationFailed) {
 				w.h.t.Fatalf("agent message without its token: %v", err)
 			}
-			if len(m.Header) > 1 || m.Header.Get(broker.HeaderAuthorization) != "" || bytes.Contains(m.Data, []byte(w.h.agentToken)) {
+			if len(m.Header) > 1 || m.Header.Get(broker.HeaderAuthorization) != "" || bytes.Contains(m.Data, []byte(w.h.agentToken)) ||
+				bytes.Contains(m.Data, []byte(w.h.orchToken)) {
 				w.h.t.Fatalf("a 5004 to an unauthenticated sender carries a credential: %v", m.Header)
 			}
 			w.bare = true
