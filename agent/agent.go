@@ -54,7 +54,10 @@ type Agent struct {
 	drainAt  *time.Timer
 
 	// authLog logs refused messages at a bounded rate; authFailures counts them.
-	authLog      *ratelog.Logger
+	authLog *ratelog.Logger
+	// auth checks every message from the orchestrator against its token for this
+	// agent.
+	auth         broker.Authenticator
 	authFailures atomic.Int64
 
 	metrics *metrics
@@ -111,6 +114,7 @@ func New(cfg Config) (*Agent, error) {
 		gpus:     gpuMemory(),
 	}
 	a.metrics = newMetrics(a)
+	a.auth = broker.Authenticator{Want: func(string) (string, bool) { return a.cfg.OrchestratorToken, true }}
 	a.addBuiltins()
 	for name, wt := range cfg.WorkTypes {
 		sp, err := newSubprocess(name, wt)

@@ -88,10 +88,7 @@ func TestNoHeartbeatBeforeTheWorkSubscription(t *testing.T) {
 	case <-time.After(wait):
 		t.Fatal("no heartbeat once accepted")
 	}
-	data, _ := envelope.Encode(h.request("echo", map[string]any{"message": "x"}, nil))
-	msg := &nats.Msg{Subject: broker.Subjects{}.AgentWork(h.cfg.ID), Data: data, Reply: nats.NewInbox()}
-	broker.SetAuth(msg, h.orchToken, h.cfg.ID)
-	if _, err := h.nc.RequestMsg(msg, wait); err != nil {
+	if err := requestEcho(h, wait); err != nil {
 		t.Fatalf("work after the first heartbeat: %v", err)
 	}
 }
@@ -134,10 +131,7 @@ func TestNoWorkBeforeTheRegistrationIsAccepted(t *testing.T) {
 	if _, ok := ping.Payload.(*envelope.ControlAck); !ok {
 		t.Fatalf("ping before acceptance: %s", ping.Type)
 	}
-	data, _ := envelope.Encode(h.request("echo", map[string]any{"message": "x"}, nil))
-	msg := &nats.Msg{Subject: broker.Subjects{}.AgentWork(h.cfg.ID), Data: data, Reply: nats.NewInbox()}
-	broker.SetAuth(msg, h.orchToken, h.cfg.ID)
-	if _, err := h.nc.RequestMsg(msg, time.Second); err != nats.ErrNoResponders {
+	if err := requestEcho(h, time.Second); err != nats.ErrNoResponders {
 		t.Fatalf("work before acceptance: %v, want no responders", err)
 	}
 	if broker.InstanceOf(reg) == "" {
@@ -149,4 +143,14 @@ func TestNoWorkBeforeTheRegistrationIsAccepted(t *testing.T) {
 	case <-time.After(wait):
 		t.Fatal("not ready once accepted")
 	}
+}
+
+// requestEcho sends an echo work_request to the agent's work subject, as the
+// orchestrator does, and returns the error of waiting for its first answer.
+func requestEcho(h *harness, timeout time.Duration) error {
+	data, _ := envelope.Encode(h.request("echo", map[string]any{"message": "x"}, nil))
+	msg := &nats.Msg{Subject: broker.Subjects{}.AgentWork(h.cfg.ID), Data: data, Reply: nats.NewInbox()}
+	broker.SetAuth(msg, h.orchToken, h.cfg.ID)
+	_, err := h.nc.RequestMsg(msg, timeout)
+	return err
 }

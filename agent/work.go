@@ -147,7 +147,7 @@ func (a *Agent) checkCapacityLocked(wr *envelope.WorkRequest) *errcodes.Error {
 // authenticate checks that msg carries the orchestrator's token for this agent,
 // and refuses it otherwise; it reports whether msg may be handled.
 func (a *Agent) authenticate(msg *nats.Msg) bool {
-	_, e := broker.Authenticator{Want: func(string) (string, bool) { return a.cfg.OrchestratorToken, true }}.Check(msg)
+	_, e := a.auth.Check(msg)
 	if e == nil {
 		return true
 	}

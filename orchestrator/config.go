@@ -250,6 +250,13 @@ type secrets struct {
 	agents   map[string]agentSecrets
 }
 
+// agentToken is the token the sender naming agent id must present, and whether the
+// id is configured: what broker.Authenticator asks.
+func (s secrets) agentToken(id string) (string, bool) {
+	a, ok := s.agents[id]
+	return a.token, ok
+}
+
 // agentSecrets are what the orchestrator holds for one agent.
 type agentSecrets struct {
 	typ envelope.AgentType

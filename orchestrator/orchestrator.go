@@ -50,6 +50,8 @@ type Orchestrator struct {
 	// authLog logs refused messages at a bounded rate: a flood of them must not
 	// flood the log.
 	authLog *ratelog.Logger
+	// auth checks every message from an agent against that agent's token.
+	auth    broker.Authenticator
 	id      string
 	subj    broker.Subjects
 	nc      *nats.Conn
@@ -100,6 +102,7 @@ func Open(cfg Config, opts Options) (*Orchestrator, error) {
 	o := &Orchestrator{
 		cfg: cfg, sec: sec, log: log.With("orch_id", id), id: id,
 		authLog:  ratelog.New(log.With("orch_id", id), ratelog.Policy{}),
+		auth:     broker.Authenticator{Want: sec.agentToken},
 		subj:     broker.Subjects{Prefix: cfg.NATS.Prefix},
 		agents:   map[string]*agentEntry{},
 		runs:     map[string]*run{},
@@ -387,10 +390,7 @@ func (o *Orchestrator) receive(msg *nats.Msg) (agentID string, env *envelope.Env
 // authenticate checks msg's bearer token against the token of the agent it names.
 // It returns that agent id, or a 5004 that never holds the token.
 func (o *Orchestrator) authenticate(msg *nats.Msg) (string, *errcodes.Error) {
-	return broker.Authenticator{Want: func(id string) (string, bool) {
-		want, known := o.sec.agents[id]
-		return want.token, known
-	}}.Check(msg)
+	return o.auth.Check(msg)
 }
 
 // rejectAuth counts and logs a refused message (never its token, and at a bounded
