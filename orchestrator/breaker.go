@@ -21,8 +21,8 @@ func tripsBreaker(err error) bool {
 // counts it as a failure nor as a success.
 var errNeverReached = errors.New("the work_request reached no agent (no responders)")
 
-// newBreaker builds a's circuit breaker. Every call into it happens with o.mu held,
-// so its state change callback may touch the orchestrator's state.
+// newBreaker builds a's circuit breaker. Its state changes are applied on the loop,
+// after the call into the breaker that made them (which holds the breaker's lock).
 func (o *Orchestrator) newBreaker(a *agentEntry) *gobreaker.TwoStepCircuitBreaker[struct{}] {
 	failures := o.cfg.Breaker.Failures
 	var cb *gobreaker.TwoStepCircuitBreaker[struct{}]
@@ -34,16 +34,18 @@ func (o *Orchestrator) newBreaker(a *agentEntry) *gobreaker.TwoStepCircuitBreake
 		IsSuccessful: func(err error) bool { return err == nil || !tripsBreaker(err) },
 		IsExcluded:   func(err error) bool { return errors.Is(err, errNeverReached) },
 		OnStateChange: func(_ string, from, to gobreaker.State) {
-			if a.breaker == cb { // not one resetBreaker replaced, reached by a late outcome
-				o.breakerChanged(a, from, to)
-			}
+			o.post(func() {
+				if a.breaker == cb { // not one resetBreaker replaced, reached by a late outcome
+					o.breakerChanged(a, from, to)
+				}
+			})
 		},
 	})
 	return cb
 }
 
 // resetBreaker gives a a new, closed breaker: a registration means a process that
-// listens again, so the failures of before say nothing of it. Called with o.mu held.
+// listens again, so the failures of before say nothing of it.
 func (o *Orchestrator) resetBreaker(a *agentEntry) {
 	from := a.breaker.State()
 	a.breaker = o.newBreaker(a)
@@ -58,7 +60,7 @@ func (o *Orchestrator) resetBreaker(a *agentEntry) {
 }
 
 // breakerChanged logs a breaker's move, updates its metric, schedules the half-open
-// ping when it opens and releases queued work when it closes. Called with o.mu held.
+// ping when it opens and releases queued work when it closes.
 func (o *Orchestrator) breakerChanged(a *agentEntry, from, to gobreaker.State) {
 	o.log.Warn("circuit breaker "+to.String(), "agent_id", a.id, "from", from.String())
 	o.metrics.breaker.WithLabelValues(a.id).Set(float64(to))
@@ -67,50 +69,46 @@ func (o *Orchestrator) breakerChanged(a *agentEntry, from, to gobreaker.State) {
 		if a.ping != nil {
 			a.ping.Stop()
 		}
-		a.ping = time.AfterFunc(o.cfg.Breaker.OpenFor, func() { o.halfOpenPing(a) })
+		o.pingLater(a, o.cfg.Breaker.OpenFor)
 	case gobreaker.StateClosed:
-		// This runs inside the breaker's lock, which dispatching takes again.
-		o.later(func() { o.drainQueue(a.typ) })
+		o.drainQueue(a.typ)
 	}
+}
+
+// pingLater arms a's half-open ping.
+func (o *Orchestrator) pingLater(a *agentEntry, after time.Duration) {
+	a.ping = time.AfterFunc(after, func() { o.post(func() { o.halfOpenPing(a) }) })
 }
 
 // halfOpenPing sends the one ping a half-open breaker lets through; a control_ack
 // with ok closes the breaker, anything else opens it again.
 func (o *Orchestrator) halfOpenPing(a *agentEntry) {
-	o.mu.Lock()
 	if o.closed || a.breaker.State() == gobreaker.StateClosed {
 		// A registration closed it (resetBreaker) as this ping came due.
-		o.mu.Unlock()
 		return
 	}
 	done, err := a.breaker.Allow()
 	if err != nil {
 		// Not half-open yet (timer and breaker clocks differ slightly): try soon.
-		a.ping = time.AfterFunc(o.cfg.Breaker.OpenFor/10+time.Millisecond, func() { o.halfOpenPing(a) })
-		o.mu.Unlock()
+		o.pingLater(a, o.cfg.Breaker.OpenFor/10+time.Millisecond)
 		return
 	}
-	typ := a.typ
+	env := envelope.New(envelope.Orchestrator, a.typ, "", "", &envelope.Ping{})
 	o.wg.Add(1)
-	o.mu.Unlock()
-	defer o.wg.Done()
-
-	env := envelope.New(envelope.Orchestrator, typ, "", "", &envelope.Ping{})
-	rep, err := o.request(context.Background(), a.id, env)
-	if err == nil {
-		if ack, ok := rep.Payload.(*envelope.ControlAck); !ok || !ack.OK {
-			err = errcodes.New(errcodes.AgentUnavailable, "ping not acknowledged")
+	go func() {
+		defer o.wg.Done()
+		rep, err := o.request(context.Background(), a.id, env)
+		if err == nil {
+			if ack, ok := rep.Payload.(*envelope.ControlAck); !ok || !ack.OK {
+				err = errcodes.New(errcodes.AgentUnavailable, "ping not acknowledged")
+			}
 		}
-	}
-	if err != nil && !tripsBreaker(err) {
-		err = errcodes.New(errcodes.AgentUnavailable, "ping failed: %v", err)
-	}
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	if err != nil {
-		o.log.Warn("half-open ping failed", "agent_id", a.id, "err", err)
-	}
-	if !o.closed {
-		done(err)
-	}
+		if err != nil && !tripsBreaker(err) {
+			err = errcodes.New(errcodes.AgentUnavailable, "ping failed: %v", err)
+		}
+		if err != nil {
+			o.log.Warn("half-open ping failed", "agent_id", a.id, "err", err)
+		}
+		o.post(func() { done(err) })
+	}()
 }

@@ -2,10 +2,10 @@ package orchestrator
 
 import (
 	"errors"
+	"sync"
 
 	"github.com/chiffon-dev/chiffon/orchestrator/badgerstore"
 	"github.com/chiffon-dev/chiffon/orchestrator/memstore"
-	"github.com/nats-io/nats.go"
 )
 
 // BreakStoreWrites makes every later task store write of an open orchestrator fail,
@@ -15,18 +15,16 @@ func BreakStoreWrites(o *Orchestrator) {
 	o.st.(*memstore.Store).FailWrites(errors.New("task store broken"))
 }
 
-// PauseTaskInbox takes the orchestrator's lock, so that its task inbox handler
-// stops at the first message that needs it and the next ones queue up behind.
-// It returns the inbox subscription and the function that lets the handler go on.
-func PauseTaskInbox(o *Orchestrator) (*nats.Subscription, func()) {
-	o.mu.Lock()
-	for _, s := range o.subs {
-		if s.Subject == o.subj.OrchTasks(o.id) {
-			return s, o.mu.Unlock
-		}
+// PauseLoop makes the orchestrator's loop wait, so that the jobs posted meanwhile
+// (messages handled, timers run out) queue up and then run as one batch. It returns
+// the number of jobs waiting and the function that lets the loop go on.
+func PauseLoop(o *Orchestrator) (waiting func() int, resume func()) {
+	running, release := make(chan struct{}), make(chan struct{})
+	if !o.post(func() { close(running); <-release }) {
+		panic("orchestrator closed")
 	}
-	o.mu.Unlock()
-	panic("no task inbox subscription")
+	<-running
+	return o.mail.len, sync.OnceFunc(func() { close(release) })
 }
 
 // EventVersions returns the Badger version (commit timestamp) of each stored event of

@@ -9,41 +9,25 @@ import (
 
 	"github.com/chiffon-dev/chiffon/envelope"
 	"github.com/chiffon-dev/chiffon/orchestrator"
-	"github.com/nats-io/nats.go"
 )
 
-// queueBehind pauses o's task inbox, sends a status of an unknown task (which the
-// handler takes, stops on, and then drops without writing anything) and then the
-// rest, and waits until the rest are queued behind it. The returned function lets
-// the handler go on: it then handles the rest as messages read together, holding
-// the writes of all but the last.
-func queueBehind(t *testing.T, o *orchestrator.Orchestrator, a *fakeAgent, w *workMsg, rest ...func()) func() {
+// queueBehind pauses o's loop, sends the messages of rest and waits until each has
+// been posted to the loop as a job. The returned function lets the loop go on: it
+// then runs them as one batch, holding the writes of all but the last.
+func queueBehind(t *testing.T, o *orchestrator.Orchestrator, rest ...func()) func() {
 	t.Helper()
-	sub, resume := orchestrator.PauseTaskInbox(o)
-	// Failing with the lock held would leave Close waiting for it.
-	until := func(what string, cond func() bool) {
-		deadline := time.Now().Add(wait)
-		for !cond() {
-			if time.Now().After(deadline) {
-				n, _, _ := sub.Pending()
-				d, _ := sub.Delivered()
-				resume()
-				t.Fatalf("timed out waiting for %s (%d delivered, %d pending)", what, d, n)
-			}
-			time.Sleep(time.Millisecond)
-		}
-	}
-	delivered := func() int64 { n, _ := sub.Delivered(); return n }
-	before := delivered()
-	unknown := *w
-	unknown.req = &envelope.WorkRequest{TaskID: envelope.NewID()}
-	unknown.reply = w.reply[:strings.LastIndexByte(w.reply, '.')+1] + unknown.req.TaskID
-	a.ack(&unknown)
-	until("the first message to reach the handler", func() bool { return delivered() > before })
+	waiting, resume := orchestrator.PauseLoop(o)
+	t.Cleanup(resume) // failing with the loop paused would leave Close waiting for it
 	for _, send := range rest {
 		send()
 	}
-	until("the next messages to queue up", func() bool { n, _, _ := sub.Pending(); return n == 1+len(rest) }) // nats.go counts the one in the handler
+	deadline := time.Now().Add(wait)
+	for waiting() < len(rest) {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %d messages to queue up (%d did)", len(rest), waiting())
+		}
+		time.Sleep(time.Millisecond)
+	}
 	return resume
 }
 
@@ -63,23 +47,18 @@ func waitSucceeded(t *testing.T, o *orchestrator.Orchestrator, id string, logs f
 	return task
 }
 
-// A result followed, in the same read, by a message that writes nothing: the
-// result's write is held for that message, which must commit it.
+// A result followed, in the same batch, by a message that writes nothing: the
+// result's write is held for that message, and the end of the batch must commit it.
 func TestHeldWriteCommitsAfterTheLastMessage(t *testing.T) {
 	e := newEnv(t, "code-1")
 	o, a := e.openWithAgent("code-1", 1)
 	task := submit(t, o, nil)
 	w := a.next()
-	garbage := func() {
-		m := &nats.Msg{Subject: w.reply, Data: []byte("{not json")}
-		m.Header = nats.Header{}
-		m.Header.Set("Authorization", "Bearer "+a.token)
-		m.Header.Set("Chiffon-Agent-Id", a.id)
-		if err := a.nc.PublishMsg(m); err != nil {
-			t.Fatal(err)
-		}
-	}
-	resume := queueBehind(t, o, a, w, func() { a.result(w, envelope.ResultSuccess, 0, "", nil) }, garbage)
+	// A status of a task the orchestrator does not know: the loop drops it.
+	unknown := *w
+	unknown.req = &envelope.WorkRequest{TaskID: envelope.NewID()}
+	unknown.reply = w.reply[:strings.LastIndexByte(w.reply, '.')+1] + unknown.req.TaskID
+	resume := queueBehind(t, o, func() { a.result(w, envelope.ResultSuccess, 0, "", nil) }, func() { a.ack(&unknown) })
 	resume()
 	waitSucceeded(t, o, task.ID, e.logs)
 }
@@ -92,7 +71,7 @@ func TestHeldWriteIsCommittedForAWaiter(t *testing.T) {
 	o, a := e.openWithAgent("code-1", 1)
 	task := submit(t, o, nil)
 	w := a.next()
-	resume := queueBehind(t, o, a, w, func() { a.status(w, 50, 1, "hello ", "", 0) },
+	resume := queueBehind(t, o, func() { a.status(w, 50, 1, "hello ", "", 0) },
 		func() { a.result(w, envelope.ResultSuccess, 0, "hello world\n", nil) })
 	resume()
 	done := waitSucceeded(t, o, task.ID, e.logs)
@@ -116,7 +95,7 @@ func TestMessagesReadTogetherShareACommit(t *testing.T) {
 	o, a := e.openWithAgent("code-1", 1)
 	task := submit(t, o, nil)
 	w := a.next()
-	resume := queueBehind(t, o, a, w,
+	resume := queueBehind(t, o,
 		func() { a.ack(w) },
 		func() { a.status(w, 50, 1, "", "", -1) },
 		func() { a.result(w, envelope.ResultSuccess, 0, "", nil) })

@@ -33,7 +33,7 @@ var errProbeUnanswered = errors.New("a process is subscribed to the agent's cont
 // probeInstance pings agentID's control subject and collects every answer: it
 // fails with errInstanceLive when a process other than instance answers, and with
 // errProbeUnanswered when nobody answers within the control timeout (a subscriber
-// that does not answer is hung, not gone). It runs without o.mu.
+// that does not answer is hung, not gone). It waits for answers, so it runs off the loop.
 func (o *Orchestrator) probeInstance(agentID, instance string) error {
 	hdr, ok := o.sec.authHeader(agentID)
 	if !ok {

@@ -60,17 +60,23 @@ type Orchestrator struct {
 	metrics *metrics
 	handler http.Handler
 
-	mu       sync.Mutex
+	subs []*nats.Subscription
+
+	// The loop (loop.go) owns the rest: only its jobs touch them.
+	mail     *mailbox
+	loopDone chan struct{}
+	m        machine
 	closed   bool
 	agents   map[string]*agentEntry
 	runs     map[string]*run
 	queues   map[envelope.AgentType][]string
 	watchers map[string]map[*watcher]struct{}
-	subs     []*nats.Subscription
-	// moreComing is set while handleTaskMsg handles a message read together with
-	// more: the store may hold the writes it makes for the next one's commit (see
-	// task.Write.MoreComing), and the last message's handler flushes them.
+	// moreComing is set while the job running has more behind it in its batch: the
+	// store may hold the writes it makes for a later one's commit (see
+	// task.Write.MoreComing); held counts them, and the loop flushes them when the
+	// batch ends.
 	moreComing bool
+	held       int
 
 	wg   sync.WaitGroup
 	done chan struct{}
@@ -110,6 +116,10 @@ func Open(cfg Config, opts Options) (*Orchestrator, error) {
 		watchers: map[string]map[*watcher]struct{}{},
 		done:     make(chan struct{}),
 		metrics:  newMetrics(),
+		mail:     newMailbox(),
+		loopDone: make(chan struct{}),
+		m: machine{timeouts: cfg.Timeouts, now: func() time.Time { return time.Now().UTC() },
+			nonce: broker.NewNonce},
 	}
 	o.st = opts.Store
 	if o.st == nil {
@@ -135,6 +145,7 @@ func Open(cfg Config, opts Options) (*Orchestrator, error) {
 		}
 	}
 	o.handler = o.newAPI()
+	go o.loop()
 	if err := o.start(); err != nil {
 		o.Close()
 		return nil, err
@@ -229,51 +240,53 @@ func (o *Orchestrator) Serve(ctx context.Context, ln net.Listener) error {
 // closes its own NATS connection and the store. Unfinished tasks stay in the store and
 // resume at the next Open.
 func (o *Orchestrator) Close() error {
-	o.mu.Lock()
-	if o.closed {
-		o.mu.Unlock()
+	first := false
+	_ = o.call(func() {
+		if o.closed {
+			return
+		}
+		first, o.closed = true, true
+		close(o.done)
+		for _, s := range o.subs {
+			_ = s.Unsubscribe()
+		}
+		for _, r := range o.runs {
+			r.stopTimers()
+		}
+		for _, a := range o.agents {
+			a.stopTimers()
+		}
+		for id, ws := range o.watchers {
+			for w := range ws {
+				w.close()
+			}
+			delete(o.watchers, id)
+		}
+	})
+	if !first {
 		return nil
 	}
-	o.closed = true
-	close(o.done)
-	for _, s := range o.subs {
-		_ = s.Unsubscribe()
-	}
-	for _, r := range o.runs {
-		r.stopTimers()
-	}
-	for _, a := range o.agents {
-		a.stopTimers()
-	}
-	for id, ws := range o.watchers {
-		for w := range ws {
-			w.close()
-		}
-		delete(o.watchers, id)
-	}
-	o.mu.Unlock()
-	// A write held for a message the unsubscribe dropped goes now; no write is held
-	// once closed is set (see queueWrite).
-	if o.st != nil {
-		o.st.Flush()
-	}
+	// The jobs posted before these run, and see the orchestrator closed.
+	o.mail.close()
+	<-o.loopDone
+	// The writes held for jobs that never came go now.
+	o.st.Flush()
 	o.wg.Wait()
 	o.authLog.Flush(context.Background())
 	if o.ownConn && o.nc != nil {
 		o.nc.Close()
 	}
-	if o.st != nil {
-		return o.st.Close()
-	}
-	return nil
+	return o.st.Close()
 }
 
 // Ready reports whether the orchestrator is open and connected to NATS.
 func (o *Orchestrator) Ready() bool {
-	o.mu.Lock()
-	closed := o.closed
-	o.mu.Unlock()
-	return !closed && o.nc.IsConnected()
+	select {
+	case <-o.done:
+		return false
+	default:
+		return o.nc.IsConnected()
+	}
 }
 
 // loadOrchID returns the orch_id kept in dir, writing want (or a new id) there first

@@ -6,19 +6,21 @@ import (
 
 // Task returns a snapshot of one task.
 func (o *Orchestrator) Task(id string) (*Task, error) {
-	o.mu.Lock()
-	if r := o.runs[id]; r != nil {
-		c := cloneTask(r.t)
-		var end *commit
-		if r.finished {
-			end = r.written // its end shows once it is stored
+	var c *Task
+	var end *commit
+	_ = o.call(func() {
+		if r := o.runs[id]; r != nil {
+			c = cloneTask(r.t)
+			if r.finished {
+				end = r.written // its end shows once it is stored
+			}
 		}
-		o.mu.Unlock()
-		_ = end.wait()
-		return c, nil
+	})
+	if c == nil {
+		return o.st.Task(id)
 	}
-	o.mu.Unlock()
-	return o.st.Task(id)
+	_ = end.wait()
+	return c, nil
 }
 
 // ListOptions filters a task list.
@@ -36,12 +38,13 @@ func (o *Orchestrator) Tasks(opts ListOptions) ([]*Task, error) {
 	if opts.Limit <= 0 {
 		opts.Limit = 100
 	}
-	o.mu.Lock()
-	live := make(map[string]*Task, len(o.runs))
-	for id, r := range o.runs {
-		live[id] = cloneTask(r.t)
-	}
-	o.mu.Unlock()
+	var live map[string]*Task
+	_ = o.call(func() {
+		live = make(map[string]*Task, len(o.runs))
+		for id, r := range o.runs {
+			live[id] = cloneTask(r.t)
+		}
+	})
 	keep := func(t *Task) bool {
 		if l := live[t.ID]; l != nil {
 			*t = *l

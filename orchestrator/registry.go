@@ -17,8 +17,7 @@ import (
 // missedHeartbeats is how many heartbeat intervals may pass before an agent is offline.
 const missedHeartbeats = 3
 
-// agentEntry is what the registry knows of one agent instance. Guarded by
-// Orchestrator.mu.
+// agentEntry is what the registry knows of one agent instance. The loop owns it.
 type agentEntry struct {
 	id, name string
 	// instance is the registered process's Chiffon-Instance.
@@ -88,8 +87,14 @@ type AgentInfo struct {
 
 // Agents lists every known or configured agent, by id.
 func (o *Orchestrator) Agents() []AgentInfo {
-	o.mu.Lock()
-	defer o.mu.Unlock()
+	var out []AgentInfo
+	if o.call(func() { out = o.agentInfos() }) != nil {
+		return []AgentInfo{}
+	}
+	return out
+}
+
+func (o *Orchestrator) agentInfos() []AgentInfo {
 	out := make([]AgentInfo, 0, len(o.sec.agents))
 	for id := range o.sec.agents {
 		a := o.agents[id]
@@ -141,13 +146,15 @@ func (o *Orchestrator) handleRegister(msg *nats.Msg) {
 		return
 	}
 	instance := broker.InstanceOf(msg)
-	o.mu.Lock()
-	if a := o.agents[agentID]; a != nil && a.instance == instance {
-		o.accept(msg, env, reg, instance, version, true) // the registered process, again
-		o.mu.Unlock()
+	known := false
+	if o.call(func() {
+		if a := o.agents[agentID]; a != nil && a.instance == instance {
+			o.accept(msg, env, reg, instance, version, true) // the registered process, again
+			known = true
+		}
+	}) != nil || known {
 		return
 	}
-	o.mu.Unlock()
 	// A process the registry does not know: probe for another one first, off the
 	// subscription's goroutine.
 	o.wg.Add(1)
@@ -165,15 +172,15 @@ func (o *Orchestrator) handleRegister(msg *nats.Msg) {
 			o.replyError(msg, agentID, env, errcodes.NewTimeout("registration probe: "+err.Error(), 0, time.Now().UTC()))
 			return
 		}
-		o.mu.Lock()
-		defer o.mu.Unlock()
-		if !o.closed {
-			o.accept(msg, env, reg, instance, version, false)
-		}
+		o.post(func() {
+			if !o.closed {
+				o.accept(msg, env, reg, instance, version, false)
+			}
+		})
 	}()
 }
 
-// accept records a registration and answers it. Called with o.mu held.
+// accept records a registration and answers it.
 func (o *Orchestrator) accept(msg *nats.Msg, env *envelope.Envelope, reg *envelope.Register, instance, version string, known bool) {
 	agentID := reg.AgentID
 	o.register(env.FromAgent, reg, instance, version, known)
@@ -190,7 +197,7 @@ func (o *Orchestrator) accept(msg *nats.Msg, env *envelope.Envelope, reg *envelo
 // again after a reconnect) stays routable; a new one becomes routable with its
 // first heartbeat, which it sends once it is subscribed to its work subject: work
 // sent sooner would find nobody there. Either way the agent is reachable again and
-// its breaker closed. Called with o.mu held.
+// its breaker closed.
 func (o *Orchestrator) register(typ envelope.AgentType, reg *envelope.Register, instance, version string, known bool) {
 	now := time.Now().UTC()
 	a := o.agents[reg.AgentID]
@@ -230,7 +237,7 @@ func (o *Orchestrator) register(typ envelope.AgentType, reg *envelope.Register, 
 	o.drainQueue(a.typ)
 }
 
-// seen marks a online and restarts its offline timer. Called with o.mu held.
+// seen marks a online and restarts its offline timer.
 func (o *Orchestrator) seen(a *agentEntry, now time.Time) {
 	a.lastSeen = now
 	a.online = true
@@ -238,24 +245,24 @@ func (o *Orchestrator) seen(a *agentEntry, now time.Time) {
 		a.offline.Stop()
 	}
 	a.offline = time.AfterFunc(missedHeartbeats*a.hbInterval, func() {
-		o.mu.Lock()
-		defer o.mu.Unlock()
-		if !o.closed && a.online && time.Since(a.lastSeen) >= missedHeartbeats*a.hbInterval {
-			o.goOffline(a)
-		}
+		o.post(func() {
+			if !o.closed && a.online && time.Since(a.lastSeen) >= missedHeartbeats*a.hbInterval {
+				o.goOffline(a)
+			}
+		})
 	})
 }
 
 // goOffline marks a offline and fails the attempts in flight there with a timeout:
 // a dead agent's tasks are retried now, not when their inactivity timer or
 // max_duration_seconds deadline ends them. The retry goes back to the same agent,
-// whose dedupe cache alone knows whether the request ran. Called with o.mu held.
+// whose dedupe cache alone knows whether the request ran.
 func (o *Orchestrator) goOffline(a *agentEntry) {
 	a.online = false
 	o.log.Warn("agent offline: missed heartbeats", "agent_id", a.id, "last_seen", a.lastSeen)
 	why := fmt.Sprintf("agent %s offline: no heartbeat for %s", a.id, missedHeartbeats*a.hbInterval)
 	for _, f := range o.inFlightOn(a.id) {
-		o.failAttempt(f.r, o.timeoutError(f.r, why), false)
+		o.deliver(f.r, agentLost{agentID: a.id, attempt: f.attempt, why: why})
 	}
 }
 
@@ -274,14 +281,18 @@ func (o *Orchestrator) handleHeartbeat(msg *nats.Msg) {
 		o.log.Warn("heartbeat for another agent dropped", "agent_id", agentID)
 		return
 	}
-	o.mu.Lock()
-	defer o.mu.Unlock()
+	instance := broker.InstanceOf(msg)
+	o.post(func() { o.heartbeat(agentID, instance, hb) })
+}
+
+// heartbeat applies an authenticated heartbeat from process instance of agentID.
+func (o *Orchestrator) heartbeat(agentID, instance string, hb *envelope.Heartbeat) {
 	a := o.agents[agentID]
 	if a == nil {
 		o.log.Debug("heartbeat from an unregistered agent", "agent_id", agentID)
 		return
 	}
-	if a.instance != broker.InstanceOf(msg) {
+	if a.instance != instance {
 		o.log.Debug("heartbeat from another process than the registered one dropped", "agent_id", agentID)
 		return
 	}
@@ -303,7 +314,7 @@ func (o *Orchestrator) handleHeartbeat(msg *nats.Msg) {
 }
 
 // inFlightOn lists the tasks whose current attempt went to agentID and has not
-// ended. Called with o.mu held.
+// ended.
 func (o *Orchestrator) inFlightOn(agentID string) []inFlight {
 	var out []inFlight
 	for _, r := range o.runs {
@@ -315,37 +326,25 @@ func (o *Orchestrator) inFlightOn(agentID string) []inFlight {
 }
 
 // resendInFlight sends a's tasks that were in flight on the process it replaced to
-// the new one, with their request_id, at once rather than when their inactivity
-// timer fires: the new process's dedupe cache answers (a task that was running there
-// ends "interrupted"). It waits for the first heartbeat, not the registration: the
-// agent sends it once it is subscribed to its work subject, the same rule that makes
-// a new process routable, so the request cannot meet "no responders". Until then the
-// old attempts keep their timers, which still end them if no heartbeat comes. The
-// re-send spends no retry and does not count against the breaker. Called with o.mu
-// held.
+// the new one (see machine.resend) at once rather than when their inactivity timer
+// fires. It waits for the first heartbeat, not the registration: the agent sends it
+// once it is subscribed to its work subject, the same rule that makes a new process
+// routable, so the request cannot meet "no responders". Until then the old attempts
+// keep their timers, which still end them if no heartbeat comes.
 func (o *Orchestrator) resendInFlight(a *agentEntry) {
 	list := a.resend
 	a.resend = nil
 	for _, f := range list {
-		r, t := f.r, f.r.t
-		if r.finished || r.attempt != f.attempt || t.AgentID != a.id || (t.State != StateDispatched && t.State != StateRunning) {
-			continue // the attempt ended, or another one went out, since the registration
-		}
-		// End the old attempt without draining the queue into its slot.
-		if r.timer != nil {
-			r.timer.Stop()
-			r.timerGen++
-		}
-		o.settleBreaker(r, errNeverReached)
-		if r.agent != nil {
-			r.agent.inflight--
-			r.agent = nil
-		}
-		r.pinned, r.stick = a.id, a.id // only this agent's cache knows whether it ran
-		r.log.Info("agent process replaced: task sent again", "agent_id", a.id, "attempt", t.Attempts)
-		_ = o.save(r, &Event{Type: EventState, Message: a.id + " restarted: sent again"})
-		o.dispatch(r, a, a.id)
+		o.deliver(f.r, agentReplaced{agentID: a.id, version: a.version, attempt: f.attempt})
 	}
+}
+
+// lastHeartbeat is when agentID last heartbeated, or nil.
+func (o *Orchestrator) lastHeartbeat(agentID string) *time.Time {
+	if a := o.agents[agentID]; a != nil {
+		return a.lastHB
+	}
+	return nil
 }
 
 // replyError answers msg with an error envelope, when it has a reply subject.

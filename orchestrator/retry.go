@@ -1,7 +1,7 @@
 // The retry policy: which failures are retried (errcodes' Retryable: 5001, 5002,
 // 5005), how long the orchestrator waits before each retry (RetryConfig.backoff),
-// and where the next attempt may go (mayHaveStarted: only the agent that may hold
-// the request in its dedupe cache). failAttempt in dispatch.go applies it.
+// and where the next attempt may go (nextAgent, mayHaveStarted: only the agent that
+// may hold the request in its dedupe cache). machine.failAttempt applies it.
 
 package orchestrator
 
@@ -9,6 +9,22 @@ import (
 	"github.com/cenkalti/backoff/v4"
 	"github.com/chiffon-dev/chiffon/errcodes"
 )
+
+// nextAgent decides where the retry of r's failed attempt may go. An agent that
+// accepted the request, or may have (neverStarted is false), pins the task: only its
+// cache knows the outcome, so every later attempt goes to it. Otherwise the retry
+// goes where routing sends it, passing over the agent that failed when another one
+// can take it.
+func (r *run) nextAgent(neverStarted bool) {
+	if !neverStarted || r.accepted {
+		r.pinned = r.t.AgentID
+	}
+	if r.pinned != "" {
+		r.stick, r.avoid = r.pinned, ""
+	} else {
+		r.stick, r.avoid = "", r.t.AgentID
+	}
+}
 
 // mayHaveStarted reports whether t's agent may hold t's request in its dedupe cache:
 // an attempt was in flight or acknowledged, or one timed out. Every such attempt went

@@ -23,8 +23,7 @@ type pickResult struct {
 // its work type (or the one pinned by hints.agent_id), skipping unreachable agents,
 // open breakers and draining agents, the one with the fewest tasks running wins.
 // avoid, when other candidates exist, is passed over. When the only agents that
-// could take r are unreachable, r is queued until one registers again. Called with
-// o.mu held.
+// could take r are unreachable, r is queued until one registers again.
 func (o *Orchestrator) pick(r *run) pickResult {
 	t := r.t
 	pinned := ""
@@ -87,7 +86,7 @@ func (o *Orchestrator) pick(r *run) pickResult {
 }
 
 // offeredWorkTypes is the sorted union of the work types the online agents of typ
-// offer. Called with o.mu held.
+// offer.
 func (o *Orchestrator) offeredWorkTypes(typ envelope.AgentType) []string {
 	var all []string
 	for _, a := range o.agents {
@@ -118,29 +117,48 @@ func better(a, b *agentEntry, avoid string) bool {
 	return a.id < b.id
 }
 
-// enqueue puts r at the end of its type's queue, or at its head when r was
-// dispatched before (a retry), so that a retry is not delayed behind every task
-// submitted since. Called with o.mu held.
-func (o *Orchestrator) enqueue(r *run) {
-	if r.queued {
+// route asks routing where r goes and applies the answer: to the agent it must
+// stick to (see retry.go), or to the one pick chooses.
+func (o *Orchestrator) route(r *run) {
+	if r.stick != "" {
+		version := ""
+		if a := o.agents[r.stick]; a != nil { // nil: not registered since a restart
+			version = a.version
+		}
+		o.deliver(r, routed{agentID: r.stick, version: version})
 		return
 	}
-	r.queued = true
-	if r.t.Attempts > 0 {
-		o.queues[r.t.ToAgent] = slices.Insert(o.queues[r.t.ToAgent], 0, r.t.ID)
-	} else {
-		o.queues[r.t.ToAgent] = append(o.queues[r.t.ToAgent], r.t.ID)
-	}
-	r.log.Info("task queued: no candidate agent can take it now", "agent_type", r.t.ToAgent)
+	o.deliver(r, o.pick(r).routed())
 }
 
-// drainQueue dispatches queued tasks of typ, in order, while agents have room. A task
-// that cannot go yet (pinned to a busy agent) keeps its place. Called with o.mu held.
+// routed is the decision as the machine's event.
+func (res pickResult) routed() routed {
+	if res.agent != nil {
+		return routed{agentID: res.agent.id, version: res.agent.version}
+	}
+	return routed{queue: res.queue, err: res.err, failFast: res.failFast}
+}
+
+// enqueue puts r at the end of its type's queue, or at its head.
+func (o *Orchestrator) enqueue(r *run, head bool) {
+	q := o.queues[r.t.ToAgent]
+	if head {
+		o.queues[r.t.ToAgent] = slices.Insert(q, 0, r.t.ID)
+	} else {
+		o.queues[r.t.ToAgent] = append(q, r.t.ID)
+	}
+}
+
+// drainQueue routes queued tasks of typ, in order, while agents have room. A task
+// that cannot go yet (pinned to a busy agent) keeps its place.
 func (o *Orchestrator) drainQueue(typ envelope.AgentType) {
 	q := o.queues[typ]
 	if len(q) == 0 || o.closed {
 		return
 	}
+	// Routing may queue tasks again (at the head, or behind): they go after the
+	// ones kept, which were there first.
+	o.queues[typ] = nil
 	kept := q[:0:0]
 	for i, id := range q {
 		if !o.hasRoom(typ) {
@@ -158,25 +176,12 @@ func (o *Orchestrator) drainQueue(typ envelope.AgentType) {
 			kept = append(kept, id)
 			continue
 		}
-		r.queued = false
-		o.route(r, res)
+		o.deliver(r, res.routed())
 	}
-	// route may have queued more tasks behind the ones looked at.
-	o.queues[typ] = append(kept, o.queues[typ][len(q):]...)
+	o.queues[typ] = append(kept, o.queues[typ]...)
 }
 
-// hasRoom reports whether an online, reachable, non-draining agent of typ has a free
-// slot. Called with o.mu held.
-func (o *Orchestrator) hasRoom(typ envelope.AgentType) bool {
-	for _, a := range o.agents {
-		if a.typ == typ && a.online && !a.unreachable && a.inflight < a.capacity && a.status != "draining" {
-			return true
-		}
-	}
-	return false
-}
-
-// anyOnline reports whether an agent of typ is online. Called with o.mu held.
+// anyOnline reports whether an agent of typ is online.
 func (o *Orchestrator) anyOnline(typ envelope.AgentType) bool {
 	for _, a := range o.agents {
 		if a.typ == typ && a.online {
@@ -186,11 +191,13 @@ func (o *Orchestrator) anyOnline(typ envelope.AgentType) bool {
 	return false
 }
 
-// unqueue removes a task from its queue. Called with o.mu held.
-func (o *Orchestrator) unqueue(r *run) {
-	if !r.queued {
-		return
+// hasRoom reports whether an online, reachable, non-draining agent of typ has a free
+// slot.
+func (o *Orchestrator) hasRoom(typ envelope.AgentType) bool {
+	for _, a := range o.agents {
+		if a.typ == typ && a.online && !a.unreachable && a.inflight < a.capacity && a.status != "draining" {
+			return true
+		}
 	}
-	r.queued = false
-	o.queues[r.t.ToAgent] = slices.DeleteFunc(o.queues[r.t.ToAgent], func(id string) bool { return id == r.t.ID })
+	return false
 }

@@ -29,32 +29,36 @@ func (w *watcher) close() {
 
 // watch registers a live stream for task id, of up to buffer events behind; with
 // buffer 0 it only learns of the end. It returns nil when the task has already
-// finished. Called with o.mu held.
+// finished, or the orchestrator has closed.
 func (o *Orchestrator) watch(id string, buffer int) *watcher {
-	if o.runs[id] == nil || o.closed {
-		return nil
-	}
-	w := &watcher{ch: make(chan *Event, buffer)}
-	if o.watchers[id] == nil {
-		o.watchers[id] = map[*watcher]struct{}{}
-	}
-	o.watchers[id][w] = struct{}{}
+	var w *watcher
+	_ = o.call(func() {
+		if o.runs[id] == nil || o.closed {
+			return
+		}
+		w = &watcher{ch: make(chan *Event, buffer)}
+		if o.watchers[id] == nil {
+			o.watchers[id] = map[*watcher]struct{}{}
+		}
+		o.watchers[id][w] = struct{}{}
+	})
 	return w
 }
 
+// unwatch ends a live stream its reader leaves.
 func (o *Orchestrator) unwatch(id string, w *watcher) {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	if ws := o.watchers[id]; ws != nil {
-		delete(ws, w)
-		if len(ws) == 0 {
-			delete(o.watchers, id)
+	_ = o.call(func() { // once closed, Close has ended every stream
+		if ws := o.watchers[id]; ws != nil {
+			delete(ws, w)
+			if len(ws) == 0 {
+				delete(o.watchers, id)
+			}
 		}
-	}
-	w.close()
+		w.close()
+	})
 }
 
-// notify sends ev to task id's live streams. Called with o.mu held.
+// notify sends ev to task id's live streams.
 func (o *Orchestrator) notify(id string, ev *Event) {
 	for w := range o.watchers[id] {
 		if cap(w.ch) == 0 {
@@ -70,7 +74,7 @@ func (o *Orchestrator) notify(id string, ev *Event) {
 }
 
 // closeWatchers ends task id's live streams after its last event, handing each the
-// finished task (shared: readers copy it). Called with o.mu held.
+// finished task (shared: readers copy it).
 func (o *Orchestrator) closeWatchers(id string, final *Task) {
 	for w := range o.watchers[id] {
 		w.final = final
@@ -102,9 +106,7 @@ func (o *Orchestrator) serveEvents(w http.ResponseWriter, req *http.Request, id 
 	}
 	// Subscribe before reading the history, so no event falls between the two, and
 	// let the writes of the events sent so far land first.
-	o.mu.Lock()
 	live := o.watch(id, watcherBuffer)
-	o.mu.Unlock()
 	if live != nil {
 		defer o.unwatch(id, live)
 	}

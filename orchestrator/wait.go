@@ -7,9 +7,7 @@ import "context"
 // for a result without polling.
 func (o *Orchestrator) Wait(ctx context.Context, id string) (*Task, error) {
 	for {
-		o.mu.Lock()
 		w := o.watch(id, 0)
-		o.mu.Unlock()
 		if w == nil { // finished, unknown, or closed
 			return o.Task(id)
 		}

@@ -1,0 +1,146 @@
+package orchestrator
+
+import (
+	"context"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/chiffon-dev/chiffon/envelope"
+)
+
+// do carries out one effect of the machine for r. On the loop only; an effect that
+// feeds an answer back (routing, a failed publish) applies it before returning.
+func (o *Orchestrator) do(r *run, eff effect) {
+	switch e := eff.(type) {
+	case write:
+		o.write(r, e)
+	case publish:
+		o.sendWork(r, e)
+	case claim:
+		if a := o.agents[e.agentID]; a != nil {
+			a.inflight++
+			a.lastDispatch = time.Now()
+			r.agent = a
+			if done, err := a.breaker.Allow(); err == nil {
+				r.done = done
+			}
+		}
+	case release:
+		o.settle(r, e.outcome)
+		if a := r.agent; a != nil {
+			r.agent = nil
+			a.inflight--
+			if e.drain {
+				o.drainQueue(a.typ)
+			}
+		}
+	case settle:
+		o.settle(r, e.outcome)
+	case arm:
+		if old := r.timers[e.kind]; old != nil {
+			old.Stop()
+		}
+		fire := e.fire
+		r.timers[e.kind] = time.AfterFunc(e.after, func() { o.deliverLater(r, fire) })
+	case stop:
+		if tm := r.timers[e.kind]; tm != nil {
+			tm.Stop()
+		}
+	case stopAll:
+		r.stopTimers()
+	case notify:
+		o.notify(r.t.ID, e.ev)
+	case enqueue:
+		o.enqueue(r, e.head)
+	case unqueue:
+		o.queues[r.t.ToAgent] = slices.DeleteFunc(o.queues[r.t.ToAgent], func(id string) bool { return id == r.t.ID })
+	case route:
+		if !e.unlessOnline || !o.anyOnline(r.t.ToAgent) {
+			o.route(r)
+		}
+	case drain:
+		o.drainQueue(r.t.ToAgent)
+	case cancelAgent:
+		o.sendCancel(r, e)
+	case unreachable:
+		if a := o.agents[e.agentID]; a != nil && !a.unreachable {
+			a.unreachable = true
+			o.log.Warn("agent unreachable until it registers again: no responders on its work subject", "agent_id", a.id)
+		}
+	case forged:
+		o.metrics.authFailures.Inc()
+		o.authLog.Warn("forged-503", "no-responders status off the current attempt's subject dropped", "task_id", r.t.ID)
+	case acknowledged:
+		o.metrics.latency.Observe(e.after.Seconds())
+	case retried:
+		o.metrics.retries.WithLabelValues(strconv.Itoa(e.code)).Inc()
+	case rejected:
+		o.metrics.invalid.Inc()
+	case forget:
+		if e.uncount {
+			o.metrics.tasks.WithLabelValues(string(r.t.State)).Dec()
+		}
+		delete(o.runs, r.t.ID)
+		var final *Task
+		if !e.uncount && len(o.watchers[r.t.ID]) > 0 {
+			final = cloneTask(r.t)
+		}
+		o.closeWatchers(r.t.ID, final)
+	}
+}
+
+func (r *run) stopTimers() {
+	for _, tm := range r.timers {
+		if tm != nil {
+			tm.Stop()
+		}
+	}
+}
+
+// settle reports outcome to the breaker of r's attempt, once.
+func (o *Orchestrator) settle(r *run, outcome error) {
+	if done := r.done; done != nil {
+		r.done = nil
+		done(outcome)
+	}
+}
+
+// sendWork publishes the work_request of r's attempt, on the agent's work subject
+// with the attempt's own reply subject.
+func (o *Orchestrator) sendWork(r *run, e publish) {
+	reply := o.subj.OrchTask(o.id, e.agentID, r.t.ID, r.nonce)
+	r.log.Debug("work_request sent", "agent_id", e.agentID, "attempt", r.t.Attempts, "message_id", e.env.MessageID)
+	if err := o.publish(o.subj.AgentWork(e.agentID), reply, e.agentID, e.env); err != nil {
+		o.deliver(r, sendFailed{attempt: e.attempt, err: err})
+	}
+}
+
+// sendCancel tells an agent to cancel r's task, in the background; an answer the
+// machine waits for comes back as cancelAnswer.
+func (o *Orchestrator) sendCancel(r *run, e cancelAgent) {
+	t := r.t
+	env := envelope.New(envelope.Orchestrator, t.ToAgent, t.RequestID, t.TraceID, &envelope.Cancel{TaskID: t.ID, Reason: e.reason})
+	log := r.log
+	o.wg.Add(1)
+	go func() {
+		defer o.wg.Done()
+		rep, err := o.request(context.Background(), e.agentID, env)
+		if err != nil {
+			log.Warn("cancel not delivered", "agent_id", e.agentID, "err", err)
+		}
+		if e.answered == nil {
+			return
+		}
+		var ack *envelope.ControlAck
+		if err == nil {
+			ack, _ = rep.Payload.(*envelope.ControlAck)
+		}
+		if !o.post(func() {
+			o.deliver(r, cancelAnswer{ack: ack, err: err})
+			close(e.answered)
+		}) {
+			close(e.answered)
+		}
+	}()
+}

@@ -1,0 +1,155 @@
+package orchestrator
+
+import (
+	"sync"
+)
+
+// The loop is the one owner of the orchestrator's state: the live tasks (runs), the
+// agents, the queues and the watchers. Everything that changes them is a job posted
+// to its mailbox, run on its goroutine one at a time: NATS handlers, timers, store
+// completions and API calls only post. A job that must wait (a commit, a request
+// to an agent) does not wait on the loop: it starts the wait elsewhere, and its end
+// is another job.
+//
+// The mailbox is unbounded, so that posting never blocks, even from a store's
+// committing goroutine or from inside a job. What fills it is bounded elsewhere:
+// the NATS subscriptions' pending limits, the API's callers, one timer per run.
+//
+// Writes group into commits: a job run while more jobs wait behind it in the same
+// batch tells the store more writes are coming (task.Write.MoreComing), and the
+// loop flushes the store when the batch ends. A short task's acknowledgement and
+// result, which often arrive together, share one commit.
+
+// mailbox is the loop's queue of jobs.
+type mailbox struct {
+	mu     sync.Mutex
+	jobs   []func()
+	wake   chan struct{}
+	closed bool
+}
+
+func newMailbox() *mailbox { return &mailbox{wake: make(chan struct{}, 1)} }
+
+// post queues job, and reports false when the loop has stopped taking jobs.
+func (m *mailbox) post(job func()) bool {
+	m.mu.Lock()
+	if m.closed {
+		m.mu.Unlock()
+		return false
+	}
+	m.jobs = append(m.jobs, job)
+	first := len(m.jobs) == 1
+	m.mu.Unlock()
+	if first {
+		select {
+		case m.wake <- struct{}{}:
+		default:
+		}
+	}
+	return true
+}
+
+// take returns the jobs queued, waiting for one; it returns nil once the mailbox is
+// closed and empty. spare is reused for the next jobs.
+func (m *mailbox) take(spare []func()) []func() {
+	for {
+		m.mu.Lock()
+		jobs := m.jobs
+		if len(jobs) > 0 {
+			m.jobs = spare[:0]
+			m.mu.Unlock()
+			return jobs
+		}
+		closed := m.closed
+		m.mu.Unlock()
+		if closed {
+			return nil
+		}
+		<-m.wake
+	}
+}
+
+// close stops the mailbox taking jobs; those queued still run.
+func (m *mailbox) close() {
+	m.mu.Lock()
+	m.closed = true
+	m.mu.Unlock()
+	select {
+	case m.wake <- struct{}{}:
+	default:
+	}
+}
+
+// len is the number of jobs waiting.
+func (m *mailbox) len() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return len(m.jobs)
+}
+
+// maxHeld bounds the writes held for one commit while jobs keep coming.
+const maxHeld = 128
+
+// loop runs the jobs until the mailbox is closed and empty.
+func (o *Orchestrator) loop() {
+	defer close(o.loopDone)
+	var spare []func()
+	for {
+		jobs := o.mail.take(spare)
+		if jobs == nil {
+			return
+		}
+		for i, job := range jobs {
+			o.moreComing = i < len(jobs)-1
+			job()
+			jobs[i] = nil
+		}
+		o.moreComing = false
+		if o.held > 0 {
+			o.held = 0
+			o.st.Flush()
+		}
+		spare = jobs
+	}
+}
+
+// post queues job for the loop; false means the orchestrator has closed.
+func (o *Orchestrator) post(job func()) bool { return o.mail.post(job) }
+
+// call runs job on the loop and waits for it. It returns ErrClosed, without running
+// job, once the orchestrator has closed. It must not be called from the loop.
+func (o *Orchestrator) call(job func()) error {
+	done := make(chan struct{})
+	if !o.post(func() { job(); close(done) }) {
+		return ErrClosed
+	}
+	<-done
+	return nil
+}
+
+// deliver applies ev to r and carries out the effects. On the loop only.
+func (o *Orchestrator) deliver(r *run, ev event) {
+	if o.closed {
+		return // the tasks resume at the next Open
+	}
+	before := r.t.State
+	effs := o.m.apply(r, ev)
+	o.countState(before, r.t.State)
+	for _, eff := range effs {
+		o.do(r, eff)
+	}
+}
+
+// countState keeps the tasks-by-state gauge right after a task moved from before to
+// after.
+func (o *Orchestrator) countState(before, after State) {
+	if after != before {
+		o.metrics.tasks.WithLabelValues(string(before)).Dec()
+		o.metrics.tasks.WithLabelValues(string(after)).Inc()
+	}
+}
+
+// deliverLater posts ev for r to the loop.
+func (o *Orchestrator) deliverLater(r *run, ev event) {
+	o.post(func() { o.deliver(r, ev) })
+}
