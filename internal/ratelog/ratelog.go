@@ -129,7 +129,12 @@ func (l *Logger) log1(ctx context.Context, level slog.Level, key, msg string, ar
 	}
 	now := l.p.Now()
 	l.mu.Lock()
-	pruned := l.makeRoom(key, now)
+	var pruned []summary
+	if len(l.windows) >= l.p.MaxKeys && l.windows[key] == nil && now.Sub(l.lastPrune) >= l.p.Interval {
+		// A new key finds the table full: make room, at most once an interval.
+		l.lastPrune = now
+		pruned = forgetEnded(l.windows, now, l.p.Interval)
+	}
 	w := l.windows[key]
 	if w == nil {
 		if len(l.windows) >= l.p.MaxKeys {
@@ -177,22 +182,18 @@ func (l *Logger) log1(ctx context.Context, level slog.Level, key, msg string, ar
 	return pass
 }
 
-// makeRoom forgets the keys whose window has ended when a new key finds the table
-// full, at most once an interval, and returns their summaries. Called with l.mu held.
-func (l *Logger) makeRoom(key string, now time.Time) []summary {
-	if len(l.windows) < l.p.MaxKeys || l.windows[key] != nil || now.Sub(l.lastPrune) < l.p.Interval {
-		return nil
-	}
-	l.lastPrune = now
+// forgetEnded deletes from windows the keys whose window of length interval has
+// ended by now, and returns the summaries of those that dropped lines.
+func forgetEnded(windows map[string]*window, now time.Time, interval time.Duration) []summary {
 	var out []summary
-	for k, w := range l.windows {
-		if now.Sub(w.start) < l.p.Interval {
+	for k, w := range windows {
+		if now.Sub(w.start) < interval {
 			continue
 		}
 		if w.suppressed > 0 {
 			out = append(out, summary{k, *w})
 		}
-		delete(l.windows, k)
+		delete(windows, k)
 	}
 	return out
 }

@@ -24,10 +24,8 @@ var ErrClosed = errors.New("memstore: store closed")
 // Store is a task.Store in memory. Records and events are kept encoded, so that a
 // caller changing what it saved changes nothing stored.
 type Store struct {
-	retention time.Duration
-
 	mu     sync.Mutex
-	tasks  map[string]*stored
+	tasks  table
 	closed bool
 	broken error // FailWrites' error
 	// dones are the done functions of committed writes, run in order by loop: a
@@ -39,6 +37,13 @@ type Store struct {
 }
 
 var _ task.Store = (*Store)(nil)
+
+// table is the tasks by id, and how long a finished one is kept. It is not safe
+// for concurrent use: Store's methods use it under Store.mu.
+type table struct {
+	byID      map[string]*stored
+	retention time.Duration
+}
 
 // stored is one task.
 type stored struct {
@@ -52,7 +57,7 @@ type stored struct {
 // New returns an empty Store that keeps finished tasks for retention (0: forever).
 // Close it.
 func New(retention time.Duration) *Store {
-	s := &Store{retention: retention, tasks: map[string]*stored{}, wake: make(chan struct{}, 1), stopped: make(chan struct{})}
+	s := &Store{tasks: table{byID: map[string]*stored{}, retention: retention}, wake: make(chan struct{}, 1), stopped: make(chan struct{})}
 	go s.loop()
 	return s
 }
@@ -73,7 +78,10 @@ func (s *Store) Save(w *task.Write, done func(error)) {
 		go done(ErrClosed)
 		return
 	}
-	err := s.apply(w)
+	err := s.broken
+	if err == nil {
+		err = s.tasks.apply(w)
+	}
 	s.dones = append(s.dones, func() { done(err) })
 	s.mu.Unlock()
 	select {
@@ -82,11 +90,8 @@ func (s *Store) Save(w *task.Write, done func(error)) {
 	}
 }
 
-// apply stores w whole, or nothing of it. Called with s.mu held.
-func (s *Store) apply(w *task.Write) error {
-	if s.broken != nil {
-		return s.broken
-	}
+// apply stores w whole, or nothing of it.
+func (tb table) apply(w *task.Write) error {
 	var record []byte
 	if w.Task != nil {
 		var err error
@@ -102,10 +107,10 @@ func (s *Store) apply(w *task.Write) error {
 		}
 		events[ev.Seq] = b
 	}
-	st := s.live(w.ID)
+	st := tb.live(w.ID)
 	if st == nil {
 		st = &stored{events: map[int64][]byte{}, output: map[int64]string{}}
-		s.tasks[w.ID] = st
+		tb.byID[w.ID] = st
 	}
 	if record != nil {
 		st.record, st.created = record, w.Task.CreatedAt
@@ -121,11 +126,10 @@ func (s *Store) apply(w *task.Write) error {
 }
 
 // live returns task id unless it is absent or expired; an expired one is dropped.
-// Called with s.mu held.
-func (s *Store) live(id string) *stored {
-	st := s.tasks[id]
-	if st != nil && s.retention > 0 && !st.finished.IsZero() && time.Since(st.finished) >= s.retention {
-		delete(s.tasks, id)
+func (tb table) live(id string) *stored {
+	st := tb.byID[id]
+	if st != nil && tb.retention > 0 && !st.finished.IsZero() && time.Since(st.finished) >= tb.retention {
+		delete(tb.byID, id)
 		return nil
 	}
 	return st
@@ -137,7 +141,7 @@ func (s *Store) Flush() {}
 // Task returns task id's record, or task.ErrNotFound.
 func (s *Store) Task(id string) (*task.Task, error) {
 	s.mu.Lock()
-	st := s.live(id)
+	st := s.tasks.live(id)
 	var record []byte
 	if st != nil {
 		record = st.record
@@ -157,8 +161,8 @@ func (s *Store) Task(id string) (*task.Task, error) {
 func (s *Store) Tasks(keep func(*task.Task) bool, limit int) ([]*task.Task, error) {
 	s.mu.Lock()
 	var records [][]byte
-	for id := range s.tasks {
-		if st := s.live(id); st != nil && st.record != nil {
+	for id := range s.tasks.byID {
+		if st := s.tasks.live(id); st != nil && st.record != nil {
 			records = append(records, st.record)
 		}
 	}
@@ -191,7 +195,7 @@ func (s *Store) Unfinished() ([]*task.Task, error) {
 func (s *Store) Events(id string, after int64, fn func(*task.Event) error) error {
 	s.mu.Lock()
 	var evs [][]byte
-	if st := s.live(id); st != nil {
+	if st := s.tasks.live(id); st != nil {
 		for _, seq := range slices.Sorted(maps.Keys(st.events)) {
 			if seq > after {
 				evs = append(evs, st.events[seq])
@@ -215,7 +219,7 @@ func (s *Store) Events(id string, after int64, fn func(*task.Event) error) error
 func (s *Store) pieces(id string) []task.Piece {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	st := s.live(id)
+	st := s.tasks.live(id)
 	if st == nil {
 		return nil
 	}
@@ -263,10 +267,10 @@ func (s *Store) ReplaceOutput(id, data string) error {
 	if s.broken != nil {
 		return s.broken
 	}
-	st := s.live(id)
+	st := s.tasks.live(id)
 	if st == nil {
 		st = &stored{events: map[int64][]byte{}}
-		s.tasks[id] = st
+		s.tasks.byID[id] = st
 	}
 	st.output = map[int64]string{}
 	for _, c := range output.Split(data, envelope.MaxChunkSize) {
