@@ -9,7 +9,7 @@ import (
 	"github.com/chiffon-dev/chiffon/envelope"
 )
 
-// do carries out one effect of the machine for r. On the loop only; an effect that
+// do carries out one effect of the machine for r; an effect that
 // feeds an answer back (routing, a failed publish) applies it before returning.
 func (o *Orchestrator) do(r *run, eff effect) {
 	switch e := eff.(type) {

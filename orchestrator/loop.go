@@ -118,7 +118,8 @@ func (o *Orchestrator) closeMailbox() {
 }
 
 // call runs job on the loop and waits for it. It returns ErrClosed, without running
-// job, once the orchestrator has closed. It must not be called from the loop.
+// job, once the orchestrator has closed. A job must not call it: it would wait for
+// itself.
 func (o *Orchestrator) call(job func()) error {
 	done := make(chan struct{})
 	if !o.post(func() { job(); close(done) }) {
@@ -128,7 +129,7 @@ func (o *Orchestrator) call(job func()) error {
 	return nil
 }
 
-// deliver applies ev to r and carries out the effects. On the loop only.
+// deliver applies ev to r and carries out the effects.
 func (o *Orchestrator) deliver(r *run, ev event) {
 	if o.closed {
 		return // the tasks resume at the next Open

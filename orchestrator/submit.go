@@ -96,7 +96,7 @@ func (o *Orchestrator) Submit(_ context.Context, req SubmitRequest) (*Task, erro
 	return snap, nil
 }
 
-// admit makes r a live task. On the loop only.
+// admit makes r a live task.
 func (o *Orchestrator) admit(r *run) {
 	o.runs[r.t.ID] = r
 	o.metrics.tasks.WithLabelValues(string(r.t.State)).Inc()

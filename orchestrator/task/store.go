@@ -33,7 +33,8 @@ type Store interface {
 	// its record and events afterwards. done runs once w is committed, or with
 	// the error that kept it out (a closed store's, a broken disk's); it may run
 	// before Save returns, and runs on the store's committing goroutine in the
-	// order of the Saves, so it must not block nor call Save and wait.
+	// order of the Saves, so it must not wait for a commit (it may Save: Save
+	// never waits), nor for anything that does.
 	Save(w *Write, done func(error))
 	// Flush commits the writes Save was told to hold (Write.MoreComing) without
 	// waiting for the next Save. It does not wait for the commit.
