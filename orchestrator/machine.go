@@ -159,8 +159,13 @@ type (
 		agentID, version string
 		attempt          int
 	}
-	// finalStored: the final write is committed (or failed): the end shows.
-	finalStored struct{ ev *Event }
+	// finalStored: the final write is committed (or failed): the end shows. A
+	// task whose first write was its last and failed was never stored: Submit
+	// refused it, and it is not counted.
+	finalStored struct {
+		ev      *Event
+		uncount bool
+	}
 	// dropped: the task's first write failed; Submit refused it.
 	dropped struct{}
 )
@@ -302,7 +307,7 @@ func (m *machine) apply(r *run, ev event) []effect {
 	m.effs = nil
 	if r.finished {
 		if e, ok := ev.(finalStored); ok {
-			m.emit(notify{e.ev}, forget{})
+			m.emit(notify{e.ev}, forget{uncount: e.uncount})
 		}
 		return m.take()
 	}
@@ -561,7 +566,7 @@ func (m *machine) result(r *run, env *envelope.Envelope, res *envelope.WorkResul
 				"have", t.OutputBytes, "total", total, "reask", r.reasks)
 			m.endAttempt(r, nil)
 			m.save(r, &Event{Type: EventState, Message: fmt.Sprintf("output incomplete (%d of %d bytes): asking again", t.OutputBytes, total)})
-			r.stick = t.AgentID
+			r.pinned, r.stick = t.AgentID, t.AgentID // it ran the request: only its cache has the output
 			r.out.Restart()
 			m.emit(route{})
 			return
@@ -621,8 +626,12 @@ func (m *machine) noResponders(r *run, e noResponders) {
 func (m *machine) deadline(r *run) {
 	t := r.t
 	e := timeoutError(r, fmt.Sprintf("task exceeded max_duration_seconds=%d", t.Hints.MaxDurationSeconds))
-	if t.AgentID != "" && (t.State == StateDispatched || t.State == StateRunning) {
+	switch {
+	case t.AgentID != "" && (t.State == StateDispatched || t.State == StateRunning):
 		m.emit(cancelAgent{agentID: t.AgentID, reason: "max_duration_seconds exceeded"})
+	case r.pinned != "":
+		// Between attempts: the pinned agent may still run an earlier one.
+		m.emit(cancelAgent{agentID: r.pinned, reason: "max_duration_seconds exceeded"})
 	}
 	m.finishError(r, e)
 }
@@ -805,8 +814,10 @@ func (m *machine) finish(r *run, state State, ev *Event, msg string, replace *st
 	if t.Error != nil && ev.Error == nil && state == StateError {
 		ev.Type, ev.Error = EventError, t.Error
 	}
-	final := finalStored{ev}
-	m.write(r, write{record: true, replace: replace, then: func(error) event { return final }}, ev)
+	first := r.fresh
+	m.write(r, write{record: true, replace: replace, then: func(err error) event {
+		return finalStored{ev: ev, uncount: first && err != nil}
+	}}, ev)
 	r.log.Info("task finished", "state", state, "attempts", t.Attempts, "agent_id", t.AgentID)
 }
 
