@@ -20,7 +20,9 @@ func BreakStoreWrites(o *Orchestrator) {
 // the number of jobs waiting and the function that lets the loop go on.
 func PauseLoop(o *Orchestrator) (waiting func() int, resume func()) {
 	running, release := make(chan struct{}), make(chan struct{})
-	go o.post(func() { close(running); <-release }) // this goroutine runs the loop
+	if !o.post(func() { close(running); <-release }) {
+		panic("orchestrator closed")
+	}
 	<-running
 	return o.mail.len, sync.OnceFunc(func() { close(release) })
 }

@@ -64,6 +64,7 @@ type Orchestrator struct {
 
 	// The loop (loop.go) owns the rest: only its jobs touch them.
 	mail     *mailbox
+	loopDone chan struct{}
 	m        machine
 	closed   bool
 	agents   map[string]*agentEntry
@@ -116,6 +117,7 @@ func Open(cfg Config, opts Options) (*Orchestrator, error) {
 		done:     make(chan struct{}),
 		metrics:  newMetrics(),
 		mail:     newMailbox(),
+		loopDone: make(chan struct{}),
 		m: machine{timeouts: cfg.Timeouts, now: func() time.Time { return time.Now().UTC() },
 			nonce: broker.NewNonce},
 	}
@@ -143,6 +145,7 @@ func Open(cfg Config, opts Options) (*Orchestrator, error) {
 		}
 	}
 	o.handler = o.newAPI()
+	go o.loop()
 	if err := o.start(); err != nil {
 		o.Close()
 		return nil, err
@@ -264,7 +267,8 @@ func (o *Orchestrator) Close() error {
 		return nil
 	}
 	// The jobs posted before this run, and see the orchestrator closed.
-	o.closeMailbox()
+	o.mail.close()
+	<-o.loopDone
 	// The writes held for jobs that never came go now.
 	o.st.Flush()
 	o.wg.Wait()
