@@ -79,38 +79,40 @@ func (g *gatedHandler) waitStarted(t *testing.T) {
 }
 
 func TestRestartMidTaskLosesNothing(t *testing.T) {
-	e := newEnv(t, "code-1")
-	g := newGated()
-	e.realAgent("code-1", g.handle)
-	o := e.open()
-	waitFor(t, "agent registered", func() bool { return o.Agents()[0].State == "online" })
-	task := submit(t, o, nil)
-	g.waitStarted(t)
-	if err := o.Close(); err != nil {
-		t.Fatal(err)
-	}
-	// The task is in the store, unfinished, with the same orch_id and request_id.
-	o2 := e.open()
-	if o2.ID() != o.ID() {
-		t.Fatalf("orch_id changed across restart: %s -> %s", o.ID(), o2.ID())
-	}
-	waitFor(t, "task resumed", func() bool {
-		tk, err := o2.Task(task.ID)
-		// Running again: the agent attached the new inbox to the running handler.
-		return err == nil && tk.Attempts >= 2 && tk.State == orchestrator.StateRunning
+	forEachStore(t, func(t *testing.T, kind string) {
+		e := newStoreEnv(t, kind, "code-1")
+		g := newGated()
+		e.realAgent("code-1", g.handle)
+		o := e.open()
+		waitFor(t, "agent registered", func() bool { return o.Agents()[0].State == "online" })
+		task := submit(t, o, nil)
+		g.waitStarted(t)
+		if err := o.Close(); err != nil {
+			t.Fatal(err)
+		}
+		// The task is in the store, unfinished, with the same orch_id and request_id.
+		o2 := e.open()
+		if o2.ID() != o.ID() {
+			t.Fatalf("orch_id changed across restart: %s -> %s", o.ID(), o2.ID())
+		}
+		waitFor(t, "task resumed", func() bool {
+			tk, err := o2.Task(task.ID)
+			// Running again: the agent attached the new inbox to the running handler.
+			return err == nil && tk.Attempts >= 2 && tk.State == orchestrator.StateRunning
+		})
+		close(g.release)
+		final := waitFinal(t, o2, task.ID)
+		if final.State != orchestrator.StateSucceeded || final.RequestID != task.RequestID {
+			t.Fatalf("got %s (request %s) error %+v", final.State, final.RequestID, final.Error)
+		}
+		var out strings.Builder
+		if _, err := e.client(o2).Output(t.Context(), task.ID, &out); err != nil || out.String() != "part1;part2" {
+			t.Fatalf("output %q err %v", out.String(), err)
+		}
+		if n := g.runs.Load(); n != 1 {
+			t.Fatalf("handler ran %d times", n)
+		}
 	})
-	close(g.release)
-	final := waitFinal(t, o2, task.ID)
-	if final.State != orchestrator.StateSucceeded || final.RequestID != task.RequestID {
-		t.Fatalf("got %s (request %s) error %+v", final.State, final.RequestID, final.Error)
-	}
-	var out strings.Builder
-	if _, err := e.client(o2).Output(t.Context(), task.ID, &out); err != nil || out.String() != "part1;part2" {
-		t.Fatalf("output %q err %v", out.String(), err)
-	}
-	if n := g.runs.Load(); n != 1 {
-		t.Fatalf("handler ran %d times", n)
-	}
 }
 
 func TestRetryAfterTimeoutGoesBackToSameAgentAndRunsOnce(t *testing.T) {

@@ -39,6 +39,9 @@ type Config struct {
 	Breaker BreakerConfig `yaml:"breaker"`
 	// Retention is how long finished tasks are kept; 0 means 7 days.
 	Retention time.Duration `yaml:"retention"`
+	// Store chooses where tasks are kept: this host's Badger (the default) or the
+	// broker's JetStream.
+	Store StoreConfig `yaml:"store"`
 
 	// APIToken and each AgentConfig's tokens may be set directly (by tests or an
 	// embedding program) instead of naming files.
@@ -205,6 +208,9 @@ func (c Config) Validate() error {
 		return bad("api_token_file", "is required")
 	}
 	if err := c.HTTP.Validate(); err != nil {
+		return err // it names the key
+	}
+	if err := c.Store.Validate(); err != nil {
 		return err // it names the key
 	}
 	seen := map[string]bool{}

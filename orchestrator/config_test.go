@@ -40,6 +40,10 @@ func TestConfigErrorsNameTheKey(t *testing.T) {
 		base + "agents:\n  - {id: a, type: orchestrator, token_file: f}\n": "agents[0].type",
 		base + "id: 'x.y'\n":                                               "id",
 		base + "agents:\n  - " + agentA + "\n  - " + agentA + "\n":         "agents[1].id",
+		base + "store:\n  kind: etcd\n":                                    "store.kind",
+		base + "store:\n  jetstream:\n    stream: 'a.b'\n":                 "store.jetstream.stream",
+		base + "store:\n  jetstream:\n    subject_prefix: 'a.>'\n":         "store.jetstream.subject_prefix",
+		base + "store:\n  jetstream:\n    replicas: 2\n":                   "store.jetstream.replicas",
 	}
 	for in, key := range cases {
 		_, err := orchestrator.ParseConfig([]byte(in))

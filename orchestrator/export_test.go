@@ -2,6 +2,7 @@ package orchestrator
 
 import (
 	"errors"
+	"fmt"
 	"sync"
 
 	"github.com/chiffon-dev/chiffon/orchestrator/badgerstore"
@@ -33,3 +34,6 @@ func PauseLoop(o *Orchestrator) (waiting func() int, resume func()) {
 func EventVersions(o *Orchestrator, id string) ([]uint64, error) {
 	return o.st.(*badgerstore.Store).EventVersions(id)
 }
+
+// StoreType is the type of o's task store, such as "*jsstore.Store".
+func StoreType(o *Orchestrator) string { return fmt.Sprintf("%T", o.st) }

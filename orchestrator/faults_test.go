@@ -219,70 +219,74 @@ func TestRetryNeverLeavesTheAgentThatMayHaveRunIt(t *testing.T) {
 // queued when the orchestrator stopped waits for the agents to register after the
 // restart; it does not spend a retry on "no online agent" meanwhile.
 func TestRestartKeepsQueuedTasksForTheAgentsInsteadOfFailingThem(t *testing.T) {
-	e := newEnv(t, "code-1")
-	o := e.open()
-	a := e.fakeAgent("code-1")
-	a.register(1)
-	a.listen()
-	first := submit(t, o, nil)
-	a.next()
-	queued := submit(t, o, nil) // the agent is full: queued, never dispatched
-	if err := o.Close(); err != nil {
-		t.Fatal(err)
-	}
-	o2 := e.open()
-	// The agent registers late, well after the first retry wait (10 ms here).
-	time.Sleep(100 * time.Millisecond) // the passing of time is the point
-	a.register(2)
-	for range 2 {
-		w := a.next()
-		a.result(w, envelope.ResultSuccess, 0, "ok", nil)
-	}
-	for _, id := range []string{first.ID, queued.ID} {
-		final := waitFinal(t, o2, id)
-		if final.State != orchestrator.StateSucceeded || len(final.Retries) != 0 {
-			t.Errorf("task %s: %s with retries %+v, want succeeded with none", id, final.State, final.Retries)
+	forEachStore(t, func(t *testing.T, kind string) {
+		e := newStoreEnv(t, kind, "code-1")
+		o := e.open()
+		a := e.fakeAgent("code-1")
+		a.register(1)
+		a.listen()
+		first := submit(t, o, nil)
+		a.next()
+		queued := submit(t, o, nil) // the agent is full: queued, never dispatched
+		if err := o.Close(); err != nil {
+			t.Fatal(err)
 		}
-	}
+		o2 := e.open()
+		// The agent registers late, well after the first retry wait (10 ms here).
+		time.Sleep(100 * time.Millisecond) // the passing of time is the point
+		a.register(2)
+		for range 2 {
+			w := a.next()
+			a.result(w, envelope.ResultSuccess, 0, "ok", nil)
+		}
+		for _, id := range []string{first.ID, queued.ID} {
+			final := waitFinal(t, o2, id)
+			if final.State != orchestrator.StateSucceeded || len(final.Retries) != 0 {
+				t.Errorf("task %s: %s with retries %+v, want succeeded with none", id, final.State, final.Retries)
+			}
+		}
+	})
 }
 
 // TestRestartKeepsStepsAndProgress: statuses are stored without the task's record,
 // so a restart rebuilds the steps, progress and output length from them before the
 // agent says anything more.
 func TestRestartKeepsStepsAndProgress(t *testing.T) {
-	e := newEnv(t, "code-1")
-	o, a := e.openWithAgent("code-1", 1)
-	task := submit(t, o, nil)
-	w := a.next()
-	a.ack(w)
-	a.status(w, 40, 1, "fetching\n", "", 0)
-	a.status(w, 70, 2, "building\n", "", 9)
-	waitFor(t, "statuses recorded", func() bool {
-		got, err := o.Task(task.ID)
-		return err == nil && got.ProgressPercent == 70
-	})
-	want, err := o.Task(task.ID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := o.Close(); err != nil {
-		t.Fatal(err)
-	}
-	o2 := e.open() // the fake agent stays silent: what o2 shows comes from the store
-	got, err := o2.Task(task.ID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got.ProgressPercent != 70 || got.OutputBytes != want.OutputBytes {
-		t.Errorf("after restart: progress %d, output %d bytes; want 70, %d", got.ProgressPercent, got.OutputBytes, want.OutputBytes)
-	}
-	if len(got.Steps) != len(want.Steps) {
-		t.Fatalf("after restart: steps %+v, want %+v", got.Steps, want.Steps)
-	}
-	for i := range want.Steps {
-		g, w := got.Steps[i], want.Steps[i]
-		if g.Number != w.Number || g.Name != w.Name || g.Status != w.Status || !g.UpdatedAt.Equal(w.UpdatedAt) {
-			t.Errorf("step %d after restart: %+v, want %+v", i, g, w)
+	forEachStore(t, func(t *testing.T, kind string) {
+		e := newStoreEnv(t, kind, "code-1")
+		o, a := e.openWithAgent("code-1", 1)
+		task := submit(t, o, nil)
+		w := a.next()
+		a.ack(w)
+		a.status(w, 40, 1, "fetching\n", "", 0)
+		a.status(w, 70, 2, "building\n", "", 9)
+		waitFor(t, "statuses recorded", func() bool {
+			got, err := o.Task(task.ID)
+			return err == nil && got.ProgressPercent == 70
+		})
+		want, err := o.Task(task.ID)
+		if err != nil {
+			t.Fatal(err)
 		}
-	}
+		if err := o.Close(); err != nil {
+			t.Fatal(err)
+		}
+		o2 := e.open() // the fake agent stays silent: what o2 shows comes from the store
+		got, err := o2.Task(task.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.ProgressPercent != 70 || got.OutputBytes != want.OutputBytes {
+			t.Errorf("after restart: progress %d, output %d bytes; want 70, %d", got.ProgressPercent, got.OutputBytes, want.OutputBytes)
+		}
+		if len(got.Steps) != len(want.Steps) {
+			t.Fatalf("after restart: steps %+v, want %+v", got.Steps, want.Steps)
+		}
+		for i := range want.Steps {
+			g, w := got.Steps[i], want.Steps[i]
+			if g.Number != w.Number || g.Name != w.Name || g.Status != w.Status || !g.UpdatedAt.Equal(w.UpdatedAt) {
+				t.Errorf("step %d after restart: %+v, want %+v", i, g, w)
+			}
+		}
+	})
 }

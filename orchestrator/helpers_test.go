@@ -69,7 +69,25 @@ type env struct {
 }
 
 func newEnv(t *testing.T, agentIDs ...string) *env {
-	e := &env{t: t, srv: testnats.Start(t, broker.ServerConfig{}), tokens: map[string]string{},
+	return newStoreEnv(t, orchestrator.StoreBadger, agentIDs...)
+}
+
+// forEachStore runs fn as one subtest per kind of task store: the tests that
+// restart an orchestrator prove each store keeps what a restart needs.
+func forEachStore(t *testing.T, fn func(t *testing.T, kind string)) {
+	for _, kind := range []string{orchestrator.StoreBadger, orchestrator.StoreJetStream} {
+		t.Run(kind, func(t *testing.T) { fn(t, kind) })
+	}
+}
+
+// newStoreEnv is newEnv with the tasks in a store of kind: for JetStream, the
+// embedded broker runs JetStream.
+func newStoreEnv(t *testing.T, kind string, agentIDs ...string) *env {
+	srvCfg := broker.ServerConfig{}
+	if kind == orchestrator.StoreJetStream {
+		srvCfg = broker.ServerConfig{JetStream: true, StoreDir: t.TempDir()}
+	}
+	e := &env{t: t, srv: testnats.Start(t, srvCfg), tokens: map[string]string{},
 		orchTokens: map[string]string{}, logs: &syncBuf{}}
 	e.cfg = orchestrator.Config{
 		NATS:    broker.NATSConfig{URLs: []string{e.srv.ClientURL()}},
@@ -78,6 +96,7 @@ func newEnv(t *testing.T, agentIDs ...string) *env {
 			DeadlineGrace: 10 * time.Millisecond, Control: 2 * time.Second, InstanceProbe: 50 * time.Millisecond},
 		Retry:   orchestrator.RetryConfig{Initial: 10 * time.Millisecond, Max: time.Second},
 		Breaker: orchestrator.BreakerConfig{OpenFor: 300 * time.Millisecond},
+		Store:   orchestrator.StoreConfig{Kind: kind},
 	}
 	for _, id := range agentIDs {
 		e.tokens[id], e.orchTokens[id] = broker.NewToken(), broker.NewToken()
@@ -101,6 +120,10 @@ func (e *env) open() *orchestrator.Orchestrator {
 	o, err := orchestrator.Open(e.cfg, opts)
 	if err != nil {
 		e.t.Fatalf("Open: %v", err)
+	}
+	if e.cfg.Store.Kind == orchestrator.StoreJetStream && orchestrator.StoreType(o) != "*jsstore.Store" {
+		o.Close()
+		e.t.Fatalf("store.kind jetstream opened a %s", orchestrator.StoreType(o))
 	}
 	e.t.Cleanup(func() { o.Close() })
 	e.opened, e.o = true, o

@@ -26,7 +26,6 @@ import (
 	"github.com/chiffon-dev/chiffon/errcodes"
 	"github.com/chiffon-dev/chiffon/internal/lazylog"
 	"github.com/chiffon-dev/chiffon/internal/ratelog"
-	"github.com/chiffon-dev/chiffon/orchestrator/badgerstore"
 	"github.com/nats-io/nats.go"
 )
 
@@ -82,8 +81,8 @@ type Orchestrator struct {
 	done chan struct{}
 }
 
-// Open starts an orchestrator: it reads the tokens, opens the task store, connects to
-// NATS, subscribes to the registry and its task inboxes, asks every agent to register,
+// Open starts an orchestrator: it reads the tokens, connects to NATS, opens the task
+// store, subscribes to the registry and its task inboxes, asks every agent to register,
 // and resumes every unfinished task.
 func Open(cfg Config, opts Options) (*Orchestrator, error) {
 	cfg = cfg.WithDefaults()
@@ -121,17 +120,9 @@ func Open(cfg Config, opts Options) (*Orchestrator, error) {
 		m: machine{timeouts: cfg.Timeouts, now: func() time.Time { return time.Now().UTC() },
 			nonce: broker.NewNonce},
 	}
-	o.st = opts.Store
-	if o.st == nil {
-		o.st, err = badgerstore.Open(filepath.Join(cfg.DataDir, "tasks"), badgerstore.Options{Retention: cfg.Retention, Logger: o.log})
-		if err != nil {
-			return nil, err
-		}
-	}
 	o.nc = opts.Conn
 	if o.nc == nil {
 		if err := cfg.NATS.Validate(); err != nil {
-			o.st.Close()
 			return nil, fmt.Errorf("config: %w", err)
 		}
 		o.ownConn = true
@@ -140,8 +131,16 @@ func Open(cfg Config, opts Options) (*Orchestrator, error) {
 		cc.InboxPrefix = o.subj.Inbox(broker.RoleOrchestrator, "")
 		o.nc, err = broker.Connect(cc)
 		if err != nil {
-			o.st.Close()
 			return nil, fmt.Errorf("connect to NATS: %w", err)
+		}
+	}
+	o.st = opts.Store
+	if o.st == nil {
+		if o.st, err = openStore(cfg, o.nc, o.log); err != nil {
+			if o.ownConn {
+				o.nc.Close()
+			}
+			return nil, err
 		}
 	}
 	o.handler = o.newAPI()

@@ -83,49 +83,51 @@ func seqRange(from, to int64) []int64 {
 // exactly the events after it, each once and in order: from the history and then
 // live while the task runs, and from the history alone once it has finished.
 func TestEventStreamResumesAfterLastEventID(t *testing.T) {
-	e := newEnv(t, "code-1")
-	o, a := e.openWithAgent("code-1", 4)
-	c := e.client(o)
-	task := submit(t, o, nil)
-	w := a.next()
-	a.ack(w)
-	a.status(w, 50, 1, "one\n", "", 0)
-	waitFor(t, "the first status", func() bool {
-		tk, err := o.Task(task.ID)
-		return err == nil && tk.ProgressPercent == 50
-	})
+	forEachStore(t, func(t *testing.T, kind string) {
+		e := newStoreEnv(t, kind, "code-1")
+		o, a := e.openWithAgent("code-1", 4)
+		c := e.client(o)
+		task := submit(t, o, nil)
+		w := a.next()
+		a.ack(w)
+		a.status(w, 50, 1, "one\n", "", 0)
+		waitFor(t, "the first status", func() bool {
+			tk, err := o.Task(task.ID)
+			return err == nil && tk.ProgressPercent == 50
+		})
 
-	// Running: resume after event 2; the history from 3 comes first, then live.
-	ids := make(chan int64, 64)
-	go streamEventIDs(t, c, task.ID, "2", ids)
-	var live []int64
-	select {
-	case n := <-ids:
-		live = append(live, n)
-	case <-time.After(wait):
-		t.Fatal("no event on the resumed stream")
-	}
-	a.status(w, 80, 2, "two\n", "", 4)
-	a.result(w, envelope.ResultSuccess, 0, "one\ntwo\n", nil)
-	live = append(live, collectIDs(t, ids)...)
-	final := waitFinal(t, o, task.ID)
-
-	// Finished: the whole history, then resumed at three points of it.
-	whole := make(chan int64, 64)
-	go streamEventIDs(t, c, task.ID, "", whole)
-	all := collectIDs(t, whole)
-	last := int64(len(all))
-	if !slices.Equal(all, seqRange(1, last)) || last < 5 {
-		t.Fatalf("whole stream of the %s task: ids %v, want 1..n with n >= 5", final.State, all)
-	}
-	if want := seqRange(3, last); !slices.Equal(live, want) {
-		t.Fatalf("stream resumed after 2 while running: ids %v, want %v", live, want)
-	}
-	for _, after := range []int64{1, last - 2, last} {
+		// Running: resume after event 2; the history from 3 comes first, then live.
 		ids := make(chan int64, 64)
-		go streamEventIDs(t, c, task.ID, strconv.FormatInt(after, 10), ids)
-		if got, want := collectIDs(t, ids), seqRange(after+1, last); !slices.Equal(got, want) {
-			t.Fatalf("finished task resumed after %d: ids %v, want %v", after, got, want)
+		go streamEventIDs(t, c, task.ID, "2", ids)
+		var live []int64
+		select {
+		case n := <-ids:
+			live = append(live, n)
+		case <-time.After(wait):
+			t.Fatal("no event on the resumed stream")
 		}
-	}
+		a.status(w, 80, 2, "two\n", "", 4)
+		a.result(w, envelope.ResultSuccess, 0, "one\ntwo\n", nil)
+		live = append(live, collectIDs(t, ids)...)
+		final := waitFinal(t, o, task.ID)
+
+		// Finished: the whole history, then resumed at three points of it.
+		whole := make(chan int64, 64)
+		go streamEventIDs(t, c, task.ID, "", whole)
+		all := collectIDs(t, whole)
+		last := int64(len(all))
+		if !slices.Equal(all, seqRange(1, last)) || last < 5 {
+			t.Fatalf("whole stream of the %s task: ids %v, want 1..n with n >= 5", final.State, all)
+		}
+		if want := seqRange(3, last); !slices.Equal(live, want) {
+			t.Fatalf("stream resumed after 2 while running: ids %v, want %v", live, want)
+		}
+		for _, after := range []int64{1, last - 2, last} {
+			ids := make(chan int64, 64)
+			go streamEventIDs(t, c, task.ID, strconv.FormatInt(after, 10), ids)
+			if got, want := collectIDs(t, ids), seqRange(after+1, last); !slices.Equal(got, want) {
+				t.Fatalf("finished task resumed after %d: ids %v, want %v", after, got, want)
+			}
+		}
+	})
 }

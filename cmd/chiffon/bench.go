@@ -77,5 +77,6 @@ func newBenchCmd() *cobra.Command {
 	fl.BoolVar(&asJSON, "json", false, "print one JSON object with every figure")
 	fl.StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the whole run to this file")
 	fl.BoolVar(&noIdle, "no-idle", false, "skip the idle agent and orchestrator RSS figures")
+	fl.StringVar(&cfg.Store, "store", "badger", "the orchestrator's task store: badger or jetstream (the embedded server then runs JetStream)")
 	return cmd
 }

@@ -50,3 +50,30 @@ func TestBenchPrintsEveryFigure(t *testing.T) {
 		t.Errorf("chiffon p99 %v is below p50 %v", res["chiffon_p99_us"], res["chiffon_p50_us"])
 	}
 }
+
+// TestBenchOnJetStream runs the chiffon, api and chunks phases with the
+// orchestrator's tasks in JetStream: the embedded server runs it, and the tasks
+// end there. It never asserts speed.
+func TestBenchOnJetStream(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts NATS with JetStream, an orchestrator and an agent")
+	}
+	var out, errb bytes.Buffer
+	code := run(context.Background(), []string{"bench", "--tasks", "20", "--inflight", "4", "--no-idle", "--store", "jetstream", "--json"}, nil, &out, &errb)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+	var res map[string]float64
+	if err := json.Unmarshal(out.Bytes(), &res); err != nil {
+		t.Fatalf("output is not one JSON object of numbers: %v\n%s", err, out.String())
+	}
+	for _, key := range []string{"chiffon_tasks_per_s", "api_tasks_per_s", "chunk_mib_per_s"} {
+		if v := res[key]; v <= 0 {
+			t.Errorf("%s = %v, want a positive figure", key, v)
+		}
+	}
+	code = run(context.Background(), []string{"bench", "--store", "etcd"}, nil, &out, &errb)
+	if code == 0 || !bytes.Contains(errb.Bytes(), []byte("store.kind")) {
+		t.Errorf("--store etcd: exit %d, %s", code, errb.String())
+	}
+}

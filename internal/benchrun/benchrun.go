@@ -12,10 +12,12 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"slices"
 	"time"
 
 	"github.com/chiffon-dev/chiffon/broker"
+	"github.com/chiffon-dev/chiffon/orchestrator"
 	"github.com/nats-io/nats.go"
 )
 
@@ -37,6 +39,10 @@ type Config struct {
 	ExecEnv    []string
 	// Progress receives one line per phase; nil means none.
 	Progress io.Writer
+	// Store is the orchestrator's task store: orchestrator.StoreBadger (""
+	// too) or orchestrator.StoreJetStream, for which the embedded server runs
+	// JetStream (a server given by NATSURL must run it).
+	Store string
 }
 
 func (c Config) withDefaults() Config {
@@ -91,9 +97,21 @@ type Result struct {
 // Run runs every phase in order and returns the figures.
 func Run(ctx context.Context, cfg Config) (*Result, error) {
 	cfg = cfg.withDefaults()
+	if err := (orchestrator.StoreConfig{Kind: cfg.Store}).Validate(); err != nil {
+		return nil, err
+	}
+	dir, err := os.MkdirTemp("", "chiffon-bench-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(dir)
 	url := cfg.NATSURL
 	if url == "" {
-		srv, err := broker.StartServer(broker.ServerConfig{})
+		srvCfg := broker.ServerConfig{}
+		if cfg.Store == orchestrator.StoreJetStream {
+			srvCfg = broker.ServerConfig{JetStream: true, StoreDir: filepath.Join(dir, "jetstream")}
+		}
+		srv, err := broker.StartServer(srvCfg)
 		if err != nil {
 			return nil, err
 		}
@@ -110,12 +128,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	res.RawTasksPerS, res.RawP50US, res.RawP99US = raw.perSecond, raw.p50, raw.p99
 	progress("raw:     %8.0f req/s  p50 %7.1f µs  p99 %7.1f µs", raw.perSecond, raw.p50, raw.p99)
 
-	dir, err := os.MkdirTemp("", "chiffon-bench-")
-	if err != nil {
-		return nil, err
-	}
-	defer os.RemoveAll(dir)
-	st, err := startStack(ctx, url, dir, cfg.InFlight)
+	st, err := startStack(ctx, url, filepath.Join(dir, "stack"), cfg.InFlight, cfg.Store)
 	if err != nil {
 		return nil, fmt.Errorf("start orchestrator and agent: %w", err)
 	}

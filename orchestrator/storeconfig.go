@@ -1,0 +1,86 @@
+package orchestrator
+
+import (
+	"fmt"
+	"log/slog"
+	"path/filepath"
+	"regexp"
+
+	"github.com/chiffon-dev/chiffon/orchestrator/badgerstore"
+	"github.com/chiffon-dev/chiffon/orchestrator/jsstore"
+	"github.com/nats-io/nats.go"
+)
+
+// The kinds of task store (StoreConfig.Kind).
+const (
+	// StoreBadger keeps tasks in <data_dir>/tasks on this host: the default.
+	StoreBadger = "badger"
+	// StoreJetStream keeps tasks in the broker's JetStream, replicated across the
+	// nodes of a NATS cluster.
+	StoreJetStream = "jetstream"
+)
+
+// StoreConfig chooses where the orchestrator keeps its tasks.
+type StoreConfig struct {
+	// Kind is "badger" (the default) or "jetstream".
+	Kind string `yaml:"kind"`
+	// JetStream configures the JetStream store.
+	JetStream JetStreamStoreConfig `yaml:"jetstream"`
+}
+
+// JetStreamStoreConfig names the JetStream stream that holds the tasks.
+type JetStreamStoreConfig struct {
+	// Stream is the stream's name; "" means CHIFFON_TASKS.
+	Stream string `yaml:"stream"`
+	// SubjectPrefix is the prefix of the stream's subjects; "" means
+	// chiffon.store.
+	SubjectPrefix string `yaml:"subject_prefix"`
+	// Replicas is how many nodes of the cluster hold the stream: 1 (the default),
+	// 3 or 5.
+	Replicas int `yaml:"replicas"`
+}
+
+var (
+	streamName    = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
+	subjectPrefix = regexp.MustCompile(`^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*$`)
+)
+
+// Validate checks c and names the offending key.
+func (c StoreConfig) Validate() error {
+	bad := func(key, format string, args ...any) error {
+		return fmt.Errorf("config: store.%s: %s", key, fmt.Sprintf(format, args...))
+	}
+	switch c.Kind {
+	case "", StoreBadger, StoreJetStream:
+	default:
+		return bad("kind", "must be %s or %s, got %q", StoreBadger, StoreJetStream, c.Kind)
+	}
+	js := c.JetStream
+	if js.Stream != "" && !streamName.MatchString(js.Stream) {
+		return bad("jetstream.stream", "must be 1 to 64 letters, digits, '-' or '_', got %q", js.Stream)
+	}
+	if js.SubjectPrefix != "" && !subjectPrefix.MatchString(js.SubjectPrefix) {
+		return bad("jetstream.subject_prefix", "must be dot-separated tokens of letters, digits, '-' or '_', got %q", js.SubjectPrefix)
+	}
+	switch js.Replicas {
+	case 0, 1, 3, 5:
+	default:
+		return bad("jetstream.replicas", "must be 1, 3 or 5, got %d", js.Replicas)
+	}
+	return nil
+}
+
+// openStore opens the task store cfg names: Badger in <data_dir>/tasks, or the
+// JetStream stream of the broker nc is connected to.
+func openStore(cfg Config, nc *nats.Conn, log *slog.Logger) (TaskStore, error) {
+	if cfg.Store.Kind == StoreJetStream {
+		js := cfg.Store.JetStream
+		st, err := jsstore.Open(nc, jsstore.Options{Stream: js.Stream, Prefix: js.SubjectPrefix,
+			Replicas: js.Replicas, Retention: cfg.Retention, Logger: log})
+		if err != nil {
+			return nil, fmt.Errorf("open the JetStream task store: %w", err)
+		}
+		return st, nil
+	}
+	return badgerstore.Open(filepath.Join(cfg.DataDir, "tasks"), badgerstore.Options{Retention: cfg.Retention, Logger: log})
+}
