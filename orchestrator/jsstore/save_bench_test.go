@@ -1,0 +1,40 @@
+package jsstore_test
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/chiffon-dev/chiffon/broker"
+	"github.com/chiffon-dev/chiffon/envelope"
+	"github.com/chiffon-dev/chiffon/internal/testnats"
+	"github.com/chiffon-dev/chiffon/orchestrator/jsstore"
+	"github.com/chiffon-dev/chiffon/orchestrator/task"
+	"github.com/nats-io/nats.go"
+)
+
+// BenchmarkSave is one write of a record and an event at a time, each waited for:
+// what a task's commit costs on JetStream.
+func BenchmarkSave(b *testing.B) {
+	srv := testnats.Start(b, broker.ServerConfig{JetStream: true, StoreDir: b.TempDir()})
+	nc, err := nats.Connect(srv.ClientURL())
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer nc.Close()
+	s, err := jsstore.Open(nc, jsstore.Options{Stream: "BENCH", Prefix: "bench.store"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	tk := &task.Task{ID: "task-bench", State: task.StateRunning, ToAgent: envelope.Code, WorkType: "echo"}
+	errc := make(chan error, 1)
+	n := int64(0)
+	for b.Loop() {
+		n++
+		ev := &task.Event{Seq: n, Type: task.EventState, State: task.StateRunning, Message: fmt.Sprint(n)}
+		s.Save(&task.Write{ID: tk.ID, Task: tk, Events: []*task.Event{ev}}, func(err error) { errc <- err })
+		if err := <-errc; err != nil {
+			b.Fatal(err)
+		}
+	}
+}
