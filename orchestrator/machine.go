@@ -5,7 +5,7 @@
 // way an attempt may fail or time out and be retried after a wait, a cancel may
 // come, and a deadline may end it. machine.apply takes one event for one task's run
 // and returns what must happen as effects: writes, publishes, timers, notices to
-// watchers, routing. It reads no clock but its own, opens no connection and touches
+// watchers, routing. It takes the time from m.now, opens no connection and touches
 // no store, so that machine_test.go can drive every (state, event) pair as a table.
 //
 // The orchestrator's loop (loop.go) is the only caller: it owns every run, applies
