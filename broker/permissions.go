@@ -131,6 +131,17 @@ var subjectTable = []subjectRule{
 			return ifRole(id, RoleClient, s.Inbox(RoleClient, id.Name)+".>")
 		},
 	},
+	{
+		// The orchestrator alone keeps tasks: were an agent or a client able to
+		// write here, it could plant or rewrite tasks. The JetStream API lets it
+		// create, read and purge its stream; its answers come to the orchestrator's
+		// inbox.
+		what: "store.>: the orchestrator's JetStream task store (store.kind jetstream), and the JetStream API ($JS.API.>)",
+		publish: func(s Subjects, id Identity, _ []Identity) []string {
+			return ifRole(id, RoleOrchestrator, s.Store()+".>", "$JS.API.>")
+		},
+		subscribe: func(Subjects, Identity, []Identity) []string { return nil },
+	},
 }
 
 // Inbox is the inbox prefix of an identity: nats.go makes the reply subjects of
@@ -159,11 +170,11 @@ func (s Subjects) Permissions(id Identity, site []Identity) Permissions {
 	return p
 }
 
-func ifRole(id Identity, role Role, subject string) []string {
+func ifRole(id Identity, role Role, subjects ...string) []string {
 	if id.Role != role {
 		return nil
 	}
-	return []string{subject}
+	return subjects
 }
 
 // commandedAgents is where id may send work and control: every agent for the

@@ -75,5 +75,9 @@ func ParseTaskInbox(subject string) (inbox TaskInbox, ok bool) {
 // Register is where agents register (request/reply).
 func (s Subjects) Register() string { return s.join("registry", "register") }
 
+// Store is the subject prefix of the orchestrator's JetStream task store
+// (store.kind jetstream): <prefix>.store.
+func (s Subjects) Store() string { return s.join("store") }
+
 // Heartbeat is where agents publish heartbeats.
 func (s Subjects) Heartbeat() string { return s.join("registry", "heartbeat") }

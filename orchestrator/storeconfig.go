@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"regexp"
 
+	"github.com/chiffon-dev/chiffon/broker"
 	"github.com/chiffon-dev/chiffon/orchestrator/badgerstore"
 	"github.com/chiffon-dev/chiffon/orchestrator/jsstore"
 	"github.com/nats-io/nats.go"
@@ -32,8 +33,9 @@ type StoreConfig struct {
 type JetStreamStoreConfig struct {
 	// Stream is the stream's name; "" means CHIFFON_TASKS.
 	Stream string `yaml:"stream"`
-	// SubjectPrefix is the prefix of the stream's subjects; "" means
-	// chiffon.store.
+	// SubjectPrefix is the prefix of the stream's subjects; "" means <nats
+	// prefix>.store (chiffon.store), the subjects the broker's permissions give the
+	// orchestrator alone.
 	SubjectPrefix string `yaml:"subject_prefix"`
 	// Replicas is how many nodes of the cluster hold the stream: 1 (the default),
 	// 3 or 5.
@@ -75,6 +77,11 @@ func (c StoreConfig) Validate() error {
 func openStore(cfg Config, nc *nats.Conn, log *slog.Logger) (TaskStore, error) {
 	if cfg.Store.Kind == StoreJetStream {
 		js := cfg.Store.JetStream
+		if js.SubjectPrefix == "" {
+			// Under the site's prefix, where the broker's permissions let the
+			// orchestrator alone publish (broker.Subjects.Store).
+			js.SubjectPrefix = broker.Subjects{Prefix: cfg.NATS.Prefix}.Store()
+		}
 		st, err := jsstore.Open(nc, jsstore.Options{Stream: js.Stream, Prefix: js.SubjectPrefix,
 			Replicas: js.Replicas, Retention: cfg.Retention, Logger: log})
 		if err != nil {

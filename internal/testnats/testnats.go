@@ -57,6 +57,18 @@ type SecureServer struct {
 // temporary directory. It shuts the server down when the test ends.
 func StartSecure(t testing.TB, users []broker.User) *SecureServer {
 	t.Helper()
+	return startSecure(t, users, false)
+}
+
+// StartSecureJetStream is StartSecure with JetStream on, its store in a temporary
+// directory.
+func StartSecureJetStream(t testing.TB, users []broker.User) *SecureServer {
+	t.Helper()
+	return startSecure(t, users, true)
+}
+
+func startSecure(t testing.TB, users []broker.User, jetstream bool) *SecureServer {
+	t.Helper()
 	dir := t.TempDir()
 	caFile, _, err := broker.EnsureCA(dir)
 	if err != nil {
@@ -75,7 +87,11 @@ func StartSecure(t testing.TB, users []broker.User) *SecureServer {
 	if err != nil {
 		t.Fatalf("write nats server config: %v", err)
 	}
-	s := Start(t, broker.ServerConfig{ConfigFile: conf})
+	cfg := broker.ServerConfig{ConfigFile: conf}
+	if jetstream {
+		cfg.JetStream, cfg.StoreDir = true, filepath.Join(dir, "jetstream")
+	}
+	s := Start(t, cfg)
 	return &SecureServer{Server: s, TLS: broker.ClientTLS{CAFile: caFile}, ConfigFile: conf}
 }
 
