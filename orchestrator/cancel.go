@@ -43,14 +43,10 @@ func (o *Orchestrator) Cancel(_ context.Context, id, reason string) (*Task, erro
 			snap, end = cloneTask(r.t), r.written
 			return
 		}
-		before := r.t.State
-		effs := o.m.apply(r, cancelRequested{reason: reason, answered: answered})
-		o.countState(before, r.t.State)
-		for _, eff := range effs {
+		for _, eff := range o.deliver(r, cancelRequested{reason: reason, answered: answered}) {
 			if c, ok := eff.(cancelAgent); ok && c.answered != nil {
 				asked = true
 			}
-			o.do(r, eff)
 		}
 		snap = cloneTask(r.t)
 	})

@@ -23,16 +23,8 @@ func benchStack(b *testing.B, capacity int, secure bool) *orchestrator.Orchestra
 	b.Helper()
 	var orchNATS, agentNATS broker.NATSConfig
 	if secure {
-		subj := broker.Subjects{}
 		ids := []broker.Identity{{Role: broker.RoleOrchestrator}, {Role: broker.RoleAgent, Name: "bench-1"}}
-		seeds := make([]string, len(ids))
-		var users []broker.User
-		for i, id := range ids {
-			var pub string
-			seeds[i], pub = testnats.NKey(b)
-			p := subj.Permissions(id, ids)
-			users = append(users, broker.User{NKey: pub, Publish: p.Publish, Subscribe: p.Subscribe})
-		}
+		seeds, users := siteUsers(b, ids)
 		srv := testnats.StartSecure(b, users)
 		orchNATS = broker.NATSConfig{URLs: []string{srv.ClientURL()}, NKeyFile: seeds[0], TLS: srv.TLS}
 		agentNATS = broker.NATSConfig{URLs: []string{srv.ClientURL()}, NKeyFile: seeds[1], TLS: srv.TLS}

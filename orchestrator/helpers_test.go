@@ -72,6 +72,20 @@ func newEnv(t *testing.T, agentIDs ...string) *env {
 	return newStoreEnv(t, orchestrator.StoreBadger, agentIDs...)
 }
 
+// siteUsers makes an NKey for each identity and the broker user it is, with its
+// allow lists as chiffon init writes them; seeds are in the order of ids.
+func siteUsers(tb testing.TB, ids []broker.Identity) (seeds []string, users []broker.User) {
+	tb.Helper()
+	seeds = make([]string, len(ids))
+	for i, id := range ids {
+		var pub string
+		seeds[i], pub = testnats.NKey(tb)
+		p := broker.Subjects{}.Permissions(id, ids)
+		users = append(users, broker.User{NKey: pub, Publish: p.Publish, Subscribe: p.Subscribe})
+	}
+	return seeds, users
+}
+
 // forEachStore runs fn as one subtest per kind of task store: the tests that
 // restart an orchestrator prove each store keeps what a restart needs.
 func forEachStore(t *testing.T, fn func(t *testing.T, kind string)) {

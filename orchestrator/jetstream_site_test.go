@@ -24,14 +24,7 @@ import (
 func TestJetStreamStoreOnASecureSite(t *testing.T) {
 	subj := broker.Subjects{}
 	ids := []broker.Identity{{Role: broker.RoleOrchestrator}, {Role: broker.RoleAgent, Name: "code-1"}}
-	seeds := make([]string, len(ids))
-	var users []broker.User
-	for i, id := range ids {
-		var pub string
-		seeds[i], pub = testnats.NKey(t)
-		p := subj.Permissions(id, ids)
-		users = append(users, broker.User{NKey: pub, Publish: p.Publish, Subscribe: p.Subscribe})
-	}
+	seeds, users := siteUsers(t, ids)
 	srv := testnats.StartSecureJetStream(t, users)
 	cfg := orchestrator.Config{
 		NATS:    broker.NATSConfig{URLs: []string{srv.ClientURL()}, NKeyFile: seeds[0], TLS: srv.TLS},

@@ -129,10 +129,10 @@ func (o *Orchestrator) call(job func()) error {
 	return nil
 }
 
-// deliver applies ev to r and carries out the effects.
-func (o *Orchestrator) deliver(r *run, ev event) {
+// deliver applies ev to r, carries out the effects and returns them.
+func (o *Orchestrator) deliver(r *run, ev event) []effect {
 	if o.closed {
-		return // the tasks resume at the next Open
+		return nil // the tasks resume at the next Open
 	}
 	before := r.t.State
 	effs := o.m.apply(r, ev)
@@ -140,6 +140,7 @@ func (o *Orchestrator) deliver(r *run, ev event) {
 	for _, eff := range effs {
 		o.do(r, eff)
 	}
+	return effs
 }
 
 // countState keeps the tasks-by-state gauge right after a task moved from before to

@@ -5,7 +5,14 @@ import (
 	"context"
 	"encoding/json"
 	"os"
+	"strings"
 	"testing"
+	"time"
+
+	"github.com/chiffon-dev/chiffon/broker"
+	"github.com/chiffon-dev/chiffon/internal/testnats"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 )
 
 // benchAsCLIEnv makes this test binary act as the chiffon command, so that the bench
@@ -52,14 +59,16 @@ func TestBenchPrintsEveryFigure(t *testing.T) {
 }
 
 // TestBenchOnJetStream runs the chiffon, api and chunks phases with the
-// orchestrator's tasks in JetStream: the embedded server runs it, and the tasks
-// end there. It never asserts speed.
+// orchestrator's tasks in JetStream, on a server of the test's: the tasks end there,
+// and the server's stream holds them afterwards. It never asserts speed.
 func TestBenchOnJetStream(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts NATS with JetStream, an orchestrator and an agent")
 	}
+	srv := testnats.Start(t, broker.ServerConfig{JetStream: true, StoreDir: t.TempDir()})
 	var out, errb bytes.Buffer
-	code := run(context.Background(), []string{"bench", "--tasks", "20", "--inflight", "4", "--no-idle", "--store", "jetstream", "--json"}, nil, &out, &errb)
+	code := run(context.Background(), []string{"bench", "--nats", srv.ClientURL(), "--tasks", "20", "--inflight", "4",
+		"--no-idle", "--store", "jetstream", "--json"}, nil, &out, &errb)
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errb.String())
 	}
@@ -71,6 +80,26 @@ func TestBenchOnJetStream(t *testing.T) {
 		if v := res[key]; v <= 0 {
 			t.Errorf("%s = %v, want a positive figure", key, v)
 		}
+	}
+	nc, err := nats.Connect(srv.ClientURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	var msgs uint64
+	for info := range js.ListStreams(ctx).Info() {
+		if strings.HasPrefix(info.Config.Name, "CHIFFON_BENCH_") {
+			msgs += info.State.Msgs
+		}
+	}
+	if msgs == 0 {
+		t.Fatal("the bench's tasks are not in the server's JetStream")
 	}
 	code = run(context.Background(), []string{"bench", "--store", "etcd"}, nil, &out, &errb)
 	if code == 0 || !bytes.Contains(errb.Bytes(), []byte("store.kind")) {

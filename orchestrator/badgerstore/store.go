@@ -16,7 +16,6 @@ import (
 	"io"
 	"log/slog"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 
@@ -188,37 +187,17 @@ func (s *Store) Tasks(keep func(*task.Task) bool, limit int) ([]*task.Task, erro
 	return out, err
 }
 
-// storedEvent is an Event as stored. A status event's output is not stored twice:
-// the output piece written in the same transaction holds it, and OutputLen says how
-// many bytes to read back at OutputOffset.
-type storedEvent struct {
-	*task.Event
-	OutputLen int64 `json:"output_len,omitempty"`
-}
-
-// storedForm returns what to store for ev: ev itself, or a copy without the output
-// of a status whose output is stored as a piece at ev.OutputOffset.
-func storedForm(ev *task.Event) any {
-	if ev.Status == nil || ev.Status.Step.Output == "" || ev.OutputOffset == nil {
-		return ev
-	}
-	st, c := *ev.Status, *ev
-	st.Step.Output = ""
-	c.Status = &st
-	return storedEvent{Event: &c, OutputLen: int64(len(ev.Status.Step.Output))}
-}
-
 // Events calls fn for each stored event of task id with Seq > after, in order, with
 // the output of status events read back from the output pieces.
 func (s *Store) Events(id string, after int64, fn func(*task.Event) error) error {
 	return s.db.View(func(txn *badger.Txn) error {
-		var pieces []storedPiece
+		var pieces []task.StoredPiece
 		loaded := false
 		it := txn.NewIterator(badger.IteratorOptions{Prefix: eventPrefix(id)})
 		defer it.Close()
 		for it.Seek(numKey("e/", id, after+1)); it.Valid(); it.Next() {
 			var ev task.Event
-			se := storedEvent{Event: &ev}
+			se := task.StoredEvent{Event: &ev}
 			if err := it.Item().Value(func(v []byte) error { return json.Unmarshal(v, &se) }); err != nil {
 				return err
 			}
@@ -230,7 +209,7 @@ func (s *Store) Events(id string, after int64, fn func(*task.Event) error) error
 					}
 					loaded = true
 				}
-				ev.Status.Step.Output = sliceOutput(pieces, *ev.OutputOffset, se.OutputLen)
+				ev.Status.Step.Output = task.SliceOutput(pieces, *ev.OutputOffset, se.OutputLen)
 			}
 			if err := fn(&ev); err != nil {
 				return err
@@ -240,15 +219,9 @@ func (s *Store) Events(id string, after int64, fn func(*task.Event) error) error
 	})
 }
 
-// storedPiece is one stored piece of output.
-type storedPiece struct {
-	start int64
-	data  []byte
-}
-
 // loadPieces reads every output piece of task id, in offset order.
-func loadPieces(txn *badger.Txn, id string) ([]storedPiece, error) {
-	var out []storedPiece
+func loadPieces(txn *badger.Txn, id string) ([]task.StoredPiece, error) {
+	var out []task.StoredPiece
 	it := txn.NewIterator(badger.IteratorOptions{Prefix: outputPrefix(id)})
 	defer it.Close()
 	for it.Rewind(); it.Valid(); it.Next() {
@@ -256,29 +229,9 @@ func loadPieces(txn *badger.Txn, id string) ([]storedPiece, error) {
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, storedPiece{keyNum(it.Item().Key()), v})
+		out = append(out, task.StoredPiece{Start: keyNum(it.Item().Key()), Data: v})
 	}
 	return out, nil
-}
-
-// sliceOutput returns bytes [off, off+n) of the output held in pieces, stopping at a
-// gap.
-func sliceOutput(pieces []storedPiece, off, n int64) string {
-	var b strings.Builder
-	pos, end := off, off+n
-	for _, p := range pieces {
-		pend := p.start + int64(len(p.data))
-		if pend <= pos {
-			continue
-		}
-		if p.start > pos || pos >= end {
-			break
-		}
-		take := min(pend, end)
-		b.Write(p.data[pos-p.start : take-p.start])
-		pos = take
-	}
-	return b.String()
 }
 
 // outputEntry is the store entry of a piece of output, or nil for no output.
@@ -543,7 +496,7 @@ func (s *Store) taskEntries(id string, record *task.Task, evs []*task.Event, ttl
 		entries = append(entries, setTTL(badger.NewEntry(taskKey(id), tb), ttl))
 	}
 	for _, ev := range evs {
-		eb, err := marshalStored(storedForm(ev))
+		eb, err := marshalStored(task.StoredForm(ev))
 		if err != nil {
 			return nil, err
 		}

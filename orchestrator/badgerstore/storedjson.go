@@ -14,7 +14,7 @@ import (
 // leaves only free-form values to it. storedjson_test.go fills every field of these
 // types by reflection and compares, so a field added to them and missed here fails.
 
-// encodeStored returns v, a *task.Task, *task.Event or storedEvent, as marshalStored must
+// encodeStored returns v, a *task.Task, *task.Event or task.StoredEvent, as marshalStored must
 // store it; false when v is something else or needs encoding/json (a year outside
 // 0-9999, a free-form value encoding/json refuses), which then writes it or reports
 // its own error. The buffer is sized once from an estimate, so a record without
@@ -34,7 +34,7 @@ func encodeStored(v any) ([]byte, bool) {
 		}
 		w.Buf = make([]byte, 0, eventSize(v))
 		w.event(v, 0)
-	case storedEvent:
+	case task.StoredEvent:
 		if v.Event == nil {
 			return nil, false
 		}
@@ -238,7 +238,7 @@ func (w *recordWriter) taskError(e *task.TaskError) {
 	w.Raw("}")
 }
 
-// event writes ev and, when outputLen is not 0, the output_len of its storedEvent.
+// event writes ev and, when outputLen is not 0, the output_len of its task.StoredEvent.
 func (w *recordWriter) event(ev *task.Event, outputLen int64) {
 	w.Raw(`{"seq":`)
 	w.Int(ev.Seq)
@@ -305,7 +305,7 @@ const (
 
 	eventFixed = len(`{"seq":,"type":"","at":,"state":"","message":""}`) + jsonw.IntSize + jsonw.TimeSize
 	// offsetFixed is what the output_offset of a status event and the output_len of
-	// its storedEvent take together.
+	// its task.StoredEvent take together.
 	offsetFixed = len(`,"output_offset":,"output_len":`) + 2*jsonw.IntSize
 	statusFixed = len(`,"status":{"task_id":"","status":"","progress_percent":,"step":{"number":,"name":"",`+
 		`"output":"","output_chunk":""}}`) + 2*jsonw.IntSize

@@ -18,7 +18,7 @@ import (
 // assertStoredLikeReference checks marshalStored against what it wrote before records
 // were written by hand: encoding/json with HTML escaping off. The bytes, or the error,
 // must be the same; the hand-written path must write every record (a non-nil *task.Task,
-// *task.Event or storedEvent) except those encoding/json fails on; and both outputs must
+// *task.Event or task.StoredEvent) except those encoding/json fails on; and both outputs must
 // decode alike. It reports whether the hand-written path wrote v.
 func assertStoredLikeReference(t *testing.T, v any) bool {
 	t.Helper()
@@ -49,7 +49,7 @@ func isRecord(v any) bool {
 		return v != nil
 	case *task.Event:
 		return v != nil
-	case storedEvent:
+	case task.StoredEvent:
 		return v.Event != nil
 	}
 	return false
@@ -61,8 +61,8 @@ func assertDecodesAlike(t *testing.T, v any, got, want []byte) {
 	t.Helper()
 	fresh := func() any {
 		switch v.(type) {
-		case storedEvent:
-			return &storedEvent{Event: &task.Event{}}
+		case task.StoredEvent:
+			return &task.StoredEvent{Event: &task.Event{}}
 		}
 		return reflect.New(reflect.TypeOf(v).Elem()).Interface()
 	}
@@ -97,7 +97,7 @@ func TestMarshalStoredMatchesEncodingJSON(t *testing.T) {
 		{"task", func() any { v := new(task.Task); g.Fill(v); return v }},
 		{"event", func() any { v := new(task.Event); g.Fill(v); return v }},
 		{"stored event", func() any {
-			var v storedEvent
+			var v task.StoredEvent
 			g.Fill(&v)
 			return v
 		}},
@@ -111,7 +111,7 @@ func TestMarshalStoredMatchesEncodingJSON(t *testing.T) {
 			if v.OutputOffset == nil {
 				v.OutputOffset = new(int64)
 			}
-			return storedForm(v)
+			return task.StoredForm(v)
 		}},
 	}
 	const n = 3000
@@ -156,7 +156,7 @@ func TestMarshalStoredFallsBackToEncodingJSON(t *testing.T) {
 		"invalid structured output of an event": &task.Event{Type: task.EventResult, At: at, StructuredOutput: json.RawMessage(`[1,`)},
 		"nil task":                              nilTask,
 		"nil event":                             nilEvent,
-		"stored event without one":              storedEvent{OutputLen: 3},
+		"stored event without one":              task.StoredEvent{OutputLen: 3},
 		"a map":                                 map[string]any{"<": "&"},
 	}
 	for name, v := range cases {
@@ -174,11 +174,11 @@ func TestMarshalStoredAllocatesOnlyItsOutput(t *testing.T) {
 	// widest, times with nanoseconds and an offset, text with escapes.
 	records := map[string]any{}
 	for _, text := range []string{"", strings.Repeat("a line of \"output\"\twith <tags> & é\n", 40)} {
-		task, event := widestRecords(text)
+		record, event := widestRecords(text)
 		size := fmt.Sprint(len(text))
-		records["task with text of "+size] = task
+		records["task with text of "+size] = record
 		records["event with text of "+size] = event
-		records["stored event with text of "+size] = storedForm(event)
+		records["stored event with text of "+size] = task.StoredForm(event)
 	}
 	for name, v := range benchRecords() {
 		if name != "task" { // its parameters go through encoding/json
@@ -245,7 +245,7 @@ func benchRecords() map[string]any {
 		"task":                    rec,
 		"task_without_parameters": &bare,
 		"event_state":             &task.Event{Seq: 2, Type: task.EventState, At: now, State: task.StateDispatched, Message: "dispatched to infra-1 (attempt 1)"},
-		"event_status":            storedForm(status),
+		"event_status":            task.StoredForm(status),
 		"event_result": &task.Event{Seq: 4, Type: task.EventResult, At: later, State: task.StateSucceeded,
 			Result: &envelope.WorkResult{TaskID: rec.ID, Status: envelope.ResultSuccess, Output: strings.Repeat("output line\n", 5),
 				ResourcesUsed: &envelope.ResourcesUsed{DurationSeconds: 1, CPUTimeMS: 12}}},

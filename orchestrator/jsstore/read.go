@@ -162,10 +162,10 @@ func (s *Store) Events(id string, after int64, fn func(*task.Event) error) error
 	if err != nil {
 		return err
 	}
-	evs := make([]storedEvent, 0, len(vals))
+	evs := make([]task.StoredEvent, 0, len(vals))
 	withOutput := false
 	for subj, data := range vals {
-		se := storedEvent{Event: &task.Event{}}
+		se := task.StoredEvent{Event: &task.Event{}}
 		if err := json.Unmarshal(data, &se); err != nil {
 			return fmt.Errorf("jsstore: decode %s: %w", subj, err)
 		}
@@ -174,8 +174,8 @@ func (s *Store) Events(id string, after int64, fn func(*task.Event) error) error
 			withOutput = withOutput || se.OutputLen > 0
 		}
 	}
-	slices.SortFunc(evs, func(a, b storedEvent) int { return cmp.Compare(a.Seq, b.Seq) })
-	var ps []piece
+	slices.SortFunc(evs, func(a, b task.StoredEvent) int { return cmp.Compare(a.Seq, b.Seq) })
+	var ps []task.StoredPiece
 	if withOutput {
 		if ps, err = s.pieces(id); err != nil {
 			return err
@@ -183,7 +183,7 @@ func (s *Store) Events(id string, after int64, fn func(*task.Event) error) error
 	}
 	for _, se := range evs {
 		if ev := se.Event; se.OutputLen > 0 && ev.Status != nil && ev.OutputOffset != nil {
-			ev.Status.Step.Output = sliceOutput(ps, *ev.OutputOffset, se.OutputLen)
+			ev.Status.Step.Output = task.SliceOutput(ps, *ev.OutputOffset, se.OutputLen)
 		}
 		if err := fn(se.Event); err != nil {
 			return err
@@ -192,37 +192,8 @@ func (s *Store) Events(id string, after int64, fn func(*task.Event) error) error
 	return nil
 }
 
-// sliceOutput returns bytes [off, off+n) of the output the pieces hold, as far as
-// they hold them without a gap.
-func sliceOutput(ps []piece, off, n int64) string {
-	var b []byte
-	end := off + n
-	for _, p := range ps {
-		pEnd := p.start + int64(len(p.data))
-		if pEnd <= off || p.start >= end {
-			continue
-		}
-		from := max(off, p.start)
-		if from > off+int64(len(b)) {
-			break // a gap
-		}
-		from = max(from, off+int64(len(b)))
-		to := min(end, pEnd)
-		if to > from {
-			b = append(b, p.data[from-p.start:to-p.start]...)
-		}
-	}
-	return string(b)
-}
-
-// piece is a stored piece of output.
-type piece struct {
-	start int64
-	data  []byte
-}
-
 // pieces returns the non-empty output pieces of task id, in offset order.
-func (s *Store) pieces(id string) ([]piece, error) {
+func (s *Store) pieces(id string) ([]task.StoredPiece, error) {
 	if !validID(id) {
 		return nil, nil
 	}
@@ -230,7 +201,7 @@ func (s *Store) pieces(id string) ([]piece, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := make([]piece, 0, len(vals))
+	out := make([]task.StoredPiece, 0, len(vals))
 	for subj, data := range vals {
 		if len(data) == 0 {
 			continue // a tombstone of ReplaceOutput
@@ -239,9 +210,9 @@ func (s *Store) pieces(id string) ([]piece, error) {
 		if err != nil {
 			return nil, fmt.Errorf("jsstore: output piece %s: %w", subj, err)
 		}
-		out = append(out, piece{off, data})
+		out = append(out, task.StoredPiece{Start: off, Data: data})
 	}
-	slices.SortFunc(out, func(a, b piece) int { return cmp.Compare(a.start, b.start) })
+	slices.SortFunc(out, func(a, b task.StoredPiece) int { return cmp.Compare(a.Start, b.Start) })
 	return out, nil
 }
 
@@ -254,7 +225,7 @@ func (s *Store) OutputSpans(id string) ([]task.Span, error) {
 	}
 	var out []task.Span
 	for _, p := range ps {
-		out = append(out, task.Span{Start: p.start, End: p.start + int64(len(p.data))})
+		out = append(out, task.Span{Start: p.Start, End: p.Start + int64(len(p.Data))})
 	}
 	return out, nil
 }
@@ -269,11 +240,11 @@ func (s *Store) WriteOutput(id string, w io.Writer) (int64, error) {
 	}
 	var n int64
 	for _, p := range ps {
-		if p.start > n {
+		if p.Start > n {
 			break // a gap
 		}
-		if end := p.start + int64(len(p.data)); end > n {
-			if _, err := w.Write(p.data[n-p.start:]); err != nil {
+		if end := p.Start + int64(len(p.Data)); end > n {
+			if _, err := w.Write(p.Data[n-p.Start:]); err != nil {
 				return n, err
 			}
 			n = end

@@ -133,20 +133,28 @@ func outputOf(t *testing.T, s task.Store, id string) string {
 	return b.String()
 }
 
-// subjectCounts returns the stream's subjects under prefix, with their message
-// counts.
-func subjectCounts(t *testing.T, nc *nats.Conn, opts jsstore.Options) map[string]uint64 {
+// streamOf returns a context the test's end cancels, the JetStream API on nc and
+// the stream name.
+func streamOf(t *testing.T, nc *nats.Conn, name string) (context.Context, jetstream.JetStream, jetstream.Stream) {
 	t.Helper()
 	js, err := jetstream.New(nc)
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), wait)
-	defer cancel()
-	st, err := js.Stream(ctx, opts.Stream)
+	t.Cleanup(cancel)
+	st, err := js.Stream(ctx, name)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return ctx, js, st
+}
+
+// subjectCounts returns the stream's subjects under prefix, with their message
+// counts.
+func subjectCounts(t *testing.T, nc *nats.Conn, opts jsstore.Options) map[string]uint64 {
+	t.Helper()
+	ctx, _, st := streamOf(t, nc, opts.Stream)
 	info, err := st.Info(ctx, jetstream.WithSubjectFilter(opts.Prefix+".>"))
 	if err != nil {
 		t.Fatal(err)
@@ -197,16 +205,7 @@ func TestWriteIsWhole(t *testing.T) {
 		s := open(t, nc, opts)
 		// The stream now refuses messages over 1 KiB: the output piece of the first
 		// write, and so the whole batch, which the second write is part of.
-		js, err := jetstream.New(nc)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), wait)
-		defer cancel()
-		st, err := js.Stream(ctx, opts.Stream)
-		if err != nil {
-			t.Fatal(err)
-		}
+		ctx, js, st := streamOf(t, nc, opts.Stream)
 		cfg := st.CachedInfo().Config
 		cfg.MaxMsgSize = 1024
 		if _, err := js.UpdateStream(ctx, cfg); err != nil {
@@ -498,16 +497,7 @@ func TestExpiredTaskHiddenBeforeSweep(t *testing.T) {
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), wait)
-	defer cancel()
-	st, err := js.Stream(ctx, opts.Stream)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ctx, _, st := streamOf(t, nc, opts.Stream)
 	if err := st.Purge(ctx, jetstream.WithPurgeSubject(opts.Prefix+".f.task-1")); err != nil {
 		t.Fatal(err)
 	}
@@ -534,16 +524,7 @@ func TestHeldWriteCommitsWithTheNext(t *testing.T) {
 	nc := connect(t, srv)
 	opts := freshOptions(0)
 	s := open(t, nc, opts)
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), wait)
-	defer cancel()
-	st, err := js.Stream(ctx, opts.Stream)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ctx, _, st := streamOf(t, nc, opts.Stream)
 	batchOf := func(seq int64) string {
 		m, err := st.GetLastMsgForSubject(ctx, fmt.Sprintf("%s.e.task-1.%020d", opts.Prefix, seq))
 		if err != nil {

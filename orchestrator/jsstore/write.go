@@ -113,7 +113,7 @@ func (s *Store) encode(w *task.Write) ([]message, error) {
 		if ev == nil {
 			continue
 		}
-		b, err := marshal(storedForm(ev))
+		b, err := marshal(task.StoredForm(ev))
 		if err != nil {
 			return nil, fmt.Errorf("jsstore: encode event %d of task %s: %w", ev.Seq, w.ID, err)
 		}
@@ -306,24 +306,4 @@ func (s *Store) subjects(filter string) ([]string, error) {
 	}
 	slices.Sort(out)
 	return out, nil
-}
-
-// storedEvent is an event as stored: a status's output is stored once, as its
-// piece of the task's output, and the event keeps its length.
-type storedEvent struct {
-	*task.Event
-	OutputLen int64 `json:"output_len,omitempty"`
-}
-
-// storedForm returns what to store for ev: ev itself, or a copy without the output
-// of a status whose output is stored as a piece at ev.OutputOffset. Stored in the
-// event too, output JSON escapes to six bytes a byte could not fit one message.
-func storedForm(ev *task.Event) any {
-	if ev.Status == nil || ev.Status.Step.Output == "" || ev.OutputOffset == nil {
-		return ev
-	}
-	st, c := *ev.Status, *ev
-	st.Step.Output = ""
-	c.Status = &st
-	return storedEvent{Event: &c, OutputLen: int64(len(ev.Status.Step.Output))}
 }
