@@ -78,6 +78,15 @@ var subjectTable = []subjectRule{
 		},
 	},
 	{
+		what: "orch.<orch_id>.api: a standby's API request forwarded to the leader, orchestrator -> orchestrator (request/reply)",
+		publish: func(s Subjects, id Identity, _ []Identity) []string {
+			return ifRole(id, RoleOrchestrator, s.OrchAPI("*"))
+		},
+		subscribe: func(s Subjects, id Identity, _ []Identity) []string {
+			return ifRole(id, RoleOrchestrator, s.OrchAPI("*"))
+		},
+	},
+	{
 		what: "registry.register: registration, agent -> orchestrator (request/reply)",
 		publish: func(s Subjects, id Identity, _ []Identity) []string {
 			return ifRole(id, RoleAgent, s.Register())
@@ -96,9 +105,10 @@ var subjectTable = []subjectRule{
 		},
 	},
 	{
-		what: "inbox.orch.>: replies to the orchestrator's control requests, agent -> orchestrator",
+		what: "inbox.orch.>: replies to the orchestrator's control requests, agent -> orchestrator, and to a standby's forwarded requests, orchestrator -> orchestrator",
 		publish: func(s Subjects, id Identity, _ []Identity) []string {
-			return ifRole(id, RoleAgent, s.Inbox(RoleOrchestrator, "")+".>")
+			return append(ifRole(id, RoleAgent, s.Inbox(RoleOrchestrator, "")+".>"),
+				ifRole(id, RoleOrchestrator, s.Inbox(RoleOrchestrator, "")+".>")...)
 		},
 		subscribe: func(s Subjects, id Identity, _ []Identity) []string {
 			return ifRole(id, RoleOrchestrator, s.Inbox(RoleOrchestrator, "")+".>")

@@ -72,6 +72,10 @@ func ParseTaskInbox(subject string) (inbox TaskInbox, ok bool) {
 	return inbox, true
 }
 
+// OrchAPI is where the standbys of a group of orchestrators sharing orchID
+// forward a submit, a cancel or the agent list to the leader (request/reply).
+func (s Subjects) OrchAPI(orchID string) string { return s.join("orch", orchID, "api") }
+
 // Register is where agents register (request/reply).
 func (s Subjects) Register() string { return s.join("registry", "register") }
 

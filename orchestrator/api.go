@@ -31,8 +31,11 @@ type APIErrorDetail struct {
 
 func (o *Orchestrator) newAPI() http.Handler {
 	mux := http.NewServeMux()
+	o.mux = mux
 	api := func(pattern string, h http.HandlerFunc) { mux.Handle(pattern, o.requireToken(h)) }
-	api("POST /api/v1/tasks", o.apiSubmit)
+	// A standby forwards what needs the core to the leader (forward.go); the
+	// reads come from the store.
+	api("POST /api/v1/tasks", o.leaderOnly(o.apiSubmit))
 	api("GET /api/v1/tasks", o.apiList)
 	api("GET /api/v1/tasks/{id}", o.withTask(func(w http.ResponseWriter, _ *http.Request, id string) {
 		t, err := o.Task(id)
@@ -44,8 +47,8 @@ func (o *Orchestrator) newAPI() http.Handler {
 	}))
 	api("GET /api/v1/tasks/{id}/output", o.withTask(o.apiOutput))
 	api("GET /api/v1/tasks/{id}/events", o.withTask(o.serveEvents))
-	api("POST /api/v1/tasks/{id}/cancel", o.withTask(o.apiCancel))
-	api("GET /api/v1/agents", func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, http.StatusOK, o.Agents()) })
+	api("POST /api/v1/tasks/{id}/cancel", o.leaderOnly(o.withTask(o.apiCancel)))
+	api("GET /api/v1/agents", o.leaderOnly(func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, http.StatusOK, o.Agents()) }))
 	api("/api/", func(w http.ResponseWriter, _ *http.Request) {
 		writeError(w, http.StatusNotFound, "not_found", "", "no such API endpoint")
 	})
@@ -61,15 +64,24 @@ func (o *Orchestrator) newAPI() http.Handler {
 	}
 	mux.HandleFunc("GET /livez", alive)
 	mux.HandleFunc("GET /healthz", alive)
+	// In a group, a standby is ready too (it serves reads and forwards the
+	// rest), and the answer says which one leads.
 	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) {
+		status, code := "ready", http.StatusOK
 		if !o.Ready() {
-			writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "not ready"})
-			return
+			status, code = "not ready", http.StatusServiceUnavailable
 		}
-		writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
+		writeJSON(w, code, Readiness{Status: status, Role: o.Role()})
 	})
 	mux.Handle("GET /metrics", o.metrics.handler())
 	return mux
+}
+
+// Readiness is the body of /readyz.
+type Readiness struct {
+	// Status is "ready" or "not ready".
+	Status string `json:"status"`
+	Role
 }
 
 // requireToken refuses a request without the API bearer token (constant time).

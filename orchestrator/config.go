@@ -42,6 +42,9 @@ type Config struct {
 	// Store chooses where tasks are kept: this host's Badger (the default) or the
 	// broker's JetStream.
 	Store StoreConfig `yaml:"store"`
+	// HA runs this orchestrator as one of several sharing the JetStream store,
+	// one of them leading (see ha.go).
+	HA HAConfig `yaml:"ha"`
 
 	// APIToken and each AgentConfig's tokens may be set directly (by tests or an
 	// embedding program) instead of naming files.
@@ -145,6 +148,7 @@ func (c Config) WithDefaults() Config {
 	def(&c.Retry.Max, DefaultRetryMax)
 	def(&c.Breaker.OpenFor, DefaultBreakerOpenFor)
 	def(&c.Retention, DefaultRetention)
+	def(&c.HA.Lease, DefaultLease)
 	if c.Retry.MaxRetries == 0 {
 		c.Retry.MaxRetries = DefaultMaxRetries
 	}
@@ -211,6 +215,9 @@ func (c Config) Validate() error {
 		return err // it names the key
 	}
 	if err := c.Store.Validate(); err != nil {
+		return err // it names the key
+	}
+	if err := c.HA.validate(c); err != nil {
 		return err // it names the key
 	}
 	seen := map[string]bool{}

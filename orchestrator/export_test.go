@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"testing"
 
 	"github.com/chiffon-dev/chiffon/orchestrator/badgerstore"
 	"github.com/chiffon-dev/chiffon/orchestrator/memstore"
@@ -37,3 +38,7 @@ func EventVersions(o *Orchestrator, id string) ([]uint64, error) {
 
 // StoreType is the type of o's task store, such as "*jsstore.Store".
 func StoreType(o *Orchestrator) string { return fmt.Sprintf("%T", o.st) }
+
+// StopServingForwarded ends o's core subscriptions, the forwarded requests'
+// among them, as a leader cut off from them would.
+func StopServingForwarded(_ testing.TB, o *Orchestrator) { o.unsubscribe() }

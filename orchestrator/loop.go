@@ -131,8 +131,8 @@ func (o *Orchestrator) call(job func()) error {
 
 // deliver applies ev to r, carries out the effects and returns them.
 func (o *Orchestrator) deliver(r *run, ev event) []effect {
-	if o.closed {
-		return nil // the tasks resume at the next Open
+	if o.closed || r.dropped {
+		return nil // the tasks resume at the next Open, or with the next leader
 	}
 	before := r.t.State
 	effs := o.m.apply(r, ev)

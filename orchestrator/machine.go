@@ -40,6 +40,7 @@ type run struct {
 	accepted bool // the current attempt was acknowledged
 	finished bool // the task has ended; its final write may be on its way
 	queued   bool // it waits in its type's queue for room
+	dropped  bool // the orchestrator stopped leading: its events change nothing
 	// deadlineArmed says the hints.max_duration_seconds timer runs.
 	deadlineArmed bool
 	sentAt        time.Time

@@ -21,6 +21,7 @@ type metrics struct {
 	authFailures prometheus.Counter
 	invalid      prometheus.Counter
 	tooLarge     prometheus.Counter
+	leader       prometheus.Gauge
 }
 
 func newMetrics() *metrics {
@@ -42,8 +43,11 @@ func newMetrics() *metrics {
 			Help: "Messages or output pieces refused as invalid."}),
 		tooLarge: prometheus.NewCounter(prometheus.CounterOpts{Name: "chiffon_orchestrator_tasks_too_large_total",
 			Help: "Submissions refused because their work_request would not fit in one broker message."}),
+		leader: prometheus.NewGauge(prometheus.GaugeOpts{Name: "chiffon_orchestrator_leader",
+			Help: "1 while this orchestrator leads its group (ha.enabled) or runs alone, 0 on a standby."}),
 	}
-	m.reg.MustRegister(m.tasks, m.latency, m.retries, m.breaker, m.messages, m.authFailures, m.invalid, m.tooLarge,
+	m.leader.Set(1)
+	m.reg.MustRegister(m.tasks, m.latency, m.retries, m.breaker, m.messages, m.authFailures, m.invalid, m.tooLarge, m.leader,
 		buildinfo.Gauge("chiffon_build_info"), collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }

@@ -58,8 +58,14 @@ type Orchestrator struct {
 	st      TaskStore
 	metrics *metrics
 	handler http.Handler
+	mux     *http.ServeMux
 
-	subs []*nats.Subscription
+	// The core's subscriptions (see subscribe); after Close, subsClosed.
+	subsMu     sync.Mutex
+	subs       []*nats.Subscription
+	subsClosed bool
+	// ha is this orchestrator's part in a group of them (ha.enabled), or nil.
+	ha *haState
 
 	// The loop (loop.go) owns the rest: only its jobs touch them.
 	mail     *mailbox
@@ -145,13 +151,20 @@ func Open(cfg Config, opts Options) (*Orchestrator, error) {
 	}
 	o.handler = o.newAPI()
 	go o.loop()
-	if err := o.start(); err != nil {
+	start := o.start
+	if cfg.HA.Enabled {
+		start = o.startHA
+	}
+	if err := start(); err != nil {
 		o.Close()
 		return nil, err
 	}
 	return o, nil
 }
 
+// start starts the core: it subscribes to the registry and the task inboxes (and,
+// in a group, to the requests the standbys forward), counts the stored tasks,
+// resumes the unfinished ones and asks every agent to register.
 func (o *Orchestrator) start() error {
 	subs := []struct {
 		subject string
@@ -161,13 +174,16 @@ func (o *Orchestrator) start() error {
 		{o.subj.Heartbeat(), o.handleHeartbeat},
 		{o.subj.OrchTasks(o.id), o.handleTaskMsg},
 	}
+	if o.ha != nil {
+		subs = append(subs, struct {
+			subject string
+			fn      nats.MsgHandler
+		}{o.subj.OrchAPI(o.id), o.handleForwarded})
+	}
 	for _, s := range subs {
-		sub, err := o.nc.Subscribe(s.subject, s.fn)
-		if err != nil {
-			return fmt.Errorf("subscribe %s: %w", s.subject, err)
+		if err := o.subscribe(s.subject, s.fn); err != nil {
+			return err
 		}
-		sub.SetPendingLimits(-1, 256<<20)
-		o.subs = append(o.subs, sub)
 	}
 	for _, s := range subs {
 		if err := broker.ConfirmSubscription(o.nc, s.subject, 5*time.Second); err != nil {
@@ -246,9 +262,10 @@ func (o *Orchestrator) Close() error {
 		}
 		first, o.closed = true, true
 		close(o.done)
-		for _, s := range o.subs {
-			_ = s.Unsubscribe()
-		}
+		o.unsubscribe()
+		o.subsMu.Lock()
+		o.subsClosed = true
+		o.subsMu.Unlock()
 		for _, r := range o.runs {
 			r.stopTimers()
 		}
@@ -326,8 +343,11 @@ func (o *Orchestrator) discover() {
 var errUnknownAgent = errors.New("agent not in the orchestrator's config")
 
 // publish sends env on subject with the orchestrator's token for agentID, an
-// agent of the config.
+// agent of the config; in a group, only while this orchestrator leads.
 func (o *Orchestrator) publish(subject, reply, agentID string, env *envelope.Envelope) error {
+	if !o.leading() {
+		return errNotLeading
+	}
 	hdr, ok := o.sec.authHeader(agentID)
 	if !ok {
 		return errUnknownAgent
@@ -347,6 +367,9 @@ func (o *Orchestrator) publish(subject, reply, agentID string, env *envelope.Env
 // request sends env on an agent's control subject and decodes the answer, checking
 // that the agent answered with its own token.
 func (o *Orchestrator) request(ctx context.Context, agentID string, env *envelope.Envelope) (*envelope.Envelope, error) {
+	if !o.leading() {
+		return nil, errNotLeading
+	}
 	hdr, ok := o.sec.authHeader(agentID)
 	if !ok {
 		return nil, errUnknownAgent

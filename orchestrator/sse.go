@@ -124,10 +124,14 @@ func (o *Orchestrator) serveEvents(w http.ResponseWriter, req *http.Request, id 
 		return nil
 	})
 	flusher.Flush()
+	if err == nil && live == nil && o.ha != nil {
+		o.followStore(w, req, id, after)
+		return
+	}
 	if err != nil || live == nil {
 		return
 	}
-	keepalive := time.NewTicker(15 * time.Second)
+	keepalive := time.NewTicker(sseKeepalive)
 	defer keepalive.Stop()
 	for {
 		select {
@@ -156,6 +160,58 @@ func (o *Orchestrator) serveEvents(w http.ResponseWriter, req *http.Request, id 
 				return
 			}
 			flusher.Flush()
+		}
+	}
+}
+
+// sseKeepalive is how often an idle stream gets a comment, so that proxies keep
+// it open; storePoll is how often a standby reads a task's new events.
+const (
+	sseKeepalive = 15 * time.Second
+	storePoll    = 250 * time.Millisecond
+)
+
+// followStore streams, on an orchestrator of a group that does not run the task
+// (a standby, or a leader that took over after the stream began), the events the
+// store gets after after, until the task ends: the leader writes each one there
+// before it tells its own streams.
+func (o *Orchestrator) followStore(w http.ResponseWriter, req *http.Request, id string, after int64) {
+	flusher := w.(http.Flusher)
+	poll := time.NewTicker(storePoll)
+	defer poll.Stop()
+	idle := time.Now()
+	for {
+		select {
+		case <-req.Context().Done():
+			return
+		case <-o.done:
+			return
+		case <-poll.C:
+		}
+		t, err := o.st.Task(id)
+		if err != nil {
+			return
+		}
+		sent := after
+		err = o.st.Events(id, after, func(ev *Event) error {
+			after = ev.Seq
+			return writeEvent(w, ev)
+		})
+		if err != nil {
+			return
+		}
+		switch {
+		case after > sent:
+			idle = time.Now()
+		case time.Since(idle) >= sseKeepalive:
+			if _, err := fmt.Fprint(w, ": keepalive\n\n"); err != nil {
+				return
+			}
+			idle = time.Now()
+		}
+		flusher.Flush()
+		if t.State.Final() {
+			return // its events were all written before its final record
 		}
 	}
 }

@@ -13,6 +13,7 @@
 //	                   which its piece holds (read back from it)
 //	P.o.<id>.<offset>  a piece of output: its raw bytes (empty: no piece)
 //	P.f.<id>           the finish marker: when the task ended (RFC 3339)
+//	P.leader           the leadership record (see Elect): JSON of Leader
 //
 // Numbers in subjects are 20-digit zero-padded decimals, so that they sort as
 // they count. A task id is one subject token: an id with '.', '*', '>' or white
@@ -45,6 +46,38 @@
 // goroutine sweeps every Retention/4 (at most a minute, at least 100 ms): it
 // purges the subjects of every task whose marker is older than the retention.
 // Until the sweep comes, reads hide such a task: its record reads as absent.
+//
+// # Leadership and fencing
+//
+// Several orchestrators may share the stream, one leading (Elect). The record
+// on P.leader is a lease: its writer leads while it keeps rewriting it, each
+// rewrite conditional on the record's last stream sequence being the one it
+// wrote before (Nats-Expected-Last-Subject-Sequence), which is compare-and-set
+// as a JetStream KV bucket does it, on the stream's own subject. The leader
+// rewrites it every third of the lease and stops leading, by its own clock, a
+// lease after the last rewrite it sent. A standby reads it every quarter lease
+// (at least every second) and, when it has not changed for a whole lease of the
+// standby's clock since it first saw it, writes a new term's record conditional
+// on that sequence: of several standbys one wins. The standby measures from
+// when it saw the record, after the leader sent it, so the leader's own lease
+// ends first unless their clocks run at different rates.
+//
+// That alone does not stop a leader that stalled (SIGSTOP, a long pause, a
+// partition) from writing when it comes back and before it reads its clock. So
+// every batch the writer commits is fenced: its first message expects the
+// leadership record's last sequence to be the term's (the header
+// Nats-Expected-Last-Subject-Sequence-Subject names P.leader), and the server
+// refuses the whole batch once another term began. The writer learns it was
+// deposed from the refusal, calls OnLose before the writes' done functions, and
+// fails them and every later write with ErrNotLeader. The renewals go through
+// the writer too, so a batch is never fenced by a sequence its own renewal has
+// just moved; a renewal that landed unanswered is found by reading the record
+// back (its term is still the store's).
+//
+// A write that fails because the server is out of reach is committed again,
+// with backoff, until it lands: the batch rewrites the same subjects with the
+// same messages, so a commit that landed unanswered changes nothing when made
+// again. In an election the retries stop when the lease lapses.
 //
 // # Reads
 //

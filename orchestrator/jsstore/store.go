@@ -67,6 +67,14 @@ type Store struct {
 	queue  []*pending // writes to commit, in Save order
 	held   []*pending // MoreComing writes, waiting for the next Save, Flush or Close
 
+	// el is the store's part in an election (Elect), or nil; the leadership
+	// record it last saw or wrote, and until when it leads, are published here.
+	el          *election
+	leader      Leader
+	leaderKnown bool
+	validUntil  time.Time
+	closedAt    time.Time
+
 	wake       chan struct{} // tells the writer there is work (capacity 1)
 	writerDone chan struct{}
 	stopSweep  context.CancelFunc
@@ -133,14 +141,15 @@ func Open(nc *nats.Conn, opts Options) (*Store, error) {
 	return s, nil
 }
 
-// Close commits what is queued or held, then stops the writer and the sweep and
-// waits for them. Later writes fail with ErrClosed. Close does not close the
+// Close commits what is queued or held (trying for at most opTimeout when the
+// server is out of reach), resigns the lead if the store leads, then stops the
+// writer and the sweep and waits for them. Later writes fail with ErrClosed. Close does not close the
 // connection.
 func (s *Store) Close() error {
 	s.mu.Lock()
 	already := s.closed
 	if !already {
-		s.closed = true
+		s.closed, s.closedAt = true, time.Now()
 		s.queue = append(s.queue, s.held...)
 		s.held = nil
 	}

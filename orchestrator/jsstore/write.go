@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -145,17 +146,38 @@ func marshal(v any) ([]byte, error) {
 	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
 }
 
-// writer commits the queued writes until the store is closed and its queue
-// drained.
+// writer commits the queued writes, and runs the election once the store has
+// joined one, until the store is closed and its queue drained.
 func (s *Store) writer() {
 	defer close(s.writerDone)
-	for range s.wake {
+	var tick *time.Ticker
+	var ticks <-chan time.Time
+	defer func() {
+		if tick != nil {
+			tick.Stop()
+		}
+	}()
+	for {
+		select {
+		case <-s.wake:
+		case <-ticks:
+		}
 		s.mu.Lock()
-		batch, closed := s.queue, s.closed
+		batch, closed, el := s.queue, s.closed, s.el
 		s.queue = nil
 		s.mu.Unlock()
-		s.commit(batch)
+		if el != nil && tick == nil {
+			tick = time.NewTicker(el.tick())
+			ticks = tick.C
+		}
+		if el != nil && !closed {
+			s.campaign(el)
+		}
+		s.commit(batch, el)
 		if closed {
+			if el != nil {
+				s.resign(el)
+			}
 			return
 		}
 	}
@@ -163,8 +185,9 @@ func (s *Store) writer() {
 
 // commit publishes the writes of batch, in order, as few atomic batches as the
 // limits allow, never splitting a write, and runs each write's done in order with
-// the outcome of its batch.
-func (s *Store) commit(batch []*pending) {
+// the outcome of its batch. In an election (el not nil) every batch is fenced by
+// the term, and a store that does not lead fails the writes with ErrNotLeader.
+func (s *Store) commit(batch []*pending, el *election) {
 	var (
 		group      []*pending
 		msgs, size int
@@ -179,7 +202,7 @@ func (s *Store) commit(batch []*pending) {
 		}
 		var err error
 		if len(all) > 0 {
-			err = s.publish(all)
+			err = s.publishRetrying(all, el)
 		}
 		for _, p := range group {
 			p.done(err)
@@ -202,30 +225,141 @@ func (s *Store) commit(batch []*pending) {
 	flush()
 }
 
+// Retries of a commit the server could not take (out of reach, no stream
+// leader yet): from retryFirst, doubling to retryMax. An answer that may as
+// well mean the stream is gone or refuses a message of the batch (no
+// responders, a batch incomplete) is tried again for softRetryFor only.
+const (
+	retryFirst   = 50 * time.Millisecond
+	retryMax     = time.Second
+	softRetryFor = 5 * time.Second
+)
+
+// publishRetrying publishes msgs as one atomic batch, fenced by el's term when
+// el is not nil, and tries again while the failure is one that passes (the
+// server restarting, a stream leader being elected): the batch overwrites the
+// same subjects with the same messages, so a commit that landed unanswered and
+// is made again changes nothing. It gives up on any other error, once the store
+// has been closed for opTimeout, or when the store stops leading.
+func (s *Store) publishRetrying(msgs []message, el *election) error {
+	wait := retryFirst
+	var firstSoft time.Time
+	for attempt := 1; ; attempt++ {
+		var fence uint64
+		if el != nil {
+			if el.term == "" {
+				return ErrNotLeader
+			}
+			fence = el.seq
+		}
+		err := s.publish(msgs, el, fence)
+		switch {
+		case err == nil:
+			return nil
+		case el != nil && wrongSequence(err):
+			if !s.stillOurs(el) {
+				s.lose(el, ErrDeposed)
+				return fmt.Errorf("%w (%w)", ErrNotLeader, ErrDeposed)
+			}
+		case !transient(err):
+			return err
+		case soft(err):
+			if firstSoft.IsZero() {
+				firstSoft = time.Now()
+			} else if time.Since(firstSoft) > softRetryFor {
+				return err
+			}
+		}
+		s.mu.Lock()
+		closedAt := s.closedAt
+		s.mu.Unlock()
+		if !closedAt.IsZero() && time.Since(closedAt) > opTimeout {
+			return err
+		}
+		if attempt == 1 || attempt%20 == 0 {
+			s.log.Warn("jsstore: commit failed; trying again", "stream", s.name, "attempt", attempt, "err", err)
+		}
+		time.Sleep(wait) // the writer's own pace: nothing else waits on it but its writes
+		wait = min(2*wait, retryMax)
+		if el != nil {
+			s.campaign(el) // renew the lease, or find it lapsed
+		}
+	}
+}
+
+// transient reports whether err is a failure that passes: the server out of
+// reach or restarting, JetStream or the stream's leader not ready, a batch cut
+// short by a reconnection.
+func transient(err error) bool {
+	var apiErr *jetstream.APIError
+	if errors.As(err, &apiErr) {
+		return apiErr.Code == 503 || apiErr.ErrorCode == errCodeIncompleteBatch
+	}
+	if errors.Is(err, nats.ErrConnectionClosed) || errors.Is(err, nats.ErrPermissionViolation) {
+		return false
+	}
+	return errors.Is(err, nats.ErrTimeout) || errors.Is(err, context.DeadlineExceeded) ||
+		errors.Is(err, nats.ErrNoResponders) || errors.Is(err, nats.ErrConnectionReconnecting) ||
+		errors.Is(err, nats.ErrDisconnected) || errors.Is(err, nats.ErrReconnectBufExceeded)
+}
+
+// soft reports whether the transient err may as well last: no responders (the
+// stream may be gone), a batch incomplete (the server may have refused one of
+// its messages, which it does not answer).
+func soft(err error) bool {
+	var apiErr *jetstream.APIError
+	return errors.Is(err, nats.ErrNoResponders) || errors.As(err, &apiErr) && apiErr.ErrorCode == errCodeIncompleteBatch
+}
+
+// errCodeIncompleteBatch is the server's refusal of an atomic batch a message of
+// which it did not get (JSAtomicPublishIncompleteBatchErr).
+const errCodeIncompleteBatch = 10176
+
+// explain adds to a request that got no answer what the connection's last
+// error says when it is a permissions violation: the broker refused the
+// publish, and the request would otherwise only time out.
+func (s *Store) explain(err error) error {
+	if !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, nats.ErrTimeout) {
+		return err
+	}
+	if last := s.nc.LastError(); last != nil && errors.Is(last, nats.ErrPermissionViolation) {
+		return fmt.Errorf("%w: the broker refused this identity: %w (it needs to publish to %s.> and $JS.API.>)", err, last, s.prefix)
+	}
+	return err
+}
+
 // publish publishes msgs as one atomic batch and waits for the server's answer
-// to its commit: the server stores all of them, or none and says why.
-func (s *Store) publish(msgs []message) error {
+// to its commit: the server stores all of them, or none and says why. With el
+// not nil the first message makes the batch conditional on the leadership
+// record's last sequence being fence: a batch of a term that has ended is
+// refused.
+func (s *Store) publish(msgs []message, el *election, fence uint64) error {
 	id := nuid.Next()
 	last := len(msgs) - 1
-	for i, m := range msgs[:last] {
+	for i, m := range msgs {
 		nm := &nats.Msg{Subject: m.subject, Data: m.data, Header: nats.Header{
 			hdrBatchID: {id}, hdrBatchSeq: {strconv.Itoa(i + 1)},
 		}}
-		if err := s.nc.PublishMsg(nm); err != nil {
-			return fmt.Errorf("jsstore: publish batch: %w", err)
+		if i == 0 && el != nil {
+			nm.Header[jetstream.ExpectedLastSubjSeqSubjHeader] = []string{el.subject}
+			nm.Header[jetstream.ExpectedLastSubjSeqHeader] = []string{strconv.FormatUint(fence, 10)}
 		}
+		if i < last {
+			if err := s.nc.PublishMsg(nm); err != nil {
+				return fmt.Errorf("jsstore: publish batch: %w", err)
+			}
+			continue
+		}
+		nm.Header[hdrBatchCommit] = []string{"1"}
+		ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
+		defer cancel()
+		resp, err := s.nc.RequestMsgWithContext(ctx, nm)
+		if err != nil {
+			return s.explain(fmt.Errorf("jsstore: commit batch to stream %s: %w", s.name, err))
+		}
+		return checkAck(resp.Data, id, len(msgs))
 	}
-	m := msgs[last]
-	nm := &nats.Msg{Subject: m.subject, Data: m.data, Header: nats.Header{
-		hdrBatchID: {id}, hdrBatchSeq: {strconv.Itoa(last + 1)}, hdrBatchCommit: {"1"},
-	}}
-	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
-	defer cancel()
-	resp, err := s.nc.RequestMsgWithContext(ctx, nm)
-	if err != nil {
-		return fmt.Errorf("jsstore: commit batch to stream %s: %w", s.name, err)
-	}
-	return checkAck(resp.Data, id, len(msgs))
+	return nil
 }
 
 // batchAck is the server's answer to the commit of an atomic batch.
@@ -257,6 +391,8 @@ func checkAck(data []byte, id string, n int) error {
 // work_status carries them, and waits for the commit: one atomic batch writes the
 // chunks and a tombstone (an empty message) on every stored piece that is not
 // among them. Output of more than 1000 chunks takes several batches, in order.
+// The batches go through the writer, behind the writes saved before, fenced as
+// they are.
 func (s *Store) ReplaceOutput(id, data string) error {
 	if err := checkID(id); err != nil {
 		return err
@@ -284,11 +420,30 @@ func (s *Store) ReplaceOutput(id, data string) error {
 		}
 	}
 	for m := range slices.Chunk(msgs, maxBatchMsgs) {
-		if err := s.publish(m); err != nil {
+		if err := s.commitAlone(m); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// commitAlone queues msgs as one write for the writer and waits for its commit.
+func (s *Store) commitAlone(msgs []message) error {
+	done := make(chan error, 1)
+	p := &pending{msgs: msgs, done: func(err error) { done <- err }}
+	for _, m := range msgs {
+		p.size += len(m.data)
+	}
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return ErrClosed
+	}
+	s.queue = append(append(s.queue, s.held...), p)
+	s.held = nil
+	s.mu.Unlock()
+	s.signal()
+	return <-done
 }
 
 // subjects lists the stored subjects filter matches, in order, from the stream's

@@ -1,0 +1,158 @@
+package orchestrator
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/nats-io/nats.go"
+)
+
+// A standby forwards the API requests that need the core (a submit, a cancel, the
+// agent list) to the leader: one NATS request on OrchAPI, which only the leader
+// subscribes to and only orchestrators may use (broker permissions). The request
+// carries the HTTP method, path and Authorization header, with the body as its
+// data; the leader serves it with its own API, which checks the token again, and
+// answers the status, the headers a client reads and the body. Nothing is
+// retried: a submit forwarded once creates its task once.
+
+// Headers of a forwarded request and its answer.
+const (
+	hdrFwdMethod = "Chiffon-Method"
+	hdrFwdPath   = "Chiffon-Path"
+	hdrFwdStatus = "Chiffon-Status"
+)
+
+// forwardTimeout bounds the leader's answer to a forwarded request.
+const forwardTimeout = 30 * time.Second
+
+// forwardedHeaders are the answer's headers a standby passes on.
+var forwardedHeaders = []string{"Content-Type", "Location", "WWW-Authenticate"}
+
+// leaderOnly serves h when this orchestrator runs the core, and forwards the
+// request to the leader otherwise.
+func (o *Orchestrator) leaderOnly(h http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if o.serving() {
+			h(w, r)
+			return
+		}
+		o.forward(w, r)
+	}
+}
+
+// forward sends r to the leader and writes its answer.
+func (o *Orchestrator) forward(w http.ResponseWriter, r *http.Request) {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBody))
+	if err != nil {
+		writeDecodeErr(w, err)
+		return
+	}
+	msg := &nats.Msg{Subject: o.subj.OrchAPI(o.id), Data: body, Header: nats.Header{
+		hdrFwdMethod:    {r.Method},
+		hdrFwdPath:      {r.URL.RequestURI()},
+		"Authorization": {r.Header.Get("Authorization")},
+	}}
+	ctx, cancel := context.WithTimeout(r.Context(), forwardTimeout)
+	defer cancel()
+	resp, err := o.nc.RequestMsgWithContext(ctx, msg)
+	switch {
+	case errors.Is(err, nats.ErrNoResponders):
+		w.Header().Set("Retry-After", "1")
+		writeError(w, http.StatusServiceUnavailable, "unavailable", "", "no orchestrator of the group leads at the moment; try again")
+		return
+	case errors.Is(err, context.DeadlineExceeded):
+		writeError(w, http.StatusGatewayTimeout, "unavailable", "",
+			"the leading orchestrator did not answer within "+forwardTimeout.String()+"; the request may have been carried out")
+		return
+	case err != nil:
+		writeError(w, http.StatusBadGateway, "unavailable", "", "forward to the leading orchestrator: "+err.Error())
+		return
+	}
+	status, err := strconv.Atoi(resp.Header.Get(hdrFwdStatus))
+	if err != nil || status < 100 || status > 599 {
+		writeError(w, http.StatusBadGateway, "unavailable", "", "the leading orchestrator's answer has no status")
+		return
+	}
+	for _, k := range forwardedHeaders {
+		if v := resp.Header.Get(k); v != "" {
+			w.Header().Set(k, v)
+		}
+	}
+	w.WriteHeader(status)
+	_, _ = w.Write(resp.Data)
+}
+
+// forwardable are the requests a standby may forward, by method and route.
+var forwardable = map[string]bool{
+	"POST /api/v1/tasks":             true,
+	"POST /api/v1/tasks/{id}/cancel": true,
+	"GET /api/v1/agents":             true,
+}
+
+// handleForwarded serves a request a standby forwarded, off the subscription's
+// goroutine (a submit waits for its commit), and answers it.
+func (o *Orchestrator) handleForwarded(msg *nats.Msg) {
+	if msg.Reply == "" {
+		return
+	}
+	o.wg.Add(1)
+	go func() {
+		defer o.wg.Done()
+		rw := &bufferedResponse{header: http.Header{}}
+		o.serveForwarded(rw, msg)
+		out := &nats.Msg{Subject: msg.Reply, Data: rw.body.Bytes(), Header: nats.Header{hdrFwdStatus: {strconv.Itoa(rw.status)}}}
+		for _, k := range forwardedHeaders {
+			if v := rw.header.Get(k); v != "" {
+				out.Header.Set(k, v)
+			}
+		}
+		if err := o.nc.PublishMsg(out); err != nil {
+			o.log.Warn("answer a forwarded request", "err", err)
+		}
+	}()
+}
+
+func (o *Orchestrator) serveForwarded(w *bufferedResponse, msg *nats.Msg) {
+	if !o.serving() { // the lead moved on: never forward again
+		writeError(w, http.StatusServiceUnavailable, "unavailable", "", "no orchestrator of the group leads at the moment; try again")
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), forwardTimeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, msg.Header.Get(hdrFwdMethod), msg.Header.Get(hdrFwdPath), bytes.NewReader(msg.Data))
+	if err != nil {
+		writeError(w, http.StatusBadRequest, "invalid_field", "", "forwarded request: "+err.Error())
+		return
+	}
+	req.Header.Set("Authorization", msg.Header.Get("Authorization"))
+	if _, pattern := o.mux.Handler(req); !forwardable[pattern] {
+		writeError(w, http.StatusBadRequest, "invalid_field", "", "this request is not forwarded to the leader")
+		return
+	}
+	o.handler.ServeHTTP(w, req)
+}
+
+// bufferedResponse is an http.ResponseWriter that keeps the answer.
+type bufferedResponse struct {
+	header http.Header
+	status int
+	body   bytes.Buffer
+}
+
+func (b *bufferedResponse) Header() http.Header { return b.header }
+
+func (b *bufferedResponse) WriteHeader(status int) {
+	if b.status == 0 {
+		b.status = status
+	}
+}
+
+func (b *bufferedResponse) Write(p []byte) (int, error) {
+	b.WriteHeader(http.StatusOK)
+	return b.body.Write(p)
+}
