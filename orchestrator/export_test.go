@@ -8,6 +8,7 @@ import (
 
 	"github.com/chiffon-dev/chiffon/orchestrator/badgerstore"
 	"github.com/chiffon-dev/chiffon/orchestrator/memstore"
+	"github.com/chiffon-dev/chiffon/orchestrator/task"
 )
 
 // BreakStoreWrites makes every later task store write of an open orchestrator fail,
@@ -42,3 +43,13 @@ func StoreType(o *Orchestrator) string { return fmt.Sprintf("%T", o.st) }
 // StopServingForwarded ends o's core subscriptions, the forwarded requests'
 // among them, as a leader cut off from them would.
 func StopServingForwarded(_ testing.TB, o *Orchestrator) { o.unsubscribe() }
+
+// StallStoreWriter blocks the store's writer, as a process stopped or paused
+// would be, until release is called: the writes saved meanwhile wait, and so
+// does a JetStream store's lease renewal.
+func StallStoreWriter(o *Orchestrator) (release func()) {
+	stalled, unblock := make(chan struct{}), make(chan struct{})
+	o.st.Save(&task.Write{ID: "stall"}, func(error) { close(stalled); <-unblock })
+	<-stalled
+	return sync.OnceFunc(func() { close(unblock) })
+}

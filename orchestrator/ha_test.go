@@ -1,13 +1,15 @@
 package orchestrator_test
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"log/slog"
 	"net/http"
 	"slices"
-	"sync"
+	"strings"
 	"testing"
 	"time"
 
@@ -104,33 +106,14 @@ func TestGroupStandbyServesAndForwards(t *testing.T) {
 		t.Fatalf("the leader lists %d tasks (%v), want the one submitted through the standby", len(list), err)
 	}
 
-	// The standby's SSE stream follows the store to the task's end.
-	var mu sync.Mutex
-	var seen []orchestrator.State
-	streamed := make(chan error, 1)
-	go func() {
-		streamed <- cb.Events(ctx, tk.ID, func(ev *orchestrator.Event) error {
-			mu.Lock()
-			seen = append(seen, ev.State)
-			mu.Unlock()
-			return nil
-		})
-	}()
+	// The standby's SSE stream, one connection, follows the store to the task's
+	// end.
+	stream := openStream(t, e, b, tk.ID)
 	ag.ack(w)
 	ag.status(w, 50, 1, "half", "", -1)
 	ag.result(w, envelope.ResultSuccess, 0, "done", nil)
-	select {
-	case err := <-streamed:
-		if err != nil {
-			t.Fatal(err)
-		}
-	case <-time.After(wait):
-		t.Fatal("the standby's event stream did not end with the task")
-	}
-	mu.Lock()
-	defer mu.Unlock()
-	if !slices.Contains(seen, orchestrator.StateSucceeded) {
-		t.Fatalf("the standby streamed %v, without the end", seen)
+	if states := stream.untilEnd(t); !slices.Contains(states, string(orchestrator.StateSucceeded)) {
+		t.Fatalf("the standby streamed %v, without the end", states)
 	}
 	got, err := cb.Get(ctx, tk.ID)
 	if err != nil || got.State != orchestrator.StateSucceeded {
@@ -173,6 +156,91 @@ func TestGroupStandbyTakesOverAndResends(t *testing.T) {
 	if got := waitFinal(t, b, tk.ID); got.State != orchestrator.StateSucceeded {
 		t.Fatalf("task %s after the takeover", got.State)
 	}
+}
+
+// sseStream is one SSE connection to an orchestrator.
+type sseStream struct {
+	body io.ReadCloser
+	sc   *bufio.Scanner
+}
+
+// openStream opens task id's event stream on o.
+func openStream(t *testing.T, e *env, o *orchestrator.Orchestrator, id string) *sseStream {
+	t.Helper()
+	c := e.client(o)
+	req, _ := http.NewRequest(http.MethodGet, c.BaseURL+"/api/v1/tasks/"+id+"/events", nil)
+	req.Header.Set("Authorization", "Bearer "+c.Token)
+	resp, err := c.HTTP.Do(req)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("open the event stream: %v %v", resp, err)
+	}
+	t.Cleanup(func() { resp.Body.Close() })
+	return &sseStream{body: resp.Body, sc: bufio.NewScanner(resp.Body)}
+}
+
+// untilEnd reads the stream until it ends, failing t if that takes longer than
+// wait, and returns the states of its events.
+func (s *sseStream) untilEnd(t *testing.T) []string {
+	t.Helper()
+	timer := time.AfterFunc(wait, func() { s.body.Close() })
+	defer timer.Stop()
+	var states []string
+	for s.sc.Scan() {
+		if data, ok := strings.CutPrefix(s.sc.Text(), "data: "); ok {
+			var ev struct {
+				State string `json:"state"`
+			}
+			if err := json.Unmarshal([]byte(data), &ev); err != nil {
+				t.Fatalf("event %q: %v", data, err)
+			}
+			states = append(states, ev.State)
+		}
+	}
+	if !timer.Stop() {
+		t.Fatalf("the stream did not end within %s; events: %v", wait, states)
+	}
+	return states
+}
+
+// A leader that stalls past its lease (its store's writer blocked, so that it
+// cannot renew) sends nothing to an agent once the lease has lapsed by its own
+// clock, even before it learns it lost the lead; when it goes on it steps down.
+func TestGroupStalledLeaderSendsNothing(t *testing.T) {
+	e := newHAEnv(t, "code-1")
+	a := e.openMember("a")
+	waitRole(t, a, "leader")
+	b := e.openMember("b")
+	waitRole(t, b, "standby")
+	e.o = a
+	ag := e.fakeAgent("code-1")
+	ag.listen()
+	ag.register(2)
+	tk := submit(t, a, nil)
+	w := ag.next()
+	ag.ack(w)
+	waitFor(t, "running", func() bool { got, _ := a.Task(tk.ID); return got.State == orchestrator.StateRunning })
+
+	release := orchestrator.StallStoreWriter(a)
+	defer release()
+	waitRole(t, b, "leader")
+	// a still runs its core: it has not been told. A cancel would go to the
+	// agent at once; it must not.
+	go func() { _, _ = a.Cancel(context.Background(), tk.ID, "from a stalled leader") }()
+	waitFor(t, "a's cancel refused", func() bool {
+		for line := range strings.Lines(e.logs.String()) {
+			if strings.Contains(line, `msg="cancel not delivered"`) && strings.Contains(line, `err="this orchestrator does not lead"`) {
+				return true
+			}
+		}
+		return false
+	})
+	for len(ag.control) > 0 {
+		if c := <-ag.control; c.Type == envelope.TypeCancel {
+			t.Fatalf("the stalled leader sent a cancel: %+v", c.Payload)
+		}
+	}
+	release()
+	waitRole(t, a, "standby")
 }
 
 // A standby with no leader to forward to answers 503, and says so.

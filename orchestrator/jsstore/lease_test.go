@@ -218,10 +218,12 @@ func TestClosingLeaderResigns(t *testing.T) {
 }
 
 // A write saved while the server is down is committed once it is back: the
-// writer tries again rather than failing the write.
+// writer tries again rather than failing the write. The connection buffers
+// nothing while it reconnects, so that every try fails at once.
 func TestWriteWaitsForTheServerToComeBack(t *testing.T) {
 	srv, cfg := startServer(t, "")
-	nc, err := nats.Connect(srv.ClientURL(), nats.MaxReconnects(-1), nats.ReconnectWait(50*time.Millisecond))
+	nc, err := nats.Connect(srv.ClientURL(), nats.MaxReconnects(-1), nats.ReconnectWait(50*time.Millisecond),
+		nats.ReconnectBufSize(-1))
 	if err != nil {
 		t.Fatal(err)
 	}
