@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -137,6 +138,22 @@ func (c *Client) Cancel(ctx context.Context, id, reason string) (*Task, error) {
 func (c *Client) Agents(ctx context.Context) ([]AgentInfo, error) {
 	var as []AgentInfo
 	return as, c.getJSON(ctx, http.MethodGet, "/api/v1/agents", nil, &as)
+}
+
+// Readiness returns the orchestrator's /readyz answer: whether it is ready, and
+// in a group of orchestrators which one leads. A 503 (not ready) is returned as
+// the answer, not as an error.
+func (c *Client) Readiness(ctx context.Context) (*Readiness, error) {
+	var r Readiness
+	err := c.getJSON(ctx, http.MethodGet, "/readyz", nil, &r)
+	var ae *APIError
+	if errors.As(err, &ae) && ae.Status == http.StatusServiceUnavailable {
+		return &Readiness{Status: "not ready"}, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &r, nil
 }
 
 // Events streams a task's events to fn: its history first, then live events until

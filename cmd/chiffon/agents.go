@@ -29,11 +29,29 @@ func newAgentsCmd() *cobra.Command {
 			if cf.jsonOut {
 				return printJSON(cmd.OutOrStdout(), agents)
 			}
+			// In a group of orchestrators, say which one leads: the one that
+			// knows these agents.
+			if r, err := c.Readiness(cmd.Context()); err == nil && r.Role.Role != "" {
+				printLeader(cmd.OutOrStdout(), r.Role)
+			}
 			return printAgentTable(cmd.OutOrStdout(), agents, time.Now())
 		},
 	}
 	cf.add(cmd)
 	return cmd
+}
+
+// printLeader says which orchestrator of the group leads, as the one asked sees
+// it.
+func printLeader(w io.Writer, r orchestrator.Role) {
+	switch {
+	case r.Leader == nil:
+		fmt.Fprintf(w, "Leader: none yet (asked a %s)\n", r.Role)
+	case r.Role == "leader":
+		fmt.Fprintf(w, "Leader: %s, the orchestrator asked (since %s)\n", r.Leader.Name, r.Leader.Since.Format(time.RFC3339))
+	default:
+		fmt.Fprintf(w, "Leader: %s at %s (asked a standby; since %s)\n", r.Leader.Name, dash(r.Leader.API), r.Leader.Since.Format(time.RFC3339))
+	}
 }
 
 func printAgentTable(w io.Writer, agents []orchestrator.AgentInfo, now time.Time) error {

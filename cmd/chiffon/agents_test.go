@@ -1,0 +1,54 @@
+package main
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// chiffon agents says which orchestrator of a group leads, and says nothing of
+// it for an orchestrator alone.
+func TestAgentsSaysWhoLeads(t *testing.T) {
+	cases := []struct {
+		name, readyz, want string
+	}{
+		{"standby", `{"status":"ready","role":"standby","leader":{"name":"nas-1a2b","api":"https://nas:8443","term":"x","since":"2026-11-23T10:00:00Z","lease_ms":5000}}`,
+			"Leader: nas-1a2b at https://nas:8443 (asked a standby; since 2026-11-23T10:00:00Z)"},
+		{"leader", `{"status":"ready","role":"leader","leader":{"name":"nas-1a2b","term":"x","since":"2026-11-23T10:00:00Z","lease_ms":5000}}`,
+			"Leader: nas-1a2b, the orchestrator asked"},
+		{"no leader yet", `{"status":"ready","role":"standby"}`, "Leader: none yet"},
+		{"alone", `{"status":"ready"}`, ""},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				switch r.URL.Path {
+				case "/api/v1/agents":
+					_, _ = w.Write([]byte(`[{"id":"code-1","type":"code","state":"online","load":0,"capacity":2,"breaker":"closed"}]`))
+				case "/readyz":
+					_, _ = w.Write([]byte(tc.readyz))
+				default:
+					http.NotFound(w, r)
+				}
+			}))
+			defer srv.Close()
+			tokenFile := filepath.Join(t.TempDir(), "api.token")
+			if err := os.WriteFile(tokenFile, []byte("tok\n"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			code, out, errOut := runCLI(t, "", "agents", "--server", srv.URL, "--api-token-file", tokenFile)
+			if code != 0 {
+				t.Fatalf("exit %d: %s", code, errOut)
+			}
+			if !strings.Contains(out, "code-1") {
+				t.Fatalf("no agent table: %q", out)
+			}
+			if tc.want == "" && strings.Contains(out, "Leader") || tc.want != "" && !strings.Contains(out, tc.want) {
+				t.Fatalf("output %q, want a leader line %q", out, tc.want)
+			}
+		})
+	}
+}
