@@ -120,7 +120,7 @@ func Open(nc *nats.Conn, opts Options) (*Store, error) {
 		Replicas:           opts.Replicas,
 	})
 	if err != nil {
-		return nil, fmt.Errorf("jsstore: create stream %s: %w", opts.Stream, err)
+		return nil, openError(nc, opts, err)
 	}
 	if info := stream.CachedInfo(); info == nil || !info.Config.AllowAtomicPublish || !info.Config.AllowDirect {
 		return nil, fmt.Errorf("jsstore: stream %s: the server does not allow atomic batches and direct gets (nats-server 2.12 or later needed)", opts.Stream)
@@ -139,6 +139,20 @@ func Open(nc *nats.Conn, opts Options) (*Store, error) {
 		go s.sweeper(sctx)
 	}
 	return s, nil
+}
+
+// openError says why the stream could not be made, with a hint for the usual
+// causes: a broker without JetStream, an identity the broker does not let use it.
+func openError(nc *nats.Conn, opts Options, err error) error {
+	err = fmt.Errorf("jsstore: create stream %s: %w", opts.Stream, err)
+	if last := nc.LastError(); last != nil && errors.Is(last, nats.ErrPermissionViolation) {
+		return fmt.Errorf("%w: the broker refused this identity: %w (it needs to publish to %s.> and $JS.API.>)", err, last, opts.Prefix)
+	}
+	if errors.Is(err, nats.ErrNoResponders) || errors.Is(err, jetstream.ErrJetStreamNotEnabled) ||
+		errors.Is(err, jetstream.ErrJetStreamNotEnabledForAccount) {
+		return fmt.Errorf("%w: is JetStream enabled on the broker (chiffon broker --jetstream, or a jetstream block in its config)?", err)
+	}
+	return err
 }
 
 // Close commits what is queued or held (trying for at most opTimeout when the

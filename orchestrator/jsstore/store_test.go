@@ -574,3 +574,12 @@ func TestStatusOutputIsStoredOnce(t *testing.T) {
 		t.Fatalf("status read back with %d events, output of %d bytes; want %d bytes", len(got), len(got[0].Status.Step.Output), len(out))
 	}
 }
+
+// Open on a broker without JetStream says so.
+func TestOpenWithoutJetStreamSaysSo(t *testing.T) {
+	srv := testnats.Start(t, broker.ServerConfig{})
+	_, err := jsstore.Open(connect(t, srv), freshOptions(0))
+	if err == nil || !strings.Contains(err.Error(), "is JetStream enabled on the broker") {
+		t.Fatalf("Open without JetStream: %v", err)
+	}
+}
