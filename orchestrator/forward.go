@@ -100,7 +100,13 @@ func (o *Orchestrator) handleForwarded(msg *nats.Msg) {
 	if msg.Reply == "" {
 		return
 	}
+	o.subsMu.Lock() // Close waits for o.wg once subsClosed is set
+	if o.subsClosed {
+		o.subsMu.Unlock()
+		return
+	}
 	o.wg.Add(1)
+	o.subsMu.Unlock()
 	go func() {
 		defer o.wg.Done()
 		rw := &bufferedResponse{header: http.Header{}}

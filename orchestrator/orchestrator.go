@@ -89,7 +89,8 @@ type Orchestrator struct {
 
 // Open starts an orchestrator: it reads the tokens, connects to NATS, opens the task
 // store, subscribes to the registry and its task inboxes, asks every agent to register,
-// and resumes every unfinished task.
+// and resumes every unfinished task. With ha.enabled it joins its group's election
+// instead, and does all but the first three only while it leads (ha.go).
 func Open(cfg Config, opts Options) (*Orchestrator, error) {
 	cfg = cfg.WithDefaults()
 	if err := cfg.Validate(); err != nil {
