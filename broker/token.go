@@ -18,7 +18,9 @@ const (
 	// HeaderAgentID carries the agent instance id of the sender or addressee.
 	HeaderAgentID = "Chiffon-Agent-Id"
 	// HeaderInstance carries the id of the agent process that sent a message, new
-	// at each start: it tells a restarted agent from a second live one.
+	// at each start: it tells a restarted agent from a second live one. An
+	// orchestrator of a group (ha.enabled) sends its own on every message to an
+	// agent, so that a message tells which of them sent it.
 	HeaderInstance = "Chiffon-Instance"
 )
 

@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/chiffon-dev/chiffon/broker"
 	"github.com/chiffon-dev/chiffon/orchestrator/jsstore"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nuid"
@@ -92,6 +93,11 @@ func (o *Orchestrator) startHA() error {
 	h := &haState{store: js, name: host + "-" + nuid.Next()[:8], wake: make(chan struct{}, 1)}
 	o.ha = h
 	o.metrics.leader.Set(0)
+	// Every message to an agent says which orchestrator of the group sent it.
+	// Nothing has been sent yet: the headers are not shared with anyone.
+	for _, a := range o.sec.agents {
+		a.header.Set(broker.HeaderInstance, h.name)
+	}
 	o.log.Info("standby: joining the election", "name", h.name, "lease", o.cfg.HA.Lease)
 	o.wg.Add(1)
 	go o.roles()

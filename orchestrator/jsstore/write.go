@@ -37,6 +37,11 @@ const (
 	batchHeaderRoom = 256
 )
 
+// HeaderWriter is the header that names, on every message a store in an
+// election (Elect) writes, the candidate that wrote it: who wrote what stays
+// in the stream.
+const HeaderWriter = "Chiffon-Writer"
+
 // message is one message of a batch.
 type message struct {
 	subject string
@@ -340,9 +345,12 @@ func (s *Store) publish(msgs []message, el *election, fence uint64) error {
 		nm := &nats.Msg{Subject: m.subject, Data: m.data, Header: nats.Header{
 			hdrBatchID: {id}, hdrBatchSeq: {strconv.Itoa(i + 1)},
 		}}
-		if i == 0 && el != nil {
-			nm.Header[jetstream.ExpectedLastSubjSeqSubjHeader] = []string{el.subject}
-			nm.Header[jetstream.ExpectedLastSubjSeqHeader] = []string{strconv.FormatUint(fence, 10)}
+		if el != nil {
+			nm.Header[HeaderWriter] = []string{el.opts.Name}
+			if i == 0 {
+				nm.Header[jetstream.ExpectedLastSubjSeqSubjHeader] = []string{el.subject}
+				nm.Header[jetstream.ExpectedLastSubjSeqHeader] = []string{strconv.FormatUint(fence, 10)}
+			}
 		}
 		if i < last {
 			if err := s.nc.PublishMsg(nm); err != nil {
