@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -142,8 +143,16 @@ func TestGroupStandbyTakesOverAndResends(t *testing.T) {
 	tk := submit(t, a, nil)
 	first := ag.next()
 	ag.ack(first)
+	// Two SSE clients: one on the standby, which follows the store through the
+	// takeover; one on the leader, whose stream ends with it and resumes on the
+	// standby with Last-Event-ID.
+	onB := openStream(t, e, b, tk.ID)
+	onA := openStream(t, e, a, tk.ID)
+	ag.status(first, 10, 1, "one", "", -1)
+	waitFor(t, "the status stored", func() bool { got, _ := b.Task(tk.ID); return got.ProgressPercent == 10 })
 
 	a.Close() // resigns: b need not wait for the lease
+	seenOnA := onA.untilEndSeqs(t)
 	waitRole(t, b, "leader")
 	e.o = b
 	// b asks every agent to register again; this one does.
@@ -156,6 +165,19 @@ func TestGroupStandbyTakesOverAndResends(t *testing.T) {
 	if got := waitFinal(t, b, tk.ID); got.State != orchestrator.StateSucceeded {
 		t.Fatalf("task %s after the takeover", got.State)
 	}
+	if states := onB.untilEnd(t); !slices.Contains(states, string(orchestrator.StateSucceeded)) {
+		t.Fatalf("the stream on b through the takeover: %v, without the end", states)
+	}
+	if len(seenOnA) == 0 {
+		t.Fatal("the stream on a got no event before a closed")
+	}
+	resumed := openStreamAfter(t, e, b, tk.ID, seenOnA[len(seenOnA)-1]).untilEndSeqs(t)
+	all := append(seenOnA, resumed...)
+	for i, seq := range all {
+		if seq != int64(i+1) {
+			t.Fatalf("events on a, then on b from Last-Event-ID: %v, want 1..n once each", all)
+		}
+	}
 }
 
 // sseStream is one SSE connection to an orchestrator.
@@ -167,9 +189,19 @@ type sseStream struct {
 // openStream opens task id's event stream on o.
 func openStream(t *testing.T, e *env, o *orchestrator.Orchestrator, id string) *sseStream {
 	t.Helper()
+	return openStreamAfter(t, e, o, id, 0)
+}
+
+// openStreamAfter opens task id's event stream on o after event last (0: from
+// the first).
+func openStreamAfter(t *testing.T, e *env, o *orchestrator.Orchestrator, id string, last int64) *sseStream {
+	t.Helper()
 	c := e.client(o)
 	req, _ := http.NewRequest(http.MethodGet, c.BaseURL+"/api/v1/tasks/"+id+"/events", nil)
 	req.Header.Set("Authorization", "Bearer "+c.Token)
+	if last > 0 {
+		req.Header.Set("Last-Event-ID", strconv.FormatInt(last, 10))
+	}
 	resp, err := c.HTTP.Do(req)
 	if err != nil || resp.StatusCode != http.StatusOK {
 		t.Fatalf("open the event stream: %v %v", resp, err)
@@ -182,24 +214,41 @@ func openStream(t *testing.T, e *env, o *orchestrator.Orchestrator, id string) *
 // wait, and returns the states of its events.
 func (s *sseStream) untilEnd(t *testing.T) []string {
 	t.Helper()
+	var states []string
+	for _, ev := range s.read(t) {
+		states = append(states, string(ev.State))
+	}
+	return states
+}
+
+// untilEndSeqs is untilEnd returning the events' numbers.
+func (s *sseStream) untilEndSeqs(t *testing.T) []int64 {
+	t.Helper()
+	var seqs []int64
+	for _, ev := range s.read(t) {
+		seqs = append(seqs, ev.Seq)
+	}
+	return seqs
+}
+
+func (s *sseStream) read(t *testing.T) []orchestrator.Event {
+	t.Helper()
 	timer := time.AfterFunc(wait, func() { s.body.Close() })
 	defer timer.Stop()
-	var states []string
+	var evs []orchestrator.Event
 	for s.sc.Scan() {
 		if data, ok := strings.CutPrefix(s.sc.Text(), "data: "); ok {
-			var ev struct {
-				State string `json:"state"`
-			}
+			var ev orchestrator.Event
 			if err := json.Unmarshal([]byte(data), &ev); err != nil {
 				t.Fatalf("event %q: %v", data, err)
 			}
-			states = append(states, ev.State)
+			evs = append(evs, ev)
 		}
 	}
 	if !timer.Stop() {
-		t.Fatalf("the stream did not end within %s; events: %v", wait, states)
+		t.Fatalf("the stream did not end within %s; %d events", wait, len(evs))
 	}
-	return states
+	return evs
 }
 
 // A leader that stalls past its lease (its store's writer blocked, so that it
