@@ -44,6 +44,22 @@ func (e *env) openMember(name string) *orchestrator.Orchestrator {
 	return o
 }
 
+// newGroup opens orchestrator a, which leads, then b, a standby, and registers
+// agent code-1 with a.
+func newGroup(t *testing.T) (e *env, a, b *orchestrator.Orchestrator, ag *fakeAgent) {
+	t.Helper()
+	e = newHAEnv(t, "code-1")
+	a = e.openMember("a")
+	waitRole(t, a, "leader")
+	b = e.openMember("b")
+	waitRole(t, b, "standby")
+	e.o = a
+	ag = e.fakeAgent("code-1")
+	ag.listen()
+	ag.register(2)
+	return e, a, b, ag
+}
+
 func waitRole(t *testing.T, o *orchestrator.Orchestrator, role string) {
 	t.Helper()
 	waitFor(t, "role "+role, func() bool { return o.Role().Role == role })
@@ -131,15 +147,7 @@ func TestGroupStandbyServesAndForwards(t *testing.T) {
 // with its request_id; a cancel through the old leader's address is refused
 // (it is closed) and through the new leader works.
 func TestGroupStandbyTakesOverAndResends(t *testing.T) {
-	e := newHAEnv(t, "code-1")
-	a := e.openMember("a")
-	waitRole(t, a, "leader")
-	b := e.openMember("b")
-	waitRole(t, b, "standby")
-	e.o = a
-	ag := e.fakeAgent("code-1")
-	ag.listen()
-	ag.register(2)
+	e, a, b, ag := newGroup(t)
 	tk := submit(t, a, nil)
 	first := ag.next()
 	ag.ack(first)
@@ -255,15 +263,7 @@ func (s *sseStream) read(t *testing.T) []orchestrator.Event {
 // cannot renew) sends nothing to an agent once the lease has lapsed by its own
 // clock, even before it learns it lost the lead; when it goes on it steps down.
 func TestGroupStalledLeaderSendsNothing(t *testing.T) {
-	e := newHAEnv(t, "code-1")
-	a := e.openMember("a")
-	waitRole(t, a, "leader")
-	b := e.openMember("b")
-	waitRole(t, b, "standby")
-	e.o = a
-	ag := e.fakeAgent("code-1")
-	ag.listen()
-	ag.register(2)
+	e, a, b, ag := newGroup(t)
 	tk := submit(t, a, nil)
 	w := ag.next()
 	ag.ack(w)
