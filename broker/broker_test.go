@@ -1,6 +1,7 @@
 package broker_test
 
 import (
+	"context"
 	"errors"
 	"net"
 	"os"
@@ -401,5 +402,104 @@ func TestParseTaskInboxTakesApartWhatOrchTaskBuilds(t *testing.T) {
 		if got, ok := broker.ParseTaskInbox(bad); ok {
 			t.Errorf("%q parsed as %+v", bad, got)
 		}
+	}
+}
+
+// TestServerJoinsAClusterThroughItsRoutes: two servers given a cluster name, one
+// with a route to the other, pass messages between their clients; a server
+// without cluster settings listens for no routes, as before.
+func TestServerJoinsAClusterThroughItsRoutes(t *testing.T) {
+	alone := testnats.Start(t, broker.ServerConfig{})
+	if alone.ClusterURL() != "" {
+		t.Fatalf("a server without cluster settings listens for routes on %s", alone.ClusterURL())
+	}
+	a := testnats.Start(t, broker.ServerConfig{Name: "a", Cluster: broker.ClusterConfig{Name: "lab"}})
+	if !strings.HasPrefix(a.ClusterURL(), "nats-route://127.0.0.1:") || a.Name() != "a" {
+		t.Fatalf("name %q, cluster URL %q", a.Name(), a.ClusterURL())
+	}
+	b := testnats.Start(t, broker.ServerConfig{Name: "b", Cluster: broker.ClusterConfig{Name: "lab", Routes: []string{a.ClusterURL()}}})
+	sub, err := testnats.Connect(t, a).SubscribeSync("over.the.route")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pub := testnats.Connect(t, b)
+	// The route and a's interest reach b a moment after the start: publish until
+	// one message crosses.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if err := pub.Publish("over.the.route", []byte("hi")); err != nil {
+			t.Fatal(err)
+		}
+		if m, err := sub.NextMsg(50 * time.Millisecond); err == nil {
+			if string(m.Data) != "hi" {
+				t.Fatalf("got %q", m.Data)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no message crossed the route within 10s")
+		}
+	}
+}
+
+// TestServerRefusesABadClusterConfig: a route that is no URL, and JetStream in a
+// cluster without a server name, fail at the start rather than after a timeout.
+func TestServerRefusesABadClusterConfig(t *testing.T) {
+	for name, cfg := range map[string]broker.ServerConfig{
+		"bad route": {Cluster: broker.ClusterConfig{Name: "lab", Routes: []string{"127.0.0.1:6222"}}},
+		"jetstream without a server name": {JetStream: true, StoreDir: t.TempDir(),
+			Cluster: broker.ClusterConfig{Name: "lab", Routes: []string{"nats-route://127.0.0.1:1"}}},
+	} {
+		start := time.Now()
+		s, err := broker.StartServer(cfg)
+		if err == nil {
+			s.Shutdown()
+			t.Errorf("%s: started", name)
+		} else if time.Since(start) > 5*time.Second {
+			t.Errorf("%s: failed only after %s: %v", name, time.Since(start), err)
+		}
+	}
+}
+
+// TestLocalClusterFormsAndANodeRejoinsOnItsPorts: the cluster has a JetStream meta
+// leader when StartLocalCluster returns; with the leader shut down the others
+// elect another, and the node restarted on its client port rejoins.
+func TestLocalClusterFormsAndANodeRejoinsOnItsPorts(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	start := time.Now()
+	c, err := broker.StartLocalCluster(ctx, broker.LocalClusterConfig{Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	t.Logf("3 nodes formed in %s", time.Since(start))
+	leader := c.MetaLeader()
+	if c.Len() != 3 || leader < 0 || len(c.ClientURLs()) != 3 {
+		t.Fatalf("%d nodes, meta leader %d, client URLs %v", c.Len(), leader, c.ClientURLs())
+	}
+	url := c.ClientURL(leader)
+	start = time.Now()
+	c.Shutdown(leader)
+	if c.Node(leader) != nil {
+		t.Fatal("a node shut down is still there")
+	}
+	if err := c.WaitJetStream(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("a new meta leader after %s", time.Since(start))
+	if l := c.MetaLeader(); l == leader || l < 0 {
+		t.Fatalf("meta leader %d with node %d down", l, leader)
+	}
+	start = time.Now()
+	if err := c.Restart(leader); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.WaitJetStream(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("rejoined after %s", time.Since(start))
+	if got := c.Node(leader).ClientURL(); got != url {
+		t.Fatalf("restarted on %s, was %s", got, url)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/url"
 	"strconv"
 	"time"
 
@@ -38,6 +39,62 @@ type ServerConfig struct {
 	ReadyTimeout time.Duration
 	// Debug turns on the server's own logging to stderr.
 	Debug bool
+	// Name is the server's name, unique within its cluster; "" means the
+	// ConfigFile's or one NATS makes up. JetStream in a cluster needs it, and the
+	// same one across restarts.
+	Name string
+	// Cluster makes the server a node of a NATS cluster; its zero value keeps the
+	// ConfigFile's cluster, or none.
+	Cluster ClusterConfig
+}
+
+// ClusterConfig makes an embedded server a node of a NATS cluster: it listens for
+// routes from the other nodes and connects to theirs. Fields left zero keep the
+// ConfigFile's settings; without a ConfigFile the zero value means no cluster.
+type ClusterConfig struct {
+	// Name is the cluster's name, the same on every node; JetStream needs it.
+	Name string
+	// Host is the address the route port listens on; "" means the ConfigFile's
+	// or, for a cluster the file does not have, ServerConfig's client Host.
+	Host string
+	// Port is the route port; 0 means the ConfigFile's or, when Name or Routes are
+	// set, a free one; -1 always picks a free one.
+	Port int
+	// Routes are the route URLs of the other nodes, nats-route://host:port. A
+	// node's own URL in the list is ignored, so every node can be given the same
+	// list. JetStream in a cluster needs at least one.
+	Routes []string
+}
+
+// apply sets cfg's fields on opts, which hold the ConfigFile's settings if any.
+func (c ClusterConfig) apply(opts *server.Options) error {
+	fromFile := opts.Cluster.Port != 0
+	if c.Name != "" {
+		opts.Cluster.Name = c.Name
+	}
+	if c.Host != "" {
+		opts.Cluster.Host = c.Host
+	}
+	if c.Port != 0 {
+		opts.Cluster.Port = c.Port
+	}
+	if len(c.Routes) > 0 {
+		opts.Routes = make([]*url.URL, 0, len(c.Routes))
+		for _, r := range c.Routes {
+			u, err := url.Parse(r)
+			if err != nil || u.Host == "" {
+				return fmt.Errorf("broker: cluster route %q is not a URL like nats-route://host:port", r)
+			}
+			opts.Routes = append(opts.Routes, u)
+		}
+	}
+	if opts.Cluster.Port == 0 && (c.Name != "" || len(c.Routes) > 0) {
+		opts.Cluster.Port = server.RANDOM_PORT
+	}
+	if !fromFile && opts.Cluster.Port != 0 && opts.Cluster.Host == "" {
+		opts.Cluster.Host = opts.Host
+	}
+	return nil
 }
 
 // Server is a running embedded NATS server.
@@ -98,6 +155,12 @@ func serverOptions(cfg ServerConfig) (*server.Options, error) {
 	if opts.JetStream && opts.StoreDir == "" {
 		return nil, errors.New("broker: JetStream needs an explicit store dir")
 	}
+	if cfg.Name != "" {
+		opts.ServerName = cfg.Name
+	}
+	if err := cfg.Cluster.apply(opts); err != nil {
+		return nil, err
+	}
 	opts.NoSigs = true
 	opts.NoLog = !cfg.Debug
 	return opts, nil
@@ -108,6 +171,20 @@ func (s *Server) ClientURL() string { return s.ns.ClientURL() }
 
 // Port is the client port the server listens on.
 func (s *Server) Port() int { return s.ns.Addr().(*net.TCPAddr).Port }
+
+// Name is the server's name: ServerConfig.Name, the ConfigFile's or the one NATS
+// made up.
+func (s *Server) Name() string { return s.ns.Name() }
+
+// ClusterURL is the nats-route:// URL the server listens on for routes from the
+// other nodes of its cluster, or "" when it is in no cluster.
+func (s *Server) ClusterURL() string {
+	addr := s.ns.ClusterAddr()
+	if addr == nil {
+		return ""
+	}
+	return "nats-route://" + net.JoinHostPort(s.opts.Cluster.Host, strconv.Itoa(addr.Port))
+}
 
 // AuthRequired reports whether every client must authenticate: the server has users,
 // NKey users, a token or trusted operators, and no no_auth_user that anonymous

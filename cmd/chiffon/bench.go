@@ -25,7 +25,9 @@ func newBenchCmd() *cobra.Command {
   raw      NATS request/reply with 3 status messages per request, one at a time
            (latency) and --inflight at once (throughput);
   chiffon  no-op tasks end to end through an orchestrator and an agent in this
-           process, with real Badger stores in a temporary directory;
+           process, with real Badger stores in a temporary directory (with
+           --store jetstream the orchestrator's tasks are in a JetStream stream,
+           and with --replicas 3 in 3 replicas on an embedded 3-node cluster);
   api      the same through POST /api/v1/tasks and the task's event stream;
   chunks   one task writing 10 MiB of output, sent as chunks and reassembled;
   memory   this process's peak RSS, and the RSS of an idle chiffon agent and
@@ -78,5 +80,6 @@ func newBenchCmd() *cobra.Command {
 	fl.StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the whole run to this file")
 	fl.BoolVar(&noIdle, "no-idle", false, "skip the idle agent and orchestrator RSS figures")
 	fl.StringVar(&cfg.Store, "store", "badger", "the orchestrator's task store: badger or jetstream (the embedded server then runs JetStream)")
+	fl.IntVar(&cfg.Replicas, "replicas", 1, "replicas of the jetstream store's stream: 1, 3 or 5; over 1 the embedded broker is a cluster of as many nodes in this process")
 	return cmd
 }

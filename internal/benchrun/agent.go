@@ -25,24 +25,19 @@ const (
 const benchLine = "2026-01-19T04:21:04Z kuma[1]: monitor \"uptime\" ok <200> took 12ms\n"
 
 // startStack starts an orchestrator and one infra agent with the bench's work types on
-// url, under a subject prefix of their own, with the agent's real Badger cache in dir
-// and the orchestrator's tasks in a store of kind store (Badger in dir, or JetStream
-// on url under a stream of their own). The agent runs capacity tasks at once (at
-// least 4). Logs are formatted at info level as the daemons do, then discarded, so
-// that their cost is in the figures.
-func startStack(ctx context.Context, url, dir string, capacity int, store string) (*stack.Stack, error) {
-	run := randHex(4)
+// url, under a subject prefix of run's own, with the agent's real Badger cache in dir
+// and the orchestrator's tasks in the store cfg.Store names (Badger in dir, or
+// JetStream on url under a stream of their own with cfg.Replicas). The agent runs
+// cfg.InFlight tasks at once (at least 4). Logs are formatted at info level as the
+// daemons do, then discarded, so that their cost is in the figures.
+func startStack(ctx context.Context, url, dir, run string, cfg Config) (*stack.Stack, error) {
 	nats := broker.NATSConfig{URLs: []string{url}, Prefix: "chiffonbench" + run}
-	storeCfg := orchestrator.StoreConfig{Kind: store}
-	if store == orchestrator.StoreJetStream {
-		storeCfg.JetStream = orchestrator.JetStreamStoreConfig{Stream: "CHIFFON_BENCH_" + run, SubjectPrefix: "chiffonbench" + run + ".store"}
-	}
 	return stack.Start(ctx, stack.Config{
 		NATSURL:      url,
 		DataDir:      dir,
-		Orchestrator: orchestrator.Config{NATS: nats, Store: storeCfg},
+		Orchestrator: orchestrator.Config{NATS: nats, Store: cfg.storeConfig(run)},
 		Agents: []stack.Agent{{
-			Config: agent.Config{ID: "bench-agent", Type: "infra", NATS: nats, MaxConcurrency: max(capacity, 4)},
+			Config: agent.Config{ID: "bench-agent", Type: "infra", NATS: nats, MaxConcurrency: max(cfg.InFlight, 4)},
 			Handlers: map[string]agent.Handler{
 				workNoop: func(context.Context, *agent.Request, agent.Progress) (agent.Result, error) {
 					return agent.Result{}, nil

@@ -1,4 +1,5 @@
-// Package benchrun measures Chiffon against raw NATS on one server, in one process:
+// Package benchrun measures Chiffon against raw NATS on one server (or one node of a
+// cluster, for tasks kept in a replicated JetStream stream), in one process:
 // the request/reply baseline, end-to-end no-op tasks through the orchestrator and an
 // agent, the same through the HTTP API, chunked output, and memory. The chiffon
 // command's bench subcommand runs it; each phase lives in its own file.
@@ -43,6 +44,11 @@ type Config struct {
 	// too) or orchestrator.StoreJetStream, for which the embedded server runs
 	// JetStream (a server given by NATSURL must run it).
 	Store string
+	// Replicas is the JetStream store's number of replicas: 0 or 1 for one copy,
+	// 3 or 5 for a stream replicated across as many nodes. The embedded broker is
+	// then a cluster of that many nodes in this process (a server given by NATSURL
+	// must be part of such a cluster). Only with StoreJetStream.
+	Replicas int
 }
 
 func (c Config) withDefaults() Config {
@@ -70,6 +76,9 @@ type Result struct {
 	Tasks    int `json:"tasks"`
 	InFlight int `json:"inflight"`
 	Size     int `json:"size_bytes"`
+	// Replicas is the number of replicas of the JetStream store's stream, as
+	// the broker reports it after the run; 0 with Badger.
+	Replicas int `json:"replicas,omitempty"`
 
 	RawTasksPerS float64 `json:"raw_tasks_per_s"`
 	RawP50US     float64 `json:"raw_p50_us"`
@@ -97,8 +106,11 @@ type Result struct {
 // Run runs every phase in order and returns the figures.
 func Run(ctx context.Context, cfg Config) (*Result, error) {
 	cfg = cfg.withDefaults()
-	if err := (orchestrator.StoreConfig{Kind: cfg.Store}).Validate(); err != nil {
+	if err := cfg.storeConfig("").Validate(); err != nil {
 		return nil, err
+	}
+	if cfg.Replicas > 1 && cfg.Store != orchestrator.StoreJetStream {
+		return nil, fmt.Errorf("--replicas %d: only the %s store has replicas", cfg.Replicas, orchestrator.StoreJetStream)
 	}
 	dir, err := os.MkdirTemp("", "chiffon-bench-")
 	if err != nil {
@@ -107,16 +119,11 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	defer os.RemoveAll(dir)
 	url := cfg.NATSURL
 	if url == "" {
-		srvCfg := broker.ServerConfig{}
-		if cfg.Store == orchestrator.StoreJetStream {
-			srvCfg = broker.ServerConfig{JetStream: true, StoreDir: filepath.Join(dir, "jetstream")}
-		}
-		srv, err := broker.StartServer(srvCfg)
-		if err != nil {
+		var stop func()
+		if url, stop, err = startBroker(ctx, filepath.Join(dir, "nats"), cfg); err != nil {
 			return nil, err
 		}
-		defer srv.Shutdown()
-		url = srv.ClientURL()
+		defer stop()
 	}
 	res := &Result{Tasks: cfg.Tasks, InFlight: cfg.InFlight, Size: cfg.Size}
 	progress := func(format string, args ...any) { fmt.Fprintf(cfg.Progress, format+"\n", args...) }
@@ -128,7 +135,8 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	res.RawTasksPerS, res.RawP50US, res.RawP99US = raw.perSecond, raw.p50, raw.p99
 	progress("raw:     %8.0f req/s  p50 %7.1f µs  p99 %7.1f µs", raw.perSecond, raw.p50, raw.p99)
 
-	st, err := startStack(ctx, url, filepath.Join(dir, "stack"), cfg.InFlight, cfg.Store)
+	run := randHex(4)
+	st, err := startStack(ctx, url, filepath.Join(dir, "stack"), run, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("start orchestrator and agent: %w", err)
 	}
@@ -154,6 +162,13 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		return nil, fmt.Errorf("chunks: %w", err)
 	}
 	progress("chunks:  %8.1f MiB/s", res.ChunkMiBPerS)
+
+	if cfg.Store == orchestrator.StoreJetStream {
+		if res.Replicas, err = streamReplicas(ctx, url, cfg.storeConfig(run).JetStream.Stream); err != nil {
+			return nil, fmt.Errorf("task stream: %w", err)
+		}
+		progress("store:   a JetStream stream of %d replicas", res.Replicas)
+	}
 
 	res.PeakRSSMiB = peakRSSMiB()
 	if cfg.Executable != "" {
