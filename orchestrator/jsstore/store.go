@@ -148,6 +148,14 @@ func openError(nc *nats.Conn, opts Options, err error) error {
 	if last := nc.LastError(); last != nil && errors.Is(last, nats.ErrPermissionViolation) {
 		return fmt.Errorf("%w: the broker refused this identity: %w (it needs to publish to %s.> and $JS.API.>)", err, last, opts.Prefix)
 	}
+	if apiErr := (*jetstream.APIError)(nil); errors.As(err, &apiErr) {
+		switch apiErr.ErrorCode {
+		case 10005: // no suitable peers for placement
+			return fmt.Errorf("%w: the stream needs %d JetStream servers of one cluster up and joined; start every node first, or lower store.jetstream.replicas", err, opts.Replicas)
+		case 10074: // replicas > 1 not supported in non-clustered mode
+			return fmt.Errorf("%w: the broker is one server, not a cluster: set store.jetstream.replicas to 1, or run a NATS cluster", err)
+		}
+	}
 	if errors.Is(err, nats.ErrNoResponders) || errors.Is(err, jetstream.ErrJetStreamNotEnabled) ||
 		errors.Is(err, jetstream.ErrJetStreamNotEnabledForAccount) {
 		return fmt.Errorf("%w: is JetStream enabled on the broker (chiffon broker --jetstream, or a jetstream block in its config)?", err)

@@ -576,6 +576,21 @@ func TestStatusOutputIsStoredOnce(t *testing.T) {
 }
 
 // Open on a broker without JetStream says so.
+// TestOpenSaysWhenTheBrokerCannotHoldTheReplicas: three replicas on one server,
+// or on a cluster of two, fail with what to do.
+func TestOpenSaysWhenTheBrokerCannotHoldTheReplicas(t *testing.T) {
+	opts := freshOptions(0)
+	opts.Replicas = 3
+	srv := testnats.Start(t, broker.ServerConfig{JetStream: true, StoreDir: t.TempDir()})
+	if _, err := jsstore.Open(connect(t, srv), opts); err == nil || !strings.Contains(err.Error(), "set store.jetstream.replicas to 1") {
+		t.Errorf("Open of 3 replicas on one server: %v", err)
+	}
+	two := testnats.StartCluster(t, broker.LocalClusterConfig{Nodes: 2})
+	if _, err := jsstore.Open(two.ConnectNode(0), opts); err == nil || !strings.Contains(err.Error(), "needs 3 JetStream servers") {
+		t.Errorf("Open of 3 replicas on a cluster of 2: %v", err)
+	}
+}
+
 func TestOpenWithoutJetStreamSaysSo(t *testing.T) {
 	srv := testnats.Start(t, broker.ServerConfig{})
 	_, err := jsstore.Open(connect(t, srv), freshOptions(0))
