@@ -425,7 +425,8 @@ func (m *machine) routed(r *run, e routed) {
 
 // dispatch sends the task to agentID. The task is stored as dispatched there first,
 // and the work_request goes out once that write is committed (stored): after a
-// crash, the store names every agent that may have the request.
+// crash, the store names every agent that may have the request. The ack timer
+// starts with the send.
 func (m *machine) dispatch(r *run, agentID, version string) {
 	t := r.t
 	now := m.now()
@@ -443,8 +444,6 @@ func (m *machine) dispatch(r *run, agentID, version string) {
 	then := stored{attempt: r.attempt, agentID: agentID, version: version, first: r.fresh}
 	m.write(r, write{record: true, then: func(err error) event { then.err = err; return then }}, ev)
 	m.emit(notify{ev})
-	ack := m.timeouts.Ack
-	m.armSilence(r, ack, fmt.Sprintf("no acknowledgement within %s", ack))
 	if max := maxDuration(t); max > 0 && !r.deadlineArmed {
 		// The ack and inactivity timers run under a deadline too: a long task is
 		// not a silent one (agents send keepalive statuses), and a dead agent's task
@@ -481,6 +480,10 @@ func (m *machine) stored(r *run, e stored) {
 		env.ProtocolVersion = e.version
 	}
 	m.emit(publish{attempt: e.attempt, agentID: e.agentID, env: env})
+	// The agent's time to answer runs from the send: a slow store is not a silent
+	// agent, and must not count against its breaker.
+	ack := m.timeouts.Ack
+	m.armSilence(r, ack, fmt.Sprintf("no acknowledgement within %s", ack))
 }
 
 // message applies a message from the task's agent; one from another agent or for

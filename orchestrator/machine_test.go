@@ -778,7 +778,7 @@ func failedEffs(code int) []string {
 
 // dispatchEffs: a dispatch after the first, whose deadline already runs.
 func dispatchEffs(agentID string) []string {
-	return effList("claim("+agentID+")", "write(record,1 event)", "notify(state)", "arm(silence,2s)")
+	return effList("claim("+agentID+")", "write(record,1 event)", "notify(state)")
 }
 
 var routeRows = []machineRow{
@@ -791,11 +791,11 @@ var routeRows = []machineRow{
 		}},
 	{name: "routed to an agent is written then dispatched", from: "routing", ev: routed{agentID: "a1", version: "1.0"},
 		state: StateDispatched, flags: "attempt=1",
-		effs: effList("claim(a1)", "write(record,2 events)", "notify(state)", "arm(silence,2s)", "arm(deadline,1m5s)"),
+		effs: effList("claim(a1)", "write(record,2 events)", "notify(state)", "arm(deadline,1m5s)"),
 		check: allOf(wantMessages("submitted", "dispatched to a1 (attempt 1)"), wantEvent(EventState, "dispatched to a1 (attempt 1)"),
-			wantStored(1, "a1", "1.0", true), wantSilence(ackTimeout),
+			wantStored(1, "a1", "1.0", true),
 			func(t *testing.T, r *run, effs []effect) {
-				if d := effs[4].(arm); d.fire != (deadlineDue{}) || !r.deadlineArmed {
+				if d := effs[3].(arm); d.fire != (deadlineDue{}) || !r.deadlineArmed {
 					t.Errorf("deadline timer fires %#v (armed %v)", d.fire, r.deadlineArmed)
 				}
 				tk := r.t
@@ -821,7 +821,7 @@ var routeRows = []machineRow{
 		check: allOf(wantRetryEvent(1, "1s", 5002, retryDue{0}), wantRetries(retryOf(0, 5002, "", 1000)), wantError(0, ""))},
 	{name: "queued task drained to an agent", from: "queued", ev: routed{agentID: "a1"},
 		state: StateDispatched, flags: "attempt=1",
-		effs:  effList("unqueue", "claim(a1)", "write(record,1 event)", "notify(state)", "arm(silence,2s)", "arm(deadline,1m5s)"),
+		effs:  effList("unqueue", "claim(a1)", "write(record,1 event)", "notify(state)", "arm(deadline,1m5s)"),
 		check: wantStored(1, "a1", "", false)},
 	{name: "retry wait routed to another agent", from: "retry-wait", ev: routed{agentID: "a2", version: "1.0"},
 		state: StateDispatched, flags: "attempt=2 avoid=a1",
@@ -842,12 +842,12 @@ var routeRows = []machineRow{
 		state: StateDispatched, flags: "attempt=2 avoid=a1", effs: effCat(effList("unqueue"), dispatchEffs("a2"))},
 	{name: "resumed queued task routed", from: "resumed-queued", ev: routed{agentID: "a1"},
 		state: StateDispatched, flags: "attempt=1",
-		effs:  effList("unqueue", "claim(a1)", "write(record,1 event)", "notify(state)", "arm(silence,2s)", "arm(deadline,1m5s)"),
+		effs:  effList("unqueue", "claim(a1)", "write(record,1 event)", "notify(state)", "arm(deadline,1m5s)"),
 		check: wantEvent(EventState, "dispatched to a1 (attempt 1)")},
 	{name: "resumed task routed to its agent keeps its deadline", from: "resumed-pinned", ev: routed{agentID: "a1", version: "1.0"},
 		state: StateDispatched, flags: "attempt=1 pinned=a1 stick=a1",
 		// first dispatched 10 s ago: 60 s + 5 s grace from then
-		effs:  effList("claim(a1)", "write(record,1 event)", "notify(state)", "arm(silence,2s)", "arm(deadline,55s)"),
+		effs:  effList("claim(a1)", "write(record,1 event)", "notify(state)", "arm(deadline,55s)"),
 		check: allOf(wantEvent(EventState, "dispatched to a1 (attempt 2)"), wantStored(1, "a1", "1.0", false))},
 	{name: "resumed task whose agent is gone stays pinned", from: "resumed-pinned", ev: routed{err: errUnavailable},
 		state: StatePending, flags: "attempt=0 pinned=a1 stick=a1", effs: retryEffs(5002, "1s"),
@@ -865,10 +865,11 @@ var routeRows = []machineRow{
 func TestMachineRoutesATaskWhereRoutingSends(t *testing.T) { runRows(t, routeRows) }
 
 var publishRows = []machineRow{
-	{name: "stored dispatch is published", from: "dispatched", ev: stored{attempt: 1, agentID: "a1", first: true},
-		state: StateDispatched, flags: "attempt=1", effs: effList("publish(a1)"), check: wantPublish("1", envelope.ProtocolVersion)},
+	{name: "stored dispatch is published, and the agent's time to answer starts", from: "dispatched",
+		ev: stored{attempt: 1, agentID: "a1", first: true}, state: StateDispatched, flags: "attempt=1",
+		effs: effList("publish(a1)", "arm(silence,2s)"), check: allOf(wantPublish("1", envelope.ProtocolVersion), wantSilence(ackTimeout))},
 	{name: "stored dispatch is published in the agent's version", from: "dispatched", ev: stored{attempt: 1, agentID: "a1", version: "1.1"},
-		state: StateDispatched, flags: "attempt=1", effs: effList("publish(a1)"), check: wantPublish("1", "1.1")},
+		state: StateDispatched, flags: "attempt=1", effs: effList("publish(a1)", "arm(silence,2s)"), check: wantPublish("1", "1.1")},
 	ignoreRow("first write failed is Submit's to answer", "dispatched", stored{attempt: 1, agentID: "a1", first: true, err: errBoom}),
 	{name: "later dispatch write failed is retried anywhere", from: "dispatched", ev: stored{attempt: 1, agentID: "a1", err: errBoom},
 		state: StatePending, flags: "attempt=1 avoid=a1", effs: retryEffs(5002, "1s"),
@@ -1071,8 +1072,8 @@ var timerRows = []machineRow{
 	{name: "ack timeout retries on the same agent", from: "dispatched-stored", ev: silence{gen: 1, why: ackTimeout},
 		state: StatePending, flags: "attempt=1 pinned=a1 stick=a1", effs: retryEffs(5001, "1s"),
 		check: allOf(wantRetryEvent(1, "1s", 5001, retryDue{1}), wantRetries(retryOf(1, 5001, "a1", 1000)), wantError(0, ""))},
-	{name: "ack timeout before the dispatch is stored retries on the same agent", from: "dispatched", ev: silence{gen: 1, why: ackTimeout},
-		state: StatePending, flags: "attempt=1 pinned=a1 stick=a1", effs: retryEffs(5001, "1s")},
+	// The agent's time to answer starts with the send, after the store's commit.
+	ignoreRow("no ack timeout before the dispatch is stored", "dispatched", silence{gen: 1, why: ackTimeout}),
 	{name: "inactivity timeout retries on the same agent", from: "running", ev: silence{gen: 2, why: idleTimeout},
 		state: StatePending, flags: "attempt=1 accepted pinned=a1 stick=a1", effs: retryEffs(5001, "1s"),
 		check: wantTask("the retry says why", func(tk *Task) bool { return tk.Retries[0].Message == idleTimeout })},
@@ -1186,13 +1187,13 @@ var agentRows = []machineRow{
 	{name: "agent replaced gets the dispatch again", from: "dispatched-stored", ev: agentReplaced{agentID: "a1", version: "1.0", attempt: 1},
 		state: StateDispatched, flags: "attempt=2 pinned=a1 stick=a1",
 		effs: effList("stop(silence)", "release(never-reached)", "write(record,1 event)", "notify(state)",
-			"claim(a1)", "write(record,1 event)", "notify(state)", "arm(silence,2s)"),
+			"claim(a1)", "write(record,1 event)", "notify(state)"),
 		check: allOf(wantMessages("a1 restarted: sent again", "dispatched to a1 (attempt 2)"), wantStored(2, "a1", "1.0", false),
-			wantSilence(ackTimeout), wantRetries())},
+			wantRetries())},
 	{name: "agent replaced while running gets the task again", from: "running", ev: agentReplaced{agentID: "a1", version: "1.1", attempt: 1},
 		state: StateDispatched, flags: "attempt=2 pinned=a1 stick=a1",
 		effs: effList("stop(silence)", "release(never-reached)", "write(record,1 event)", "notify(state)",
-			"claim(a1)", "write(record,1 event)", "notify(state)", "arm(silence,2s)"),
+			"claim(a1)", "write(record,1 event)", "notify(state)"),
 		check: wantStored(2, "a1", "1.1", false)},
 	ignoreRow("agent replaced of an earlier attempt", "pinned-dispatched", agentReplaced{agentID: "a1", attempt: 1}),
 	ignoreRow("another agent replaced", "running", agentReplaced{agentID: "a2", attempt: 1}),
@@ -1277,11 +1278,11 @@ func TestMachineRetriesATimedOutAttemptOnTheSameAgent(t *testing.T) {
 	r := stRouting(t, m)
 	effs := mustApply(t, m, r, routed{agentID: "a1", version: "1.0"}, StateDispatched)
 	for i := 1; ; i++ {
-		fire := effectOf[arm](t, effs).fire // the silence timer of attempt i
 		effs = mustApply(t, m, r, storedEvent(t, effs), StateDispatched)
-		if got := describe(effs); !slices.Equal(got, effList("publish(a1)")) {
+		if got := describe(effs); !slices.Equal(got, effList("publish(a1)", "arm(silence,2s)")) {
 			t.Fatalf("attempt %d stored: %q", i, got)
 		}
+		fire := effectOf[arm](t, effs).fire // the silence timer of attempt i
 		if i == 4 {
 			effs = mustApply(t, m, r, fire, StateError)
 			if got, want := describe(effs), failedEffs(5001); !slices.Equal(got, want) {

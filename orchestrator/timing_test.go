@@ -1,6 +1,7 @@
 package orchestrator_test
 
 import (
+	"context"
 	"strings"
 	"testing"
 	"time"
@@ -174,4 +175,38 @@ func TestNewAgentProcessDoesNotInheritDrainingStatus(t *testing.T) {
 	if w := restarted.next(); w.req.TaskID != task.ID {
 		t.Fatalf("got %s", w.req.TaskID)
 	}
+}
+
+// TestSlowStoreIsNotASilentAgent: the work_request goes out once the dispatch is
+// stored, and the agent's time to acknowledge runs from the send. A store whose
+// commit takes longer than the ack timeout (a JetStream stream recovering after a
+// broker restart) fails no attempt: the agent never had the request.
+func TestSlowStoreIsNotASilentAgent(t *testing.T) {
+	forEachStore(t, func(t *testing.T, kind string) {
+		e := newStoreEnv(t, kind, "code-1")
+		e.cfg.Timeouts.Ack = 100 * time.Millisecond
+		o, a := e.openWithAgent("code-1", 4)
+		release := orchestrator.StallStoreWriter(o)
+		submitted := make(chan *orchestrator.Task, 1)
+		go func() { // Submit returns once the dispatch is stored
+			task, err := o.Submit(context.Background(), orchestrator.SubmitRequest{ToAgent: envelope.Code, WorkType: "echo"})
+			if err != nil {
+				t.Errorf("Submit: %v", err)
+			}
+			submitted <- task
+		}()
+		time.Sleep(5 * e.cfg.Timeouts.Ack) // the fault is the passing of time
+		release()
+		task := <-submitted
+		if task == nil {
+			return
+		}
+		w := a.next()
+		a.ack(w)
+		a.result(w, envelope.ResultSuccess, 0, "hi\n", nil)
+		final := waitFinal(t, o, task.ID)
+		if final.State != orchestrator.StateSucceeded || final.Attempts != 1 || len(final.Retries) != 0 {
+			t.Fatalf("got %s after %d attempts, retries %+v; want succeeded at the first", final.State, final.Attempts, final.Retries)
+		}
+	})
 }
