@@ -217,8 +217,9 @@ func TestClosingLeaderResigns(t *testing.T) {
 	b.waitLead(t)
 }
 
-// A write saved while the server is down is committed once it is back: the
-// writer tries again rather than failing the write. The connection buffers
+// A write saved while the server is down is committed once it is back, and so is
+// a replacement of a task's output: the writer tries again rather than failing
+// the write. The connection buffers
 // nothing while it reconnects, so that every try fails at once.
 func TestWriteWaitsForTheServerToComeBack(t *testing.T) {
 	srv, cfg := startServer(t, "")
@@ -233,24 +234,32 @@ func TestWriteWaitsForTheServerToComeBack(t *testing.T) {
 	mustSave(t, s, fullWrite("first", "1"))
 	cfg.Port = srv.Port()
 	srv.Shutdown()
-	errc := make(chan error, 1)
+	errc, replaced := make(chan error, 1), make(chan error, 1)
 	s.Save(fullWrite("second", "2"), func(err error) { errc <- err })
+	go func() { replaced <- s.ReplaceOutput("first", "replaced") }()
 	select {
 	case err := <-errc:
 		t.Fatalf("the write ended with the server down: %v", err)
+	case err := <-replaced:
+		t.Fatalf("the output's replacement ended with the server down: %v", err)
 	case <-time.After(300 * time.Millisecond): // a few of the writer's tries
 	}
 	testnats.Start(t, cfg)
-	select {
-	case err := <-errc:
-		if err != nil {
-			t.Fatalf("write after the restart: %v", err)
+	for _, c := range []chan error{errc, replaced} {
+		select {
+		case err := <-c:
+			if err != nil {
+				t.Fatalf("write after the restart: %v", err)
+			}
+		case <-time.After(3 * wait):
+			t.Fatal("a write did not commit after the server came back")
 		}
-	case <-time.After(3 * wait):
-		t.Fatal("the write did not commit after the server came back")
 	}
 	if got := outputOf(t, s, "second"); got != "2" {
 		t.Fatalf("output = %q", got)
+	}
+	if got := outputOf(t, s, "first"); got != "replaced" {
+		t.Fatalf("output replaced = %q", got)
 	}
 }
 

@@ -411,7 +411,7 @@ func (s *Store) ReplaceOutput(id, data string) error {
 	if closed {
 		return ErrClosed
 	}
-	old, err := s.subjects(s.outputFilter(id))
+	old, err := s.outputSubjects(id)
 	if err != nil {
 		return err
 	}
@@ -452,6 +452,31 @@ func (s *Store) commitAlone(msgs []message) error {
 	s.mu.Unlock()
 	s.signal()
 	return <-done
+}
+
+// outputSubjects lists the stored pieces of task id's output, asking again while
+// the server is out of reach as a commit does (see publishRetrying): the
+// replacement of a result's output must not be dropped for a slow server, or the
+// task would end with the pieces streamed before it.
+func (s *Store) outputSubjects(id string) ([]string, error) {
+	wait := retryFirst
+	for attempt := 1; ; attempt++ {
+		out, err := s.subjects(s.outputFilter(id))
+		if err == nil || !transient(err) {
+			return out, err
+		}
+		s.mu.Lock()
+		closedAt := s.closedAt
+		s.mu.Unlock()
+		if !closedAt.IsZero() && time.Since(closedAt) > opTimeout {
+			return nil, err
+		}
+		if attempt == 1 || attempt%20 == 0 {
+			s.log.Warn("jsstore: reading the output failed; trying again", "stream", s.name, "attempt", attempt, "err", err)
+		}
+		time.Sleep(wait)
+		wait = min(2*wait, retryMax)
+	}
 }
 
 // subjects lists the stored subjects filter matches, in order, from the stream's
