@@ -15,8 +15,8 @@ import (
 	"time"
 
 	"github.com/chiffon-dev/chiffon/broker"
+	"github.com/chiffon-dev/chiffon/internal/testnats"
 	"github.com/chiffon-dev/chiffon/orchestrator"
-	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
@@ -32,9 +32,7 @@ type haSite struct {
 	dir   string
 	lease time.Duration
 
-	nodes       []*server.Server
-	clientPorts []int
-	routePorts  []int
+	nats *testnats.Cluster
 
 	apiToken string
 	tokens   map[string]string // agent id -> the agent's token
@@ -73,26 +71,14 @@ func newHASite(t *testing.T, orchs, agents int, lease time.Duration) *haSite {
 			t.Fatal(err)
 		}
 	}
-	for range 3 {
-		s.clientPorts = append(s.clientPorts, freePort(t))
-		s.routePorts = append(s.routePorts, freePort(t))
-	}
-	s.nodes = make([]*server.Server, 3)
-	for i := range 3 {
-		s.startNode(i)
-	}
+	// The cluster's cleanup, registered first, runs after the processes stop.
+	s.nats = testnats.StartCluster(t, broker.LocalClusterConfig{Dir: filepath.Join(s.dir, "data"), MaxPayload: 8 << 20})
 	t.Cleanup(func() {
 		s.stopAll()
-		for _, n := range s.nodes {
-			if n != nil {
-				n.Shutdown()
-			}
-		}
 		if t.Failed() || os.Getenv("CHIFFON_REL_LOGS") != "" {
 			s.dumpLogs(60)
 		}
 	})
-	s.waitJetStream()
 	s.writeSecret("api.token", s.apiToken)
 	for i := 1; i <= agents; i++ {
 		id := fmt.Sprintf("code-%d", i)
@@ -111,48 +97,15 @@ func newHASite(t *testing.T, orchs, agents int, lease time.Duration) *haSite {
 	return s
 }
 
-// startNode starts node i of the cluster on its ports and its store dir.
-func (s *haSite) startNode(i int) {
-	s.t.Helper()
-	var routes []string
-	for j, p := range s.routePorts {
-		if j != i {
-			routes = append(routes, "nats://127.0.0.1:"+strconv.Itoa(p))
-		}
-	}
-	opts := &server.Options{
-		ServerName: fmt.Sprintf("node-%d", i+1), Host: "127.0.0.1", Port: s.clientPorts[i],
-		JetStream: true, StoreDir: filepath.Join(s.dir, "data", fmt.Sprintf("node-%d", i+1)),
-		Cluster: server.ClusterOpts{Name: "chiffon-ha", Host: "127.0.0.1", Port: s.routePorts[i]},
-		Routes:  server.RoutesFromStr(strings.Join(routes, ",")),
-		NoLog:   true, NoSigs: true, MaxPayload: 8 << 20,
-	}
-	n, err := server.NewServer(opts)
-	if err != nil {
-		s.t.Fatalf("node %d: %v", i+1, err)
-	}
-	n.Start()
-	if !n.ReadyForConnections(10 * time.Second) {
-		s.t.Fatalf("node %d not ready", i+1)
-	}
-	s.nodes[i] = n
-}
-
 // killNode stops node i at once, as a crash would (its data stays on disk).
-func (s *haSite) killNode(i int) {
-	s.nodes[i].Shutdown()
-	s.nodes[i].WaitForShutdown()
-	s.nodes[i] = nil
-}
+func (s *haSite) killNode(i int) { s.nats.Shutdown(i) }
+
+// startNode starts node i again on its ports and its data, and waits until it has
+// rejoined the cluster.
+func (s *haSite) startNode(i int) { s.nats.Restart(i) }
 
 // urls are the client URLs of the three nodes.
-func (s *haSite) urls() []string {
-	var out []string
-	for _, p := range s.clientPorts {
-		out = append(out, "nats://127.0.0.1:"+strconv.Itoa(p))
-	}
-	return out
-}
+func (s *haSite) urls() []string { return s.nats.ClientURLs() }
 
 // connect connects the test to the cluster, as a monitor or to read the stream.
 func (s *haSite) connect() *nats.Conn {
@@ -163,20 +116,6 @@ func (s *haSite) connect() *nats.Conn {
 	}
 	s.t.Cleanup(nc.Close)
 	return nc
-}
-
-// waitJetStream waits until the cluster has a JetStream meta leader: a stream of
-// 3 replicas can be made.
-func (s *haSite) waitJetStream() {
-	s.t.Helper()
-	s.waitFor("a JetStream meta leader", 30*time.Second, func() bool {
-		for _, n := range s.nodes {
-			if n != nil && n.JetStreamIsLeader() {
-				return true
-			}
-		}
-		return false
-	})
 }
 
 // streamLeader returns the index of the node that leads the task stream, or -1.
@@ -191,12 +130,7 @@ func (s *haSite) streamLeader(js jetstream.JetStream) int {
 	if err != nil || info.Cluster == nil {
 		return -1
 	}
-	for i := range s.nodes {
-		if info.Cluster.Leader == fmt.Sprintf("node-%d", i+1) {
-			return i
-		}
-	}
-	return -1
+	return s.nats.NodeIndex(info.Cluster.Leader)
 }
 
 func (s *haSite) writeSecret(name, value string) {

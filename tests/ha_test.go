@@ -255,9 +255,7 @@ func TestHALeaderStoppedPastItsLease(t *testing.T) {
 	s.waitFor("a quarter of the tasks finished", time.Minute, func() bool { return s.finished(lead) >= len(ids)/4 })
 
 	old := s.orchs[lead].p
-	if err := old.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
-		t.Fatal(err)
-	}
+	old.suspend(t)
 	stopped := time.Now()
 	if got := s.leader(30 * time.Second); got != standby { // the stopped one cannot answer
 		t.Fatalf("orchestrator %d leads, want the standby", got)

@@ -2,6 +2,7 @@ package tests
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"fmt"
 	"net"
@@ -84,6 +85,29 @@ func (p *proc) kill(t *testing.T) {
 	p.wait(t, 10*time.Second)
 }
 
+// suspend stops the process with SIGSTOP and waits until the kernel says it is
+// stopped: the signal is delivered asynchronously, and a process still running
+// for a moment could answer a request sent after the signal.
+func (p *proc) suspend(t *testing.T) {
+	t.Helper()
+	if err := p.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	stat := fmt.Sprintf("/proc/%d/stat", p.pid())
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		b, err := os.ReadFile(stat)
+		// The state follows the command name, which is in parentheses.
+		if i := bytes.LastIndexByte(b, ')'); err == nil && i >= 0 && i+2 < len(b) && b[i+2] == 'T' {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s (pid %d) not stopped 10s after SIGSTOP: %s", p.name, p.pid(), b)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
 // stop asks the process to stop with SIGTERM and waits for it.
 func (p *proc) stop(t *testing.T) {
 	t.Helper()
@@ -117,6 +141,9 @@ type cluster struct {
 	// breaker is the breaker section of the orchestrator's config: relBreaker, or ""
 	// for none (the defaults of orchestrator.BreakerConfig).
 	breaker string
+	// store is the orchestrator's store.kind: orchestrator.StoreBadger (in its data
+	// dir) or orchestrator.StoreJetStream (the broker then runs JetStream).
+	store string
 
 	natsPort  int
 	httpAddr  string
@@ -164,7 +191,7 @@ func newCluster(t *testing.T, n int) *cluster {
 	c := &cluster{t: t, bin: faultsBinary(t), dir: dir, logLevel: "info",
 		natsPort: freePort(t), httpAddr: "127.0.0.1:" + strconv.Itoa(freePort(t)),
 		siteDir: filepath.Join(dir, "site"), agentType: "code", agents: map[string]*proc{},
-		runsFile: filepath.Join(dir, "runs.log"), breaker: relBreaker}
+		runsFile: filepath.Join(dir, "runs.log"), breaker: relBreaker, store: orchestrator.StoreBadger}
 	for _, d := range []string{"logs", "data"} {
 		if err := os.MkdirAll(filepath.Join(dir, d), 0o700); err != nil {
 			t.Fatal(err)
@@ -295,6 +322,8 @@ func (c *cluster) connect(id broker.Identity) *nats.Conn {
 	return nc
 }
 
+func (c *cluster) orchDataDir() string { return filepath.Join(c.dir, "data", "orchestrator") }
+
 func (c *cluster) writeOrchConfig() {
 	var agents strings.Builder
 	for _, id := range c.agentIDs {
@@ -309,9 +338,10 @@ data_dir: %s
 agents:
 %stimeouts: {ack: %s, inactivity: %s, deadline_grace: 1s, control: 2s}
 retry: {max_retries: 5, initial: 500ms, max: 4s}
+store: {kind: %s}
 %s
 `, clusterOrchID, c.natsSection("orchestrator.nk"), c.secret("api.token"), c.httpAddr,
-		filepath.Join(c.dir, "data", "orchestrator"), agents.String(), relAck, relInactivity, c.breaker)
+		c.orchDataDir(), agents.String(), relAck, relInactivity, c.store, c.breaker)
 	c.write("orchestrator.yaml", cfg)
 }
 
@@ -405,10 +435,15 @@ func (c *cluster) spawnBin(name, bin string, env []string, args ...string) *proc
 }
 
 // startBroker starts `chiffon broker` from the broker.conf chiffon init wrote, on the
-// cluster's NATS port, and waits until it accepts connections.
+// cluster's NATS port, and waits until it accepts connections. For the JetStream
+// store it runs JetStream, its data in the same directory across restarts.
 func (c *cluster) startBroker() {
 	c.t.Helper()
-	c.broker = c.spawn("broker", nil, "broker", "--config", c.brokerConf(), "--listen", c.natsAddr())
+	args := []string{"broker", "--config", c.brokerConf(), "--listen", c.natsAddr()}
+	if c.store == orchestrator.StoreJetStream {
+		args = append(args, "--jetstream", "--store-dir", filepath.Join(c.dir, "data", "broker"))
+	}
+	c.broker = c.spawn("broker", nil, args...)
 	c.waitBroker()
 }
 

@@ -4,11 +4,14 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"os"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -17,7 +20,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chiffon-dev/chiffon/broker"
 	"github.com/chiffon-dev/chiffon/orchestrator"
+	"github.com/nats-io/nats.go/jetstream"
 )
 
 // soak reports whether CHIFFON_SOAK=1 asks for the large counts.
@@ -50,6 +55,26 @@ type scenario struct {
 	// inject breaks things while the tasks run, on the test's goroutine; w says how
 	// many tasks have ended.
 	inject func(c *cluster, w *watch)
+	// store is the orchestrator's task store; runScenarios sets it.
+	store string
+}
+
+// stores are the task stores every scenario runs on.
+var stores = []string{orchestrator.StoreBadger, orchestrator.StoreJetStream}
+
+// runScenarios runs sc once on each task store, as subtests named after them, and
+// calls check, if set, with each run's cluster.
+func runScenarios(t *testing.T, sc scenario, check func(t *testing.T, c *cluster)) {
+	for _, store := range stores {
+		t.Run(store, func(t *testing.T) {
+			sc := sc
+			sc.store = store
+			c := runScenario(t, sc)
+			if check != nil {
+				check(t, c)
+			}
+		})
+	}
 }
 
 // watch follows a running workload from the orchestrator's metrics.
@@ -92,7 +117,7 @@ type report struct {
 }
 
 // runScenario runs sc on a fresh cluster and checks the guarantees.
-func runScenario(t *testing.T, sc scenario) (*cluster, report) {
+func runScenario(t *testing.T, sc scenario) *cluster {
 	n := sc.tasks
 	if soak() {
 		n = sc.soakTasks
@@ -106,8 +131,11 @@ func runScenario(t *testing.T, sc scenario) (*cluster, report) {
 	}
 	if sc.defaultBreaker {
 		c.breaker = ""
-		c.writeOrchConfig()
 	}
+	if sc.store != "" {
+		c.store = sc.store
+	}
+	c.writeOrchConfig()
 	c.start()
 	base := c.resources()
 
@@ -149,13 +177,61 @@ func runScenario(t *testing.T, sc scenario) (*cluster, report) {
 	rep.run = time.Since(start)
 
 	c.verify(t, sc, ids, &rep)
+	c.verifyStore(t, rep.byState)
 	t.Logf("faults seen: %s", c.evidence())
 	c.checkResources(t, base)
 	lines := c.assertNoTokenLogged()
 	t.Logf("%d tasks: submitted in %s, all ended %s after the first submit (%.0f tasks/s); by state %v; slowest task %s; %d log lines scanned for tokens",
 		n, rep.submit.Round(time.Millisecond), rep.run.Round(time.Millisecond), float64(n)/rep.run.Seconds(),
 		rep.byState, rep.maxTask.Round(time.Millisecond), lines)
-	return c, rep
+	return c
+}
+
+// verifyStore checks that the tasks are where the cluster's store keeps them, and
+// only there: in Badger, the orchestrator's data dir holds its tasks; in
+// JetStream, it holds none, and the stream holds a record of every task, in the
+// state the API gave (byState counts those).
+func (c *cluster) verifyStore(t *testing.T, byState map[string]int) {
+	t.Helper()
+	_, err := os.Stat(filepath.Join(c.orchDataDir(), "tasks"))
+	if c.store != orchestrator.StoreJetStream {
+		if err != nil {
+			t.Errorf("the Badger store is not in the orchestrator's data dir: %v", err)
+		}
+		return
+	}
+	if err == nil {
+		t.Errorf("the orchestrator made a Badger store in %s with store.kind jetstream", c.orchDataDir())
+	}
+	js, err := jetstream.New(c.connect(broker.Identity{Role: broker.RoleOrchestrator}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	stream, err := js.Stream(ctx, "CHIFFON_TASKS")
+	if err != nil {
+		t.Fatalf("the task stream: %v", err)
+	}
+	info, err := stream.Info(ctx, jetstream.WithSubjectFilter(broker.Subjects{}.Store()+".t.*"))
+	if err != nil {
+		t.Fatalf("the task stream: %v", err)
+	}
+	stored := map[string]int{}
+	for subject := range info.State.Subjects {
+		msg, err := stream.GetLastMsgForSubject(ctx, subject)
+		if err != nil {
+			t.Fatalf("read %s: %v", subject, err)
+		}
+		var rec orchestrator.Task
+		if err := json.Unmarshal(msg.Data, &rec); err != nil {
+			t.Fatalf("record on %s: %v", subject, err)
+		}
+		stored[string(rec.State)]++
+	}
+	if !maps.Equal(stored, byState) {
+		t.Errorf("the task stream holds tasks by state %v, the API gave %v", stored, byState)
+	}
 }
 
 // submitAll submits n count tasks over 4 connections and returns their parameter

@@ -63,38 +63,38 @@ func restartOrchestrator(c *cluster) {
 // lets it go on.
 func stallAgent(c *cluster, id string, d time.Duration) {
 	p := c.agents[id]
-	_ = p.cmd.Process.Signal(syscall.SIGSTOP)
+	p.suspend(c.t)
 	time.Sleep(d) // the fault is the passing of time
 	_ = p.cmd.Process.Signal(syscall.SIGCONT)
 }
 
 func TestReliabilityAgentKilled(t *testing.T) {
-	runScenario(t, scenario{tasks: 200, soakTasks: 5000, agents: 3, sleep: sleepEvery(2, "0.2"),
+	runScenarios(t, scenario{tasks: 200, soakTasks: 5000, agents: 3, sleep: sleepEvery(2, "0.2"),
 		bound: time.Minute, interrupted: true,
 		inject: func(c *cluster, w *watch) {
 			w.atFraction(0.3)
 			killAgent(c, "code-2", 0)
-		}})
+		}}, nil)
 }
 
 func TestReliabilityBrokerRestart(t *testing.T) {
-	runScenario(t, scenario{tasks: 200, soakTasks: 2000, agents: 3, sleep: sleepEvery(3, "0.1"),
+	runScenarios(t, scenario{tasks: 200, soakTasks: 2000, agents: 3, sleep: sleepEvery(3, "0.1"),
 		bound: time.Minute,
 		inject: func(c *cluster, w *watch) {
 			w.atFraction(0.25)
 			restartBroker(c, 0)
 			w.atFraction(0.6)
 			restartBroker(c, 0)
-		}})
+		}}, nil)
 }
 
 func TestReliabilityOrchestratorRestart(t *testing.T) {
-	runScenario(t, scenario{tasks: 200, soakTasks: 2000, agents: 3, sleep: sleepEvery(3, "0.1"),
+	runScenarios(t, scenario{tasks: 200, soakTasks: 2000, agents: 3, sleep: sleepEvery(3, "0.1"),
 		bound: time.Minute,
 		inject: func(c *cluster, w *watch) {
 			w.atFraction(0.3)
 			restartOrchestrator(c)
-		}})
+		}}, nil)
 }
 
 // TestReliabilityBlipsWithDefaultBreaker runs the orchestrator with the default
@@ -105,7 +105,7 @@ func TestReliabilityOrchestratorRestart(t *testing.T) {
 // tasks routed while it was open would end 5002 with no attempt, or wait past the
 // deadline, which a breaker open for a minute cannot meet.
 func TestReliabilityBlipsWithDefaultBreaker(t *testing.T) {
-	c, _ := runScenario(t, scenario{tasks: 300, soakTasks: 3000, agents: 1, sleep: sleepEvery(4, "0.2"),
+	runScenarios(t, scenario{tasks: 300, soakTasks: 3000, agents: 1, sleep: sleepEvery(4, "0.2"),
 		every: 40 * time.Millisecond, defaultBreaker: true, bound: 30 * time.Second, deadline: 30 * time.Second,
 		interrupted: true,
 		inject: func(c *cluster, w *watch) {
@@ -114,34 +114,35 @@ func TestReliabilityBlipsWithDefaultBreaker(t *testing.T) {
 			killAgent(c, "code-1", 2*time.Second)
 			w.atFraction(0.6)
 			restartBroker(c, 1500*time.Millisecond)
-		}})
-	if n := c.logCounts(noRespondersRequeued)[0]; n == 0 {
-		t.Error("no task was sent into a gap: the scenario did not test what it is for")
-	}
+		}}, func(t *testing.T, c *cluster) {
+		if n := c.logCounts(noRespondersRequeued)[0]; n == 0 {
+			t.Error("no task was sent into a gap: the scenario did not test what it is for")
+		}
+	})
 }
 
 // TestReliabilityLossyNetwork also runs at debug log level and checks that no
 // process logged a token (runScenario scans every log line of every process).
 func TestReliabilityLossyNetwork(t *testing.T) {
-	runScenario(t, scenario{tasks: 200, soakTasks: 5000, agents: 3,
+	runScenarios(t, scenario{tasks: 200, soakTasks: 5000, agents: 3,
 		faults: "drop_status=0.05,drop_result=0.05,dup_request=0.05", logLevel: "debug",
-		bound: time.Minute})
+		bound: time.Minute}, nil)
 }
 
 func TestReliabilitySlowAgent(t *testing.T) {
 	// Every third task runs past the inactivity timeout (only keepalives keep it
 	// alive), and one agent is stopped outright for longer than that timeout.
-	runScenario(t, scenario{tasks: 60, soakTasks: 600, agents: 3,
+	runScenarios(t, scenario{tasks: 60, soakTasks: 600, agents: 3,
 		sleep: sleepEvery(3, "3"), // seconds, over relInactivity
 		bound: time.Minute,
 		inject: func(c *cluster, w *watch) {
 			w.atFraction(0.2)
 			stallAgent(c, "code-1", 2*relInactivity+time.Second)
-		}})
+		}}, nil)
 }
 
 func TestReliabilityAllAtOnce(t *testing.T) {
-	runScenario(t, scenario{tasks: 1000, soakTasks: 20000, agents: 3, sleep: sleepEvery(10, "0.2"),
+	runScenarios(t, scenario{tasks: 1000, soakTasks: 20000, agents: 3, sleep: sleepEvery(10, "0.2"),
 		faults: "drop_status=0.05,drop_result=0.05,dup_request=0.05",
 		bound:  2 * time.Minute, interrupted: true,
 		inject: func(c *cluster, w *watch) {
@@ -157,7 +158,7 @@ func TestReliabilityAllAtOnce(t *testing.T) {
 			restartBroker(c, 0)
 			w.atFraction(0.85)
 			killAgent(c, "code-2", 0)
-		}})
+		}}, nil)
 }
 
 // TestFaultHooksNotInProductionBuild checks that the binary built without the

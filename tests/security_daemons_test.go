@@ -140,9 +140,7 @@ func TestSecurityForgedTaskMessagesChangeNothing(t *testing.T) {
 	// While dispatched: code-1 is stopped, so the task waits for its ack (up to
 	// relAck) and a "no responders" would still count, were it believed.
 	agent := c.agents["code-1"]
-	if err := agent.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
-		t.Fatal(err)
-	}
+	agent.suspend(t)
 	resumed := false
 	resume := func() {
 		if !resumed {
