@@ -38,7 +38,9 @@ type HAConfig struct {
 	// JetStream store (store.kind jetstream), which elects the leader.
 	Enabled bool `yaml:"enabled"`
 	// Lease is how long a leader leads without renewing; 0 means 5 s. A standby
-	// takes over between one and two leases after the leader stops renewing.
+	// takes over two thirds of a lease to a lease and a half after the leader
+	// stops: the leader renews every third of a lease, and a standby looks every
+	// quarter lease (at least every second).
 	Lease time.Duration `yaml:"lease"`
 	// AdvertiseURL is where this orchestrator's HTTP API is reached, shown by the
 	// others while it leads.
