@@ -43,6 +43,9 @@ func (s *Store) Task(id string) (*task.Task, error) {
 func (s *Store) last(subject string) ([]byte, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
 	defer cancel()
+	if s.leaderReads {
+		return s.lastFromLeader(ctx, subject)
+	}
 	m, err := s.stream.GetLastMsgForSubject(ctx, subject)
 	if errors.Is(err, jetstream.ErrMsgNotFound) {
 		return nil, task.ErrNotFound
@@ -54,6 +57,41 @@ func (s *Store) last(subject string) ([]byte, error) {
 		m.Data = []byte{}
 	}
 	return m.Data, nil
+}
+
+// lastFromLeader is last, answered by the stream's leader through the JetStream
+// API (the stream's message get) rather than by any replica.
+func (s *Store) lastFromLeader(ctx context.Context, subject string) ([]byte, error) {
+	req, err := json.Marshal(struct {
+		LastFor string `json:"last_by_subj"`
+	}{subject})
+	if err != nil {
+		return nil, err
+	}
+	msg, err := s.nc.RequestWithContext(ctx, "$JS.API.STREAM.MSG.GET."+s.name, req)
+	if err != nil {
+		return nil, fmt.Errorf("jsstore: get %s: %w", subject, s.explain(err))
+	}
+	var resp struct {
+		Message *struct {
+			Data []byte `json:"data"`
+		} `json:"message"`
+		Error *jetstream.APIError `json:"error"`
+	}
+	if err := json.Unmarshal(msg.Data, &resp); err != nil {
+		return nil, fmt.Errorf("jsstore: get %s: %w", subject, err)
+	}
+	switch {
+	case resp.Error != nil && resp.Error.ErrorCode == jetstream.JSErrCodeMessageNotFound:
+		return nil, task.ErrNotFound
+	case resp.Error != nil:
+		return nil, fmt.Errorf("jsstore: get %s: %w", subject, resp.Error)
+	case resp.Message == nil:
+		return nil, fmt.Errorf("jsstore: get %s: an answer without the message", subject)
+	case resp.Message.Data == nil:
+		return []byte{}, nil
+	}
+	return resp.Message.Data, nil
 }
 
 // markerTime returns when task id finished, from its finish marker.

@@ -58,6 +58,10 @@ type Store struct {
 	prefix    string
 	retention time.Duration
 	log       *slog.Logger
+	// leaderReads reads a task's record from the stream's leader rather than with a
+	// direct get, which a follower a little behind may answer: with replicas, a
+	// task read right after its last commit must not show an older state.
+	leaderReads bool
 	// maxData is the largest message body the server takes, less room for the
 	// batch headers.
 	maxData int
@@ -127,7 +131,7 @@ func Open(nc *nats.Conn, opts Options) (*Store, error) {
 	}
 	s := &Store{
 		nc: nc, stream: stream, name: opts.Stream, prefix: opts.Prefix,
-		retention: opts.Retention, log: opts.Logger,
+		retention: opts.Retention, log: opts.Logger, leaderReads: opts.Replicas > 1,
 		maxData:    int(nc.MaxPayload()) - batchHeaderRoom,
 		wake:       make(chan struct{}, 1),
 		writerDone: make(chan struct{}),

@@ -67,6 +67,26 @@ func open(t *testing.T, nc *nats.Conn, opts jsstore.Options) *jsstore.Store {
 	return s
 }
 
+// TestContractOnThreeReplicas keeps the contract with the stream on a
+// three-node cluster, the store connected to a node the stream's leader may not
+// be on: a record read right after its commit is the one committed (read from the
+// stream's leader), not an older one a follower still holds.
+func TestContractOnThreeReplicas(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a three-node cluster")
+	}
+	c := testnats.StartCluster(t, broker.LocalClusterConfig{})
+	storetest.Run(t, func(t *testing.T, retention time.Duration) task.Store {
+		opts := freshOptions(retention)
+		opts.Replicas = 3
+		s, err := jsstore.Open(c.ConnectNode(0), opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	})
+}
+
 func TestContract(t *testing.T) {
 	srv, _ := startServer(t, "")
 	storetest.Run(t, func(t *testing.T, retention time.Duration) task.Store {
