@@ -56,6 +56,28 @@ type ServerFile struct {
 	PingInterval time.Duration
 	// MaxPingsOut is how many unanswered pings drop a client; 0 means 3.
 	MaxPingsOut int
+	// ServerName names the server among the nodes of its cluster; JetStream in a
+	// cluster requires it, the same across restarts.
+	ServerName string
+	// Cluster, when set, makes the server a node of a cluster.
+	Cluster *ClusterFile
+}
+
+// ClusterFile is the cluster block of a broker's config file: the node listens
+// for routes from the other nodes and connects to theirs, over TLS that both
+// sides verify against the site CA, so that no server without a certificate of
+// the site joins.
+type ClusterFile struct {
+	// Name is the cluster's name, the same on every node.
+	Name string
+	// Listen is the route address, "host:port".
+	Listen string
+	// Routes are the other nodes' route URLs, nats-route://host:port.
+	Routes []string
+	// TLS is the node's certificate (valid for server and client
+	// authentication: a node dials the others too) and the CA; Verify must be
+	// set.
+	TLS ServerTLS
 }
 
 // Defaults of ServerFile.
@@ -101,6 +123,9 @@ func renderServerFile(f ServerFile) (string, error) {
 		pingMax = defaultMaxPingsOut
 	}
 	fmt.Fprintf(&b, "ping_interval: %s\nping_max: %d\n", quote(ping.String()), pingMax)
+	if f.ServerName != "" {
+		fmt.Fprintf(&b, "server_name: %s\n", quote(f.ServerName))
+	}
 	if t := f.TLS; t != nil {
 		fmt.Fprintf(&b, "\ntls {\n  cert_file: %s\n  key_file: %s\n", quote(t.CertFile), quote(t.KeyFile))
 		if t.CAFile != "" {
@@ -110,6 +135,16 @@ func renderServerFile(f ServerFile) (string, error) {
 	}
 	if f.JetStream {
 		fmt.Fprintf(&b, "\njetstream {\n  store_dir: %s\n}\n", quote(f.StoreDir))
+	}
+	if c := f.Cluster; c != nil {
+		routes := make([]string, len(c.Routes))
+		for i, r := range c.Routes {
+			routes[i] = quote(r)
+		}
+		fmt.Fprintf(&b, "\n# Routes to the other nodes: TLS, each side verifying the other's certificate.\n")
+		fmt.Fprintf(&b, "cluster {\n  name: %s\n  listen: %s\n  routes: [%s]\n", quote(c.Name), quote(c.Listen), strings.Join(routes, ", "))
+		fmt.Fprintf(&b, "  tls {\n    cert_file: %s\n    key_file: %s\n    ca_file: %s\n    verify: true\n    timeout: %d\n  }\n}\n",
+			quote(c.TLS.CertFile), quote(c.TLS.KeyFile), quote(c.TLS.CAFile), serverTLSTimeout)
 	}
 	b.WriteString("\n# Every user has allow lists: whatever they do not name is denied.\nauthorization {\n  users = [\n")
 	for _, u := range f.Users {
@@ -150,6 +185,19 @@ func (f ServerFile) check() error {
 	}
 	if f.JetStream && f.StoreDir == "" {
 		errs = append(errs, errors.New("JetStream needs a store dir"))
+	}
+	if c := f.Cluster; c != nil {
+		switch {
+		case c.Name == "" || c.Listen == "" || len(c.Routes) == 0:
+			errs = append(errs, errors.New("a cluster needs a name, a listen address and routes"))
+		case c.TLS.CertFile == "" || c.TLS.KeyFile == "" || c.TLS.CAFile == "" || !c.TLS.Verify:
+			// Without TLS verified both ways any host that reaches the route port
+			// joins the cluster and sees every message.
+			errs = append(errs, errors.New("a cluster needs route TLS with a cert file, a key file, a CA file and verify"))
+		}
+		if f.JetStream && f.ServerName == "" {
+			errs = append(errs, errors.New("JetStream in a cluster needs a server name"))
+		}
 	}
 	return errors.Join(errs...)
 }

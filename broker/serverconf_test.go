@@ -1,6 +1,7 @@
 package broker_test
 
 import (
+	"crypto/tls"
 	"errors"
 	"os"
 	"path/filepath"
@@ -69,6 +70,42 @@ func TestServerFileLoadsWithExactPermissions(t *testing.T) {
 	}
 }
 
+// TestServerFileClusterLoadsAsWritten: a node's file loads as nats-server reads
+// it: its name, JetStream, the cluster's name, route listener and routes, and
+// route TLS that requires and verifies the other node's certificate.
+func TestServerFileClusterLoadsAsWritten(t *testing.T) {
+	dir := t.TempDir()
+	caPath, _, _ := broker.EnsureCA(dir)
+	cert, key, err := broker.EnsureNodeCert(dir, "broker-1", []string{"n1.lan"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, pub := testnats.NKey(t)
+	f := broker.ServerFile{Listen: "0.0.0.0:4222", Users: []broker.User{{NKey: pub}},
+		ServerName: "broker-1", JetStream: true, StoreDir: filepath.Join(dir, "js"),
+		Cluster: &broker.ClusterFile{Name: "chiffon", Listen: "0.0.0.0:6222",
+			Routes: []string{"nats-route://n2.lan:6222", "nats-route://n3.lan:6222"},
+			TLS:    broker.ServerTLS{CertFile: cert, KeyFile: key, CAFile: caPath, Verify: true}}}
+	path := filepath.Join(dir, "broker-1.conf")
+	if err := broker.WriteServerFile(path, f); err != nil {
+		t.Fatal(err)
+	}
+	opts, err := server.ProcessConfigFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := opts.Cluster
+	if opts.ServerName != "broker-1" || !opts.JetStream || c.Name != "chiffon" || c.Host != "0.0.0.0" || c.Port != 6222 {
+		t.Fatalf("server %q, jetstream %v, cluster %q on %s:%d", opts.ServerName, opts.JetStream, c.Name, c.Host, c.Port)
+	}
+	if len(opts.Routes) != 2 || opts.Routes[0].Host != "n2.lan:6222" || opts.Routes[1].Host != "n3.lan:6222" {
+		t.Fatalf("routes %v", opts.Routes)
+	}
+	if c.TLSConfig == nil || c.TLSConfig.ClientAuth != tls.RequireAndVerifyClientCert || c.TLSConfig.ClientCAs == nil || c.TLSTimeout != 5 {
+		t.Fatalf("route TLS %+v, timeout %v: want client certificates required and verified", c.TLSConfig, c.TLSTimeout)
+	}
+}
+
 // TestServerFileQuotesEveryString writes strings that would break or inject into
 // an unquoted config and reads them back unchanged.
 func TestServerFileQuotesEveryString(t *testing.T) {
@@ -100,15 +137,23 @@ func TestServerFileQuotesEveryString(t *testing.T) {
 func TestServerFileRefusesAnOpenOrBrokenServer(t *testing.T) {
 	_, pub := testnats.NKey(t)
 	user := []broker.User{{NKey: pub}}
+	nodeTLS := broker.ServerTLS{CertFile: "/c.pem", KeyFile: "/k.pem", CAFile: "/ca.pem", Verify: true}
+	routes := []string{"nats-route://n2:6222"}
 	for name, f := range map[string]broker.ServerFile{
-		"no users":              {},
-		"not a user key":        {Users: []broker.User{{NKey: "ABCD"}}},
-		"same key twice":        {Users: append(user, user...)},
-		"empty subject":         {Users: []broker.User{{NKey: pub, Publish: []string{""}}}},
-		"JetStream, no store":   {Users: user, JetStream: true},
-		"TLS without key":       {Users: user, TLS: &broker.ServerTLS{CertFile: "/c.pem"}},
-		"verify without a CA":   {Users: user, TLS: &broker.ServerTLS{CertFile: "/c.pem", KeyFile: "/k.pem", Verify: true}},
-		"subject with new line": {Users: []broker.User{{NKey: pub, Subscribe: []string{"a\nb"}}}},
+		"no users":               {},
+		"not a user key":         {Users: []broker.User{{NKey: "ABCD"}}},
+		"same key twice":         {Users: append(user, user...)},
+		"empty subject":          {Users: []broker.User{{NKey: pub, Publish: []string{""}}}},
+		"JetStream, no store":    {Users: user, JetStream: true},
+		"TLS without key":        {Users: user, TLS: &broker.ServerTLS{CertFile: "/c.pem"}},
+		"verify without a CA":    {Users: user, TLS: &broker.ServerTLS{CertFile: "/c.pem", KeyFile: "/k.pem", Verify: true}},
+		"subject with new line":  {Users: []broker.User{{NKey: pub, Subscribe: []string{"a\nb"}}}},
+		"cluster without routes": {Users: user, Cluster: &broker.ClusterFile{Name: "c", Listen: ":6222", TLS: nodeTLS}},
+		"cluster without TLS":    {Users: user, Cluster: &broker.ClusterFile{Name: "c", Listen: ":6222", Routes: routes}},
+		"cluster, routes unverified": {Users: user, Cluster: &broker.ClusterFile{Name: "c", Listen: ":6222", Routes: routes,
+			TLS: broker.ServerTLS{CertFile: "/c.pem", KeyFile: "/k.pem", CAFile: "/ca.pem"}}},
+		"JetStream in a cluster, no server name": {Users: user, JetStream: true, StoreDir: "/js",
+			Cluster: &broker.ClusterFile{Name: "c", Listen: ":6222", Routes: routes, TLS: nodeTLS}},
 	} {
 		path := filepath.Join(t.TempDir(), "nats.conf")
 		if err := broker.WriteServerFile(path, f); err == nil {

@@ -81,6 +81,19 @@ func EnsureServerCert(dir string, hosts []string) (certPath, keyPath string, err
 // EnsureNamedServerCert is EnsureServerCert for another server of the site, such as
 // the orchestrator's HTTP API: its files are <name>.pem and <name>-key.pem.
 func EnsureNamedServerCert(dir, name string, hosts []string) (certPath, keyPath string, err error) {
+	return ensureHostCert(dir, name, hosts, x509.ExtKeyUsageServerAuth)
+}
+
+// EnsureNodeCert is EnsureNamedServerCert for a node of a NATS cluster: the
+// certificate is valid for client authentication too, since a node dials the
+// other nodes' route ports and shows it to them.
+func EnsureNodeCert(dir, name string, hosts []string) (certPath, keyPath string, err error) {
+	return ensureHostCert(dir, name, hosts, x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth)
+}
+
+// ensureHostCert makes dir hold <name>.pem and <name>-key.pem for hosts, with
+// usages (see EnsureServerCert).
+func ensureHostCert(dir, name string, hosts []string, usages ...x509.ExtKeyUsage) (certPath, keyPath string, err error) {
 	if !clientNameRE.MatchString(name) {
 		return "", "", fmt.Errorf("tls: server certificate name %q: use letters, digits, '.', '_' and '-'", name)
 	}
@@ -93,7 +106,7 @@ func EnsureNamedServerCert(dir, name string, hosts []string) (certPath, keyPath 
 		DNSNames:    dns,
 		IPAddresses: ips,
 		KeyUsage:    x509.KeyUsageDigitalSignature,
-		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+		ExtKeyUsage: usages,
 	}
 	certPath, keyPath = filepath.Join(dir, name+".pem"), filepath.Join(dir, name+"-key.pem")
 	if err := ensureLeaf(dir, certPath, keyPath, tmpl); err != nil {

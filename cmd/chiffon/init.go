@@ -8,11 +8,11 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 
 	"github.com/chiffon-dev/chiffon/broker"
 	"github.com/chiffon-dev/chiffon/envelope"
-	"github.com/chiffon-dev/chiffon/examples"
 	"github.com/spf13/cobra"
 )
 
@@ -30,6 +30,7 @@ type initOptions struct {
 	apiHosts     []string
 	mutualTLS    bool
 	force        bool
+	ha           haOptions
 }
 
 // newInitCmd is `chiffon init`.
@@ -49,6 +50,17 @@ func newInitCmd() *cobra.Command {
   secrets/                tokens, NKey seeds (0600), the site CA and the broker's
                           certificate for the names of --broker-host
 
+With --ha, for a NATS cluster of three nodes and two or three orchestrators that
+share their tasks in its JetStream (one leads, the others stand by), instead of
+broker.conf and orchestrator.yaml:
+  broker-1.conf ..        each node's config: the same users and TLS, its own
+  broker-3.conf           certificate (secrets/broker-N.pem) for the host of --nats
+                          URL N, JetStream, and routes to the other nodes over TLS
+                          that both sides verify against the site CA
+  orchestrator-1.yaml ..  the group's orchestrators: the same id (--group), tasks in
+                          JetStream on 3 replicas, ha enabled; orchestrator N runs on
+                          the host of --nats URL N unless --orchestrator-host says
+
 --agents lists agent types (each gets the id <type>-1), or type=id pairs such as
 infra=nas-infra. --client NAME makes an identity for a script that commands agents
 directly with another NATS client; NAME=id,id limits it to those agents. The configs
@@ -57,6 +69,9 @@ they will be on the hosts. Existing secrets are kept; existing configs are only
 replaced with --force.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := o.checkHAFlags(cmd.Flags().Changed); err != nil {
+				return usagef(err.Error())
+			}
 			agents, err := parseInitAgents(o.agents)
 			if err != nil {
 				return usagef("--agents: " + err.Error())
@@ -90,6 +105,11 @@ replaced with --force.`,
 	f.StringSliceVar(&o.apiHosts, "api-host", nil, "names and IPs of the orchestrator in its HTTP API's certificate, when --listen is beyond loopback (default: the host of --listen, else --broker-host's)")
 	f.BoolVar(&o.mutualTLS, "mutual-tls", false, "require a client certificate from every daemon as well as its NKey")
 	f.BoolVar(&o.force, "force", false, "replace existing config files")
+	f.BoolVar(&o.ha.enabled, "ha", false, "a three-node NATS cluster (one --nats URL per node) and a group of orchestrators sharing their tasks in its JetStream")
+	f.IntVar(&o.ha.orchestrators, "orchestrators", 2, "with --ha: how many orchestrators, 2 or 3")
+	f.StringSliceVar(&o.ha.routes, "cluster-routes", nil, "with --ha: the nodes' route URLs, in the order of --nats (default: port 6222 of each --nats host)")
+	f.StringSliceVar(&o.ha.orchHosts, "orchestrator-host", nil, "with --ha: the host of each orchestrator, for its advertised API address and certificate (default: the hosts of the first --nats URLs)")
+	f.StringVar(&o.ha.group, "group", "main", "with --ha: the orchestrators' shared id")
 	_ = cmd.MarkFlagRequired("dir")
 	return cmd
 }
@@ -169,14 +189,50 @@ func (o initOptions) brokerHostNames() ([]string, error) {
 	return hosts, nil
 }
 
+// initOrch is one orchestrator config that init writes.
+type initOrch struct {
+	file, dataDir string
+	// edits are added to every orchestrator's: a group member's.
+	edits []yamlEdit
+}
+
 func writeInit(w io.Writer, o initOptions, agents []siteAgent, clients []siteClient) error {
 	hosts, err := o.brokerHostNames()
 	if err != nil {
 		return usagef(err.Error())
 	}
-	// Refuse before anything is made: a new NKey without the broker.conf that
+	var nodes []clusterNode
+	orchs := []initOrch{{file: "orchestrator.yaml", dataDir: filepath.Join(o.dataRoot, "orchestrator")}}
+	apiFallback := hosts // an orchestrator often runs beside the broker
+	if o.ha.enabled {
+		if nodes, err = o.clusterNodes(); err != nil {
+			return usagef(err.Error())
+		}
+		if apiFallback, err = o.orchestratorHosts(); err != nil {
+			return usagef(err.Error())
+		}
+		orchs = orchs[:0]
+		for i := range o.ha.orchestrators {
+			name := "orchestrator-" + strconv.Itoa(i+1)
+			orchs = append(orchs, initOrch{file: name + ".yaml", dataDir: filepath.Join(o.dataRoot, name)})
+		}
+	}
+	brokerFiles := []string{"broker.conf"}
+	if nodes != nil {
+		brokerFiles = brokerFiles[:0]
+		for _, n := range nodes {
+			brokerFiles = append(brokerFiles, n.name+".conf")
+		}
+	}
+	// Refuse before anything is made: a new NKey without the broker config that
 	// lists it would lock its daemon out.
-	targets := []string{filepath.Join(o.dir, "broker.conf"), filepath.Join(o.dir, "orchestrator.yaml")}
+	var targets []string
+	for _, f := range brokerFiles {
+		targets = append(targets, filepath.Join(o.dir, f))
+	}
+	for _, orch := range orchs {
+		targets = append(targets, filepath.Join(o.dir, orch.file))
+	}
 	for _, a := range agents {
 		targets = append(targets, filepath.Join(o.dir, "agents", a.id+".yaml"))
 	}
@@ -193,78 +249,69 @@ func writeInit(w io.Writer, o initOptions, agents []siteAgent, clients []siteCli
 			return err
 		}
 	}
-	apiHosts, err := o.apiHostNames(hosts)
+	apiHosts, err := o.apiHostNames(apiFallback)
 	if err != nil {
 		return usagef(err.Error())
 	}
-	st, err := ensureSite(filepath.Join(o.dir, "secrets"), siteSpec{agents: agents, clients: clients,
-		brokerHosts: hosts, apiHosts: apiHosts, mutualTLS: o.mutualTLS})
+	spec := siteSpec{agents: agents, clients: clients, brokerHosts: hosts, apiHosts: apiHosts, mutualTLS: o.mutualTLS}
+	for _, n := range nodes {
+		spec.nodes = append(spec.nodes, n.siteNode)
+	}
+	if o.ha.enabled {
+		for _, orch := range orchs {
+			spec.orchestrators = append(spec.orchestrators, strings.TrimSuffix(orch.file, ".yaml"))
+		}
+	}
+	st, err := ensureSite(filepath.Join(o.dir, "secrets"), spec)
 	if err != nil {
 		return err
 	}
-	onHost := func(name string) string { return filepath.Join(o.secretsDir, name) }
-	if err := broker.WriteServerFile(filepath.Join(o.dir, "broker.conf"), st.brokerFile(o.secretsDir, o.brokerListen)); err != nil {
+	if nodes == nil {
+		if err := broker.WriteServerFile(filepath.Join(o.dir, "broker.conf"), st.brokerFile(o.secretsDir, o.brokerListen)); err != nil {
+			return err
+		}
+	}
+	for _, n := range nodes {
+		if err := broker.WriteServerFile(filepath.Join(o.dir, n.name+".conf"), st.nodeFile(n, o.secretsDir, o.dataRoot)); err != nil {
+			return err
+		}
+	}
+	allowed, err := writeAgentConfigs(o, st, agents)
+	if err != nil {
 		return err
 	}
-	var allowed []map[string]string
-	for _, a := range agents {
-		allowed = append(allowed, map[string]string{"id": a.id, "type": a.typ,
-			"token_file": onHost(agentTokenName(a.id)), "orchestrator_token_file": onHost(agentOrchTokenName(a.id))})
-		id := broker.Identity{Role: broker.RoleAgent, Name: a.id}
-		doc, err := exampleDoc(examples.AgentConfig(a.typ))
+	if o.ha.enabled {
+		_, port, err := net.SplitHostPort(o.listen)
 		if err != nil {
-			return err
+			return usagef(fmt.Sprintf("--listen %q: %v", o.listen, err))
 		}
-		edits := append(natsEdits(st.natsConfig(id, o.nats, o.secretsDir)),
-			yamlEdit{a.id, []string{"id"}},
-			yamlEdit{onHost(agentTokenName(a.id)), []string{"token_file"}},
-			yamlEdit{onHost(agentOrchTokenName(a.id)), []string{"orchestrator_token_file"}},
-			yamlEdit{filepath.Join(o.dataRoot, a.id), []string{"data_dir"}})
-		if err := applyEdits(doc, edits); err != nil {
-			return err
+		scheme := "http"
+		if apiHosts != nil {
+			scheme = "https"
 		}
-		doc.remove("name") // each host's agent is named after the host by default
-		if err := writeConfig(filepath.Join(o.dir, "agents", a.id+".yaml"), doc, o.force); err != nil {
-			return err
+		for i := range orchs {
+			orchs[i].edits = o.haEdits(scheme + "://" + net.JoinHostPort(apiFallback[i], port))
 		}
 	}
-
-	doc, err := exampleDoc(examples.OrchestratorConfig())
-	if err != nil {
-		return err
-	}
-	edits := append(natsEdits(st.natsConfig(broker.Identity{Role: broker.RoleOrchestrator}, o.nats, o.secretsDir)),
-		yamlEdit{onHost(siteAPIToken), []string{"api_token_file"}},
-		yamlEdit{o.listen, []string{"http", "listen"}},
-		yamlEdit{filepath.Join(o.dataRoot, "orchestrator"), []string{"data_dir"}},
-		yamlEdit{allowed, []string{"agents"}})
-	if apiHosts != nil {
-		edits = append(edits, yamlEdit{map[string]string{"cert_file": onHost(siteAPIPEM), "key_file": onHost(siteAPIKey)},
-			[]string{"http", "tls"}})
-	}
-	if err := applyEdits(doc, edits); err != nil {
-		return err
-	}
-	// The example's first comment line names the example file.
-	head := &doc.root.HeadComment
-	*head = strings.Replace(*head, "examples/orchestrator.yaml", "orchestrator.yaml  (written by chiffon init)", 1)
-	if err := writeConfig(filepath.Join(o.dir, "orchestrator.yaml"), doc, o.force); err != nil {
-		return err
+	for _, orch := range orchs {
+		if err := writeOrchConfig(o, st, orch, allowed); err != nil {
+			return err
+		}
 	}
 	for _, c := range clients {
 		if err := writeClientNotes(o, st, c); err != nil {
 			return err
 		}
 	}
-	printInitSummary(w, o, st)
+	printInitSummary(w, o, st, nodes, orchs)
 	return nil
 }
 
 // apiHostNames are the names in the HTTP API's certificate, or nil when the API
 // listens on loopback only and its token never crosses a network: --api-host, or
-// the host of --listen, or (listening on every address) the broker's names, since
-// the orchestrator often runs beside the broker.
-func (o initOptions) apiHostNames(brokerHosts []string) ([]string, error) {
+// the host of --listen, or (listening on every address) fallback: the broker's
+// names, or with --ha the orchestrators' hosts.
+func (o initOptions) apiHostNames(fallback []string) ([]string, error) {
 	host, _, err := net.SplitHostPort(o.listen)
 	if err != nil {
 		return nil, fmt.Errorf("--listen %q: %v", o.listen, err)
@@ -278,114 +325,7 @@ func (o initOptions) apiHostNames(brokerHosts []string) ([]string, error) {
 	case host != "" && (ip == nil || !ip.IsUnspecified()):
 		return []string{host}, nil
 	}
-	return brokerHosts, nil
-}
-
-// yamlEdit is a value to set at a path of a config.
-type yamlEdit struct {
-	value any
-	path  []string
-}
-
-func applyEdits(doc *yamlDoc, edits []yamlEdit) error {
-	for _, e := range edits {
-		if err := doc.set(e.value, e.path...); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// natsEdits set a config's nats section to c, keeping the comments around it.
-func natsEdits(c broker.NATSConfig) []yamlEdit {
-	tlsKeys := map[string]string{"ca_file": c.TLS.CAFile}
-	if c.TLS.CertFile != "" {
-		tlsKeys["cert_file"], tlsKeys["key_file"] = c.TLS.CertFile, c.TLS.KeyFile
-	}
-	return []yamlEdit{
-		{c.URLs, []string{"nats", "urls"}},
-		{c.NKeyFile, []string{"nats", "nkey_file"}},
-		{tlsKeys, []string{"nats", "tls"}},
-	}
-}
-
-// writeClientNotes writes clients/<name>.txt: what a client identity may do and
-// how to connect as it with the nats CLI.
-func writeClientNotes(o initOptions, st *site, c siteClient) error {
-	id := broker.Identity{Role: broker.RoleClient, Name: c.name, Agents: c.agents}
-	nc := st.natsConfig(id, o.nats, o.secretsDir)
-	subj := broker.Subjects{}
-	perms := subj.Permissions(id, st.identities)
-	var b strings.Builder
-	fmt.Fprintf(&b, "Client %s may command agents: %s\n\n", c.name, strings.Join(c.agents, ", "))
-	fmt.Fprintf(&b, "It may publish to:\n  %s\nand subscribe to:\n  %s\n\n",
-		strings.Join(perms.Publish, "\n  "), strings.Join(perms.Subscribe, "\n  "))
-	fmt.Fprintf(&b, "Its requests must use the inbox prefix %s. With the nats CLI:\n\n", subj.InboxOf(id))
-	flags := fmt.Sprintf("--server %s --nkey %s --tlsca %s --inbox-prefix %s", strings.Join(nc.URLs, ","), nc.NKeyFile, nc.TLS.CAFile, subj.InboxOf(id))
-	if nc.TLS.CertFile != "" {
-		flags += fmt.Sprintf(" --tlscert %s --tlskey %s", nc.TLS.CertFile, nc.TLS.KeyFile)
-	}
-	if len(c.agents) > 0 {
-		a := c.agents[0]
-		// --no-templates: the nats CLI would otherwise read {{ }} in a body as a template.
-		fmt.Fprintf(&b, "  nats %s \\\n    request --no-templates %s \\\n"+
-			"    \"$(chiffon envelope new --type work_request --to %s --work-type echo --param message=hi)\" \\\n"+
-			"    --header \"Authorization:Bearer $(cat %s)\" --header Chiffon-Agent-Id:%s\n\n",
-			flags, subj.AgentWork(a), agentType(st, a), filepath.Join(o.secretsDir, agentOrchTokenName(a)), a)
-		fmt.Fprintf(&b, "The Authorization token of each agent is its agent-<id>.orchestrator.token; its answers\n"+
-			"carry its agent-<id>.token, which the client should check.\n")
-	}
-	return os.WriteFile(filepath.Join(o.dir, "clients", c.name+".txt"), []byte(b.String()), 0o644)
-}
-
-func agentType(st *site, id string) string {
-	for _, a := range st.spec.agents {
-		if a.id == id {
-			return a.typ
-		}
-	}
-	return ""
-}
-
-func exampleDoc(b []byte, err error) (*yamlDoc, error) {
-	if err != nil {
-		return nil, err
-	}
-	return parseYAMLDoc(b)
-}
-
-// refuseOverwrite fails when path exists and force is off.
-func refuseOverwrite(path string, force bool) error {
-	if force {
-		return nil
-	}
-	if _, err := os.Stat(path); err == nil {
-		return fmt.Errorf("%s exists; pass --force to replace it", path)
-	}
-	return nil
-}
-
-func writeConfig(path string, doc *yamlDoc, force bool) error {
-	b, err := doc.bytes()
-	if err != nil {
-		return err
-	}
-	flags := os.O_WRONLY | os.O_CREATE | os.O_TRUNC
-	if !force {
-		flags |= os.O_EXCL
-	}
-	f, err := os.OpenFile(path, flags, 0o644)
-	if errors.Is(err, os.ErrExist) {
-		return fmt.Errorf("%s exists; pass --force to replace it", path)
-	}
-	if err != nil {
-		return err
-	}
-	if _, err := f.Write(b); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
+	return fallback, nil
 }
 
 func agentIDs(agents []siteAgent) []string {
@@ -396,14 +336,26 @@ func agentIDs(agents []siteAgent) []string {
 	return ids
 }
 
-func printInitSummary(w io.Writer, o initOptions, st *site) {
+func printInitSummary(w io.Writer, o initOptions, st *site, nodes []clusterNode, orchs []initOrch) {
 	fmt.Fprintf(w, "Wrote %s:\n", o.dir)
-	fmt.Fprintf(w, "  broker.conf             the broker (%s): NKey users, TLS, least privilege\n", o.brokerListen)
+	if nodes == nil {
+		fmt.Fprintf(w, "  broker.conf             the broker (%s): NKey users, TLS, least privilege\n", o.brokerListen)
+	}
+	for _, n := range nodes {
+		fmt.Fprintf(w, "  %-23s node %s of the cluster (clients %s, routes %s over verified TLS), JetStream\n",
+			n.name+".conf", strings.TrimPrefix(n.name, "broker-"), n.clientListen, n.routeListen)
+	}
 	scheme, ca := "http", ""
 	if st.spec.apiHosts != nil {
 		scheme, ca = "https", fmt.Sprintf("; clients trust it with --api-ca-file %s", filepath.Join(o.dir, "secrets", siteCA))
 	}
-	fmt.Fprintf(w, "  orchestrator.yaml       orchestrator (API %s://%s%s)\n", scheme, o.listen, ca)
+	what := "orchestrator"
+	if o.ha.enabled {
+		what = "member of group " + o.ha.group + ", tasks in JetStream on 3 replicas"
+	}
+	for _, orch := range orchs {
+		fmt.Fprintf(w, "  %-23s %s (API %s://%s%s)\n", orch.file, what, scheme, o.listen, ca)
+	}
 	for _, a := range st.spec.agents {
 		fmt.Fprintf(w, "  agents/%-16s %s agent\n", a.id+".yaml", a.typ)
 	}
@@ -415,6 +367,11 @@ func printInitSummary(w io.Writer, o initOptions, st *site) {
 		fmt.Fprintf(w, "  %-22s %s\n", row[0]+":", row[1])
 	}
 	fmt.Fprintln(w, "Keep secrets/ca-key.pem off every host: it signs certificates.")
-	fmt.Fprintln(w, "Then run: chiffon broker --config broker.conf; chiffon orchestrator --config orchestrator.yaml;")
+	if o.ha.enabled {
+		fmt.Fprintln(w, "Then run chiffon broker --config broker-N.conf on each node's host, and once the three have")
+		fmt.Fprintln(w, "started, chiffon orchestrator --config orchestrator-N.yaml on each orchestrator's host;")
+	} else {
+		fmt.Fprintln(w, "Then run: chiffon broker --config broker.conf; chiffon orchestrator --config orchestrator.yaml;")
+	}
 	fmt.Fprintln(w, "and chiffon agent --config <id>.yaml on each agent host.")
 }

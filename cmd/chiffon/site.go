@@ -21,6 +21,7 @@ import (
 //	client-<name>.nk
 //	ca.pem, ca-key.pem                     the site CA
 //	server.pem, server-key.pem             the broker's certificate
+//	broker-<n>.pem, broker-<n>-key.pem     instead, with --ha, each cluster node's
 //	api.pem, api-key.pem                   the HTTP API's certificate, when it is served
 //	                                       beyond loopback
 //	client-<identity>.pem, -key.pem        client certificates, with mutual TLS only
@@ -31,6 +32,12 @@ type siteSpec struct {
 	clients []siteClient
 	// brokerHosts are the names and addresses in the broker's certificate.
 	brokerHosts []string
+	// nodes, when set, are the nodes of a broker cluster, each with its own
+	// certificate, instead of one broker.
+	nodes []siteNode
+	// orchestrators are the names of a group's orchestrators ("orchestrator-1",
+	// ...), or none for a single orchestrator.
+	orchestrators []string
 	// apiHosts, when set, are the names in a certificate for the orchestrator's
 	// HTTP API, which then serves HTTPS.
 	apiHosts []string
@@ -38,6 +45,13 @@ type siteSpec struct {
 	mutualTLS bool
 	// prefix is the subject prefix; "" means broker.DefaultPrefix.
 	prefix string
+}
+
+// siteNode is one node of a broker cluster: its name (its certificate's and
+// config's, broker-<n>) and the names and addresses in its certificate.
+type siteNode struct {
+	name  string
+	hosts []string
 }
 
 // siteAgent is one agent instance of a site.
@@ -117,8 +131,15 @@ func ensureSite(dir string, spec siteSpec) (*site, error) {
 	if _, _, err := broker.EnsureCA(dir); err != nil {
 		return nil, err
 	}
-	if _, _, err := broker.EnsureServerCert(dir, spec.brokerHosts); err != nil {
-		return nil, err
+	for _, n := range spec.nodes {
+		if _, _, err := broker.EnsureNodeCert(dir, n.name, n.hosts); err != nil {
+			return nil, err
+		}
+	}
+	if spec.nodes == nil {
+		if _, _, err := broker.EnsureServerCert(dir, spec.brokerHosts); err != nil {
+			return nil, err
+		}
 	}
 	if spec.apiHosts != nil {
 		if _, _, err := broker.EnsureNamedServerCert(dir, "api", spec.apiHosts); err != nil {
@@ -195,6 +216,12 @@ func (s *site) hostFiles() [][2]string {
 		return fmt.Sprintf(", client-%[1]s.pem, client-%[1]s-key.pem", certName(id))
 	}
 	rows := [][2]string{{"broker", siteServerPEM + ", " + siteServerKey + ", " + siteCA}}
+	if s.spec.nodes != nil {
+		rows = nil
+		for _, n := range s.spec.nodes {
+			rows = append(rows, [2]string{n.name, n.name + ".pem, " + n.name + "-key.pem, " + siteCA})
+		}
+	}
 	orch := siteOrchNKey + ", " + siteAPIToken + ", " + siteCA + clientCert(broker.Identity{Role: broker.RoleOrchestrator})
 	if s.spec.apiHosts != nil {
 		orch += ", " + siteAPIPEM + ", " + siteAPIKey
@@ -202,7 +229,12 @@ func (s *site) hostFiles() [][2]string {
 	for _, a := range s.spec.agents {
 		orch += ", " + agentTokenName(a.id) + ", " + agentOrchTokenName(a.id)
 	}
-	rows = append(rows, [2]string{"orchestrator", orch})
+	if s.spec.orchestrators == nil {
+		rows = append(rows, [2]string{"orchestrator", orch})
+	}
+	for _, name := range s.spec.orchestrators {
+		rows = append(rows, [2]string{name, orch})
+	}
 	for _, a := range s.spec.agents {
 		id := broker.Identity{Role: broker.RoleAgent, Name: a.id}
 		rows = append(rows, [2]string{"agent " + a.id, agentNKeyName(a.id) + ", " + agentTokenName(a.id) + ", " +
