@@ -13,15 +13,26 @@ import (
 )
 
 // BenchmarkSave is one write of a record and an event at a time, each waited for:
-// what a task's commit costs on JetStream.
+// what a task's commit costs on JetStream, on one server and on a stream of 3
+// replicas on a three-node cluster in this process.
 func BenchmarkSave(b *testing.B) {
-	srv := testnats.Start(b, broker.ServerConfig{JetStream: true, StoreDir: b.TempDir()})
-	nc, err := nats.Connect(srv.ClientURL())
+	b.Run("one-server", func(b *testing.B) {
+		srv := testnats.Start(b, broker.ServerConfig{JetStream: true, StoreDir: b.TempDir()})
+		benchSave(b, srv.ClientURL(), 1)
+	})
+	b.Run("three-replicas", func(b *testing.B) {
+		c := testnats.StartCluster(b, broker.LocalClusterConfig{})
+		benchSave(b, c.ClientURL(0), 3)
+	})
+}
+
+func benchSave(b *testing.B, url string, replicas int) {
+	nc, err := nats.Connect(url)
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer nc.Close()
-	s, err := jsstore.Open(nc, jsstore.Options{Stream: "BENCH", Prefix: "bench.store"})
+	s, err := jsstore.Open(nc, jsstore.Options{Stream: "BENCH", Prefix: "bench.store", Replicas: replicas})
 	if err != nil {
 		b.Fatal(err)
 	}
