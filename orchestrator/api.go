@@ -1,7 +1,6 @@
 package orchestrator
 
 import (
-	"crypto/subtle"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -35,7 +34,7 @@ func (o *Orchestrator) newAPI() http.Handler {
 	api := func(pattern string, h http.HandlerFunc) { mux.Handle(pattern, o.requireToken(h)) }
 	// A standby forwards what needs the core to the leader (forward.go); the
 	// reads come from the store.
-	api("POST /api/v1/tasks", o.leaderOnly(o.apiSubmit))
+	api("POST /api/v1/tasks", operatorOnly(o.leaderOnly(o.apiSubmit)))
 	api("GET /api/v1/tasks", o.apiList)
 	api("GET /api/v1/tasks/{id}", o.withTask(func(w http.ResponseWriter, _ *http.Request, id string) {
 		t, err := o.Task(id)
@@ -47,7 +46,7 @@ func (o *Orchestrator) newAPI() http.Handler {
 	}))
 	api("GET /api/v1/tasks/{id}/output", o.withTask(o.apiOutput))
 	api("GET /api/v1/tasks/{id}/events", o.withTask(o.serveEvents))
-	api("POST /api/v1/tasks/{id}/cancel", o.leaderOnly(o.withTask(o.apiCancel)))
+	api("POST /api/v1/tasks/{id}/cancel", operatorOnly(o.leaderOnly(o.withTask(o.apiCancel))))
 	api("GET /api/v1/agents", o.leaderOnly(func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, http.StatusOK, o.Agents()) }))
 	api("/api/", func(w http.ResponseWriter, _ *http.Request) {
 		writeError(w, http.StatusNotFound, "not_found", "", "no such API endpoint")
@@ -84,17 +83,18 @@ type Readiness struct {
 	Role
 }
 
-// requireToken refuses a request without the API bearer token (constant time).
+// requireToken refuses a request without an API bearer token, and gives the
+// handler the token's role (RoleOf).
 func (o *Orchestrator) requireToken(h http.Handler) http.Handler {
-	want := []byte(o.sec.apiToken)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-		if !ok || subtle.ConstantTimeCompare([]byte(got), want) != 1 {
+		role, known := o.Authenticate(got)
+		if !ok || !known {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="chiffon"`)
 			writeError(w, http.StatusUnauthorized, "unauthorized", "Authorization", "a valid bearer token is required")
 			return
 		}
-		h.ServeHTTP(w, r)
+		h.ServeHTTP(w, r.WithContext(WithRole(r.Context(), role)))
 	})
 }
 

@@ -22,8 +22,11 @@ type Config struct {
 	ID string `yaml:"id"`
 	// NATS says where the broker is and with which identity to connect.
 	NATS broker.NATSConfig `yaml:"nats"`
-	// APITokenFile holds the bearer token HTTP API clients must send.
+	// APITokenFile holds the bearer token HTTP API clients must send: an
+	// operator's, which may submit and cancel.
 	APITokenFile string `yaml:"api_token_file"`
+	// APITokens are more API tokens, each with its role (roles.go).
+	APITokens []APITokenConfig `yaml:"api_tokens"`
 	// HTTP configures the API server.
 	HTTP HTTPConfig `yaml:"http"`
 	// DataDir holds orch_id and the task store (<data_dir>/tasks).
@@ -211,6 +214,11 @@ func (c Config) Validate() error {
 	if c.APITokenFile == "" && c.APIToken == "" {
 		return bad("api_token_file", "is required")
 	}
+	for i, t := range c.APITokens {
+		if err := t.validate(fmt.Sprintf("api_tokens[%d]", i)); err != nil {
+			return err
+		}
+	}
 	if err := c.HTTP.Validate(); err != nil {
 		return err // it names the key
 	}
@@ -259,8 +267,9 @@ func (c Config) Validate() error {
 
 // secrets are the tokens an orchestrator runs with, read from their files.
 type secrets struct {
-	apiToken string
-	agents   map[string]agentSecrets
+	// apiTokens are the API's tokens, api_token_file's first.
+	apiTokens []apiToken
+	agents    map[string]agentSecrets
 }
 
 // agentToken is the token the sender naming agent id must present, and whether the
@@ -288,12 +297,10 @@ func (s *secrets) authHeader(agentID string) (nats.Header, bool) {
 }
 
 func (c Config) readSecrets() (secrets, error) {
-	s := secrets{apiToken: c.APIToken, agents: map[string]agentSecrets{}}
+	s := secrets{agents: map[string]agentSecrets{}}
 	var err error
-	if s.apiToken == "" {
-		if s.apiToken, err = broker.ReadTokenFile(c.APITokenFile); err != nil {
-			return s, fmt.Errorf("config: api_token_file: %w", err)
-		}
+	if s.apiTokens, err = c.readAPITokens(); err != nil {
+		return s, err
 	}
 	read := func(tok, file, key string) (string, error) {
 		if tok != "" {

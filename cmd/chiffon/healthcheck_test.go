@@ -6,8 +6,13 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/chiffon-dev/chiffon/broker"
+	"github.com/chiffon-dev/chiffon/orchestrator"
+	"go.yaml.in/yaml/v3"
 )
 
 func TestHealthcheckFile(t *testing.T) {
@@ -62,5 +67,33 @@ func TestTokenNew(t *testing.T) {
 	info, err := os.Stat(path)
 	if err != nil || info.Mode().Perm() != 0o600 {
 		t.Fatalf("token file: %v, mode %v", err, info.Mode().Perm())
+	}
+}
+
+// TestTokenNewWithARole writes the token and prints config lines that give it
+// the role, without the token; a role that does not exist, or a role without a
+// file, is refused.
+func TestTokenNewWithARole(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "viewer.token")
+	code, out, errOut := runCLI(t, "", "token", "new", "--file", path, "--role", "viewer")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	tok, err := broker.ReadTokenFile(path)
+	if err != nil || strings.Contains(out, tok) {
+		t.Fatalf("token file: %v; the output shows the token: %v", err, strings.Contains(out, tok))
+	}
+	var cfg struct {
+		APITokens []orchestrator.APITokenConfig `yaml:"api_tokens"`
+	}
+	_, snippet, _ := strings.Cut(out, "\n")
+	if err := yaml.Unmarshal([]byte(snippet), &cfg); err != nil || len(cfg.APITokens) != 1 ||
+		cfg.APITokens[0] != (orchestrator.APITokenConfig{TokenFile: path, Role: orchestrator.RoleViewer}) {
+		t.Fatalf("config lines %q: %+v, %v", snippet, cfg, err)
+	}
+	for _, args := range [][]string{{"--file", path + "2", "--role", "admin"}, {"--role", "viewer"}} {
+		if code, _, _ := runCLI(t, "", append([]string{"token", "new"}, args...)...); code != 2 {
+			t.Errorf("token new %v: exit %d, want 2", args, code)
+		}
 	}
 }
