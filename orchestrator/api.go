@@ -177,7 +177,8 @@ func jsonKind(k string) string {
 
 func (o *Orchestrator) apiList(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
-	opts := ListOptions{State: State(q.Get("state")), AgentType: envelope.AgentType(q.Get("agent_type"))}
+	opts := ListOptions{State: State(q.Get("state")), AgentType: envelope.AgentType(q.Get("agent_type")),
+		AgentID: q.Get("agent_id"), WorkType: q.Get("work_type")}
 	if opts.State != "" && !opts.State.Valid() {
 		writeError(w, http.StatusBadRequest, "invalid_field", "state", "must be one of pending, dispatched, running, succeeded, failed, cancelled, error")
 		return
@@ -193,6 +194,14 @@ func (o *Orchestrator) apiList(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		opts.Limit = n
+	}
+	if v := q.Get("offset"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 || n > 100000 {
+			writeError(w, http.StatusBadRequest, "invalid_field", "offset", "must be an integer from 0 to 100000")
+			return
+		}
+		opts.Offset = n
 	}
 	tasks, err := o.Tasks(opts)
 	if err != nil {

@@ -108,6 +108,15 @@ func (c *Client) List(ctx context.Context, opts ListOptions) ([]*Task, error) {
 	if opts.AgentType != "" {
 		q.Set("agent_type", string(opts.AgentType))
 	}
+	if opts.AgentID != "" {
+		q.Set("agent_id", opts.AgentID)
+	}
+	if opts.WorkType != "" {
+		q.Set("work_type", opts.WorkType)
+	}
+	if opts.Offset > 0 {
+		q.Set("offset", strconv.Itoa(opts.Offset))
+	}
 	if opts.Limit > 0 {
 		q.Set("limit", strconv.Itoa(opts.Limit))
 	}

@@ -29,6 +29,12 @@ type ListOptions struct {
 	State State
 	// AgentType keeps tasks for this agent type; "" keeps all.
 	AgentType envelope.AgentType
+	// AgentID keeps tasks last sent to this agent; "" keeps all.
+	AgentID string
+	// WorkType keeps tasks of this work type; "" keeps all.
+	WorkType string
+	// Offset skips this many of the tasks kept, newest first: a page.
+	Offset int
 	// Limit bounds the number of tasks; 0 means 100.
 	Limit int
 }
@@ -49,7 +55,12 @@ func (o *Orchestrator) Tasks(opts ListOptions) ([]*Task, error) {
 		if l := live[t.ID]; l != nil {
 			*t = *l
 		}
-		return (opts.State == "" || t.State == opts.State) && (opts.AgentType == "" || t.ToAgent == opts.AgentType)
+		return (opts.State == "" || t.State == opts.State) && (opts.AgentType == "" || t.ToAgent == opts.AgentType) &&
+			(opts.AgentID == "" || t.AgentID == opts.AgentID) && (opts.WorkType == "" || t.WorkType == opts.WorkType)
 	}
-	return o.st.Tasks(keep, opts.Limit)
+	tasks, err := o.st.Tasks(keep, opts.Offset+opts.Limit)
+	if err != nil || opts.Offset >= len(tasks) {
+		return nil, err
+	}
+	return tasks[opts.Offset:], nil
 }

@@ -2,6 +2,7 @@ package orchestrator_test
 
 import (
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -74,5 +75,57 @@ func TestAPITokensConfigIsChecked(t *testing.T) {
 		} else if !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "abc") {
 			t.Errorf("%s: %v, want an error naming %s and no token", name, err, tc.want)
 		}
+	}
+}
+
+// TestAPIListFiltersAndPages: the task list keeps the tasks of an agent and of a
+// work type, and pages with offset and limit, newest first.
+func TestAPIListFiltersAndPages(t *testing.T) {
+	e := newEnv(t, "code-1")
+	o := e.open()
+	a := e.fakeAgent("code-1")
+	a.listen()
+	a.registerOffering(4, "echo", "sleep")
+	c := e.client(o)
+	var ids []string
+	for _, wt := range []string{"echo", "sleep", "echo"} {
+		task, err := o.Submit(t.Context(), orchestrator.SubmitRequest{ToAgent: "code", WorkType: wt})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, task.ID)
+		a.next()
+	}
+	list := func(name string, opts orchestrator.ListOptions) []string {
+		t.Helper()
+		tasks, err := c.List(t.Context(), opts)
+		if err != nil {
+			t.Fatalf("list %s: %v", name, err)
+		}
+		var got []string
+		for _, tk := range tasks {
+			got = append(got, tk.ID)
+		}
+		return got
+	}
+	for _, tc := range []struct {
+		name string
+		opts orchestrator.ListOptions
+		want []string
+	}{
+		{"work type", orchestrator.ListOptions{WorkType: "sleep"}, []string{ids[1]}},
+		{"agent", orchestrator.ListOptions{AgentID: "code-1"}, []string{ids[2], ids[1], ids[0]}},
+		{"another agent", orchestrator.ListOptions{AgentID: "code-2"}, nil},
+		{"first page", orchestrator.ListOptions{Limit: 2}, []string{ids[2], ids[1]}},
+		{"second page", orchestrator.ListOptions{Limit: 2, Offset: 2}, []string{ids[0]}},
+		{"past the end", orchestrator.ListOptions{Offset: 3}, nil},
+		{"work type, second page", orchestrator.ListOptions{WorkType: "echo", Limit: 1, Offset: 1}, []string{ids[0]}},
+	} {
+		if got := list(tc.name, tc.opts); !slices.Equal(got, tc.want) {
+			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
+		}
+	}
+	if status, _ := call(t, c, "GET", "/api/v1/tasks?offset=-1", e.cfg.APIToken, ""); status != 400 {
+		t.Errorf("negative offset: %d, want 400", status)
 	}
 }
