@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"runtime"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -26,17 +27,33 @@ func (a *Agent) addBuiltins() {
 	})
 }
 
-// echoHandler returns the message parameter as the output.
+// maxEchoOutput bounds echo's output: repeat makes large outputs for trying out
+// chunking and the dashboard's tail, not unbounded ones.
+const maxEchoOutput = 64 << 20
+
+// echoHandler returns the message parameter as the output, repeat times (1 when
+// not given).
 func echoHandler(_ context.Context, req *Request, _ Progress) (Result, error) {
 	msg, ok := req.Parameters["message"].(string)
 	if !ok {
 		return Result{ExitCode: 2}, fmt.Errorf("parameter message must be a string")
 	}
-	return Result{Output: msg}, nil
+	repeat := 1.0
+	if v, given := req.Parameters["repeat"]; given {
+		n, err := number(v)
+		if err != nil || n < 1 || n != float64(int(n)) {
+			return Result{ExitCode: 2}, fmt.Errorf("parameter repeat must be a whole number from 1")
+		}
+		repeat = n
+	}
+	if repeat*float64(len(msg)) > maxEchoOutput {
+		return Result{ExitCode: 2}, fmt.Errorf("message times repeat is over %d MiB", maxEchoOutput>>20)
+	}
+	return Result{Output: strings.Repeat(msg, int(repeat))}, nil
 }
 
-// sleepHandler waits for the seconds parameter, reporting progress each second, and
-// stops early when its context ends.
+// sleepHandler waits for the seconds parameter, reporting progress and writing a
+// line of output each second, and stops early when its context ends.
 func sleepHandler(ctx context.Context, req *Request, p Progress) (Result, error) {
 	secs, err := number(req.Parameters["seconds"])
 	if err != nil || secs < 0 {
@@ -54,6 +71,7 @@ func sleepHandler(ctx context.Context, req *Request, p Progress) (Result, error)
 		case <-ctx.Done():
 			return Result{}, context.Cause(ctx)
 		case <-tick.C:
+			fmt.Fprintf(p, "%s of %s\n", time.Since(start).Round(time.Second), total)
 			p.SetPercent(int(100 * time.Since(start) / max(total, 1)))
 		case <-done.C:
 			p.SetPercent(100)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/chiffon-dev/chiffon/broker"
@@ -29,6 +30,8 @@ type Config struct {
 	APITokens []APITokenConfig `yaml:"api_tokens"`
 	// HTTP configures the API server.
 	HTTP HTTPConfig `yaml:"http"`
+	// UI places the web dashboard.
+	UI UIConfig `yaml:"ui"`
 	// DataDir holds orch_id and the task store (<data_dir>/tasks).
 	DataDir string `yaml:"data_dir"`
 	// Agents lists every agent instance allowed in, with its type and its pair of
@@ -62,6 +65,29 @@ type HTTPConfig struct {
 	// TLS, when its files are set, serves the API over HTTPS (TLS 1.2 or later);
 	// unset, the API is plain HTTP.
 	TLS TLSConfig `yaml:"tls"`
+}
+
+// UIConfig places the web dashboard on the API's server.
+type UIConfig struct {
+	// Path is where the dashboard is served, such as "/" (the default) or
+	// "/ui/"; it must start and end with "/" and not be under /api/.
+	Path string `yaml:"path"`
+}
+
+func (c UIConfig) path() string {
+	if c.Path == "" {
+		return "/"
+	}
+	return c.Path
+}
+
+func (c UIConfig) validate() error {
+	p := c.path()
+	if !strings.HasPrefix(p, "/") || !strings.HasSuffix(p, "/") || strings.HasPrefix(p, "/api/") ||
+		strings.ContainsAny(p, " {}?#") {
+		return fmt.Errorf("config: ui.path: must start and end with / and lie outside /api/, got %q", c.Path)
+	}
+	return nil
 }
 
 // AgentConfig is one agent instance allowed in. Each agent has a pair of tokens:
@@ -221,6 +247,9 @@ func (c Config) Validate() error {
 	}
 	if err := c.HTTP.Validate(); err != nil {
 		return err // it names the key
+	}
+	if err := c.UI.validate(); err != nil {
+		return err
 	}
 	if err := c.Store.Validate(); err != nil {
 		return err // it names the key

@@ -39,6 +39,10 @@ type Options struct {
 	// Store keeps the tasks instead of a Badger store in Config.DataDir/tasks.
 	// The orchestrator closes it.
 	Store TaskStore
+	// Pages, when set, makes the web pages served at Config.UI.Path (the
+	// dashboard, package ui): it gets the orchestrator, whose API (Handler) and
+	// Authenticate the pages use.
+	Pages func(o *Orchestrator, path string) (http.Handler, error)
 }
 
 // Orchestrator is a running orchestrator. Its methods are safe for concurrent use.
@@ -151,6 +155,15 @@ func Open(cfg Config, opts Options) (*Orchestrator, error) {
 		}
 	}
 	o.handler = o.newAPI()
+	if opts.Pages != nil {
+		if err := o.mountPages(opts.Pages); err != nil {
+			_ = o.st.Close()
+			if o.ownConn {
+				o.nc.Close()
+			}
+			return nil, err
+		}
+	}
 	go o.loop()
 	start := o.start
 	if cfg.HA.Enabled {
@@ -198,6 +211,20 @@ func (o *Orchestrator) start() error {
 		return err
 	}
 	o.discover()
+	return nil
+}
+
+// mountPages serves pages at Config.UI.Path, beside the API.
+func (o *Orchestrator) mountPages(pages func(*Orchestrator, string) (http.Handler, error)) error {
+	path := o.cfg.UI.path()
+	h, err := pages(o, path)
+	if err != nil {
+		return err
+	}
+	if path != "/" {
+		h = http.StripPrefix(strings.TrimSuffix(path, "/"), h)
+	}
+	o.mux.Handle(path, h)
 	return nil
 }
 

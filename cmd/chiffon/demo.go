@@ -33,13 +33,15 @@ func newDemoCmd() *cobra.Command {
 		Short: "Start a whole Chiffon in a temp dir, run a real task on each agent type, show the results",
 		Long: `Starts a whole Chiffon in a temp dir, runs a real task on each agent type and shows
 the results. The temp dir (logs, stores) is removed afterwards, unless --keep is given
-or the demo failed: then it is kept and its path printed.`,
+or the demo failed: then it is kept and its path printed. With --keep the stack also
+keeps running after the tasks, until interrupted, so that the tasks can be looked at
+in the dashboard it prints the address of.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return demo(cmd.Context(), cmd.OutOrStdout(), demoTasks, keep)
 		},
 	}
-	cmd.Flags().BoolVar(&keep, "keep", false, "keep the temp dir (logs, stores) afterwards")
+	cmd.Flags().BoolVar(&keep, "keep", false, "keep the stack running after the tasks, until interrupted, and the temp dir afterwards")
 	return cmd
 }
 
@@ -50,7 +52,7 @@ func demo(ctx context.Context, out io.Writer, tasks []orchestrator.SubmitRequest
 	if err != nil {
 		return err
 	}
-	err = runDemo(ctx, dir, tasks, out)
+	err = runDemo(ctx, dir, tasks, out, keep)
 	switch logPath := filepath.Join(dir, demoLog); {
 	case keep:
 		fmt.Fprintf(out, "Kept %s (logs in %s)\n", dir, logPath)
@@ -67,7 +69,7 @@ func demo(ctx context.Context, out io.Writer, tasks []orchestrator.SubmitRequest
 // demoLog is the log file in the demo's dir.
 const demoLog = "chiffon.log"
 
-func runDemo(ctx context.Context, dir string, tasks []orchestrator.SubmitRequest, out io.Writer) error {
+func runDemo(ctx context.Context, dir string, tasks []orchestrator.SubmitRequest, out io.Writer, keep bool) error {
 	logFile, err := os.OpenFile(filepath.Join(dir, demoLog), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
 		return err
@@ -83,8 +85,9 @@ func runDemo(ctx context.Context, dir string, tasks []orchestrator.SubmitRequest
 		return err
 	}
 	defer s.Stop()
-	fmt.Fprintf(out, "Chiffon demo: broker %s, API %s, %d agents\n\n", s.NATSURL(), s.APIURL(), len(s.AgentIDs()))
+	fmt.Fprintf(out, "Chiffon demo: broker %s, API %s, %d agents; dashboard %s/\n\n", s.NATSURL(), s.APIURL(), len(s.AgentIDs()), s.APIURL())
 	c := &orchestrator.Client{BaseURL: s.APIURL(), Token: s.APIToken()}
+	running := ctx
 	ctx, cancel := context.WithTimeout(ctx, 45*time.Second)
 	defer cancel()
 	p := &demoPrinter{w: out}
@@ -116,6 +119,12 @@ func runDemo(ctx context.Context, dir string, tasks []orchestrator.SubmitRequest
 		printDemoResult(ctx, out, c, req, t)
 	}
 	fmt.Fprintf(out, "%d of %d tasks succeeded in %s\n", len(results)-failed, len(results), time.Since(start).Round(time.Millisecond))
+	if keep {
+		fmt.Fprintf(out, "The stack keeps running: see the tasks at %s/ and sign in with the token in %s (a viewer's: %s)\n",
+			s.APIURL(), filepath.Join(dir, "secrets", siteAPIToken), filepath.Join(dir, "secrets", siteViewerToken))
+		fmt.Fprintln(out, "Press Ctrl-C to stop.")
+		<-running.Done()
+	}
 	if failed > 0 {
 		return exitCode(1, fmt.Errorf("%d of %d demo tasks did not succeed", failed, len(tasks)))
 	}

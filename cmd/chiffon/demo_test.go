@@ -3,8 +3,11 @@ package main
 import (
 	"bytes"
 	"context"
+	"net/http"
 	"os"
 	"regexp"
+	"strings"
+	"sync"
 	"testing"
 
 	"github.com/chiffon-dev/chiffon/envelope"
@@ -32,8 +35,27 @@ func TestDemoPrintsOnlyPathsItKeeps(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			tmp := t.TempDir()
 			t.Setenv("TMPDIR", tmp)
-			var out bytes.Buffer
-			err := demo(context.Background(), &out, tc.tasks, tc.keep)
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			out := &keptWriter{}
+			if tc.keep {
+				// With --keep the stack runs until interrupted: the dashboard it
+				// names answers, then the test interrupts it.
+				out.kept = func(text string) {
+					if m := regexp.MustCompile(`see the tasks at (\S+/) `).FindStringSubmatch(text); m != nil {
+						resp, err := http.Get(m[1] + "login")
+						if err != nil || resp.StatusCode != http.StatusOK {
+							t.Errorf("the kept stack's dashboard: %v %v", resp, err)
+						} else {
+							resp.Body.Close()
+						}
+					} else {
+						t.Errorf("--keep names no dashboard:\n%s", text)
+					}
+					cancel()
+				}
+			}
+			err := demo(ctx, out, tc.tasks, tc.keep)
 			if (err == nil) != tc.ok || (err != nil && err.Error() != "1 of 2 demo tasks did not succeed") {
 				t.Fatalf("demo: %v\n%s", err, out.String())
 			}
@@ -49,4 +71,30 @@ func TestDemoPrintsOnlyPathsItKeeps(t *testing.T) {
 			}
 		})
 	}
+}
+
+// keptWriter collects the demo's output and, once it says the stack keeps
+// running, calls kept with all of it (in its own goroutine: the demo waits).
+type keptWriter struct {
+	mu   sync.Mutex
+	buf  bytes.Buffer
+	kept func(text string)
+	told bool
+}
+
+func (w *keptWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.buf.Write(p)
+	if text := w.buf.String(); w.kept != nil && !w.told && strings.Contains(text, "Press Ctrl-C") {
+		w.told = true
+		go w.kept(text)
+	}
+	return len(p), nil
+}
+
+func (w *keptWriter) String() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.buf.String()
 }

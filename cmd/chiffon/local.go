@@ -50,6 +50,11 @@ func localStack(cfg localConfig) (stack.Config, error) {
 	if err != nil {
 		return stack.Config{}, err
 	}
+	// A viewer's token beside the operator's api.token, to look at the
+	// dashboard read-only.
+	if _, err := loadOrCreateToken(filepath.Join(secrets, siteViewerToken)); err != nil {
+		return stack.Config{}, err
+	}
 	confPath := filepath.Join(cfg.DataDir, "broker.conf")
 	listen := net.JoinHostPort(cfg.Host, strconv.Itoa(max(cfg.NATSPort, 0)))
 	if err := broker.WriteServerFile(confPath, st.brokerFile(secrets, listen)); err != nil {
@@ -61,6 +66,7 @@ func localStack(cfg localConfig) (stack.Config, error) {
 		Orchestrator: orchestrator.Config{
 			NATS:         st.natsConfig(broker.Identity{Role: broker.RoleOrchestrator}, nil, secrets),
 			APITokenFile: filepath.Join(secrets, siteAPIToken),
+			APITokens:    []orchestrator.APITokenConfig{{TokenFile: filepath.Join(secrets, siteViewerToken), Role: orchestrator.RoleViewer}},
 			HTTP:         orchestrator.HTTPConfig{Listen: net.JoinHostPort(cfg.Host, strconv.Itoa(cfg.HTTPPort))},
 		},
 		Log: cfg.Log,

@@ -8,6 +8,7 @@ import (
 	"os"
 
 	"github.com/chiffon-dev/chiffon/orchestrator"
+	"github.com/chiffon-dev/chiffon/ui"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 )
@@ -43,7 +44,7 @@ the store and resume at the next start.`,
 				return usagef(err.Error())
 			}
 			log := newLogger(cmd.ErrOrStderr())
-			o, err := orchestrator.Open(cfg, orchestrator.Options{Logger: log})
+			o, err := orchestrator.Open(cfg, orchestrator.Options{Logger: log, Pages: ui.Pages(cfg.HTTP.TLS.Enabled(), log)})
 			if err != nil {
 				return err
 			}

@@ -65,13 +65,15 @@ type siteClient struct {
 
 // Names of a site's secret files.
 const (
-	siteAPIToken  = "api.token"
-	siteOrchNKey  = "orchestrator.nk"
-	siteCA        = "ca.pem"
-	siteServerPEM = "server.pem"
-	siteServerKey = "server-key.pem"
-	siteAPIPEM    = "api.pem"
-	siteAPIKey    = "api-key.pem"
+	siteAPIToken = "api.token"
+	// siteViewerToken is a viewer's API token, which chiffon up makes.
+	siteViewerToken = "viewer.token"
+	siteOrchNKey    = "orchestrator.nk"
+	siteCA          = "ca.pem"
+	siteServerPEM   = "server.pem"
+	siteServerKey   = "server-key.pem"
+	siteAPIPEM      = "api.pem"
+	siteAPIKey      = "api-key.pem"
 )
 
 func agentTokenName(id string) string     { return "agent-" + id + ".token" }

@@ -124,6 +124,8 @@ func (b upBanner) print(w io.Writer) {
 	fmt.Fprintln(w, "Chiffon is up.")
 	fmt.Fprintf(w, "  NATS broker    %s\n", b.natsURL)
 	fmt.Fprintf(w, "  HTTP API       %s  (token in %s)\n", b.apiURL, tokenFile)
+	fmt.Fprintf(w, "  dashboard      %s/  (sign in with that token; a viewer's is in %s)\n", b.apiURL,
+		filepath.Join(dataDir, "secrets", siteViewerToken))
 	for _, a := range b.agents {
 		fmt.Fprintf(w, "  agent %-8s %s  data %s\n", a.Config.Type, a.Config.ID, a.Config.DataDir)
 	}

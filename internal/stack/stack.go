@@ -21,6 +21,7 @@ import (
 	"github.com/chiffon-dev/chiffon/broker"
 	"github.com/chiffon-dev/chiffon/envelope"
 	"github.com/chiffon-dev/chiffon/orchestrator"
+	"github.com/chiffon-dev/chiffon/ui"
 )
 
 // Config says what a stack runs. Zero values mean the defaults.
@@ -125,7 +126,8 @@ func Start(ctx context.Context, cfg Config) (_ *Stack, err error) {
 	if err != nil {
 		return nil, err
 	}
-	if s.orch, err = orchestrator.Open(oc, orchestrator.Options{Logger: log.With("daemon", "orchestrator")}); err != nil {
+	olog := log.With("daemon", "orchestrator")
+	if s.orch, err = orchestrator.Open(oc, orchestrator.Options{Logger: olog, Pages: ui.Pages(oc.HTTP.TLS.Enabled(), olog)}); err != nil {
 		return nil, err
 	}
 	ln, err := net.Listen("tcp", cmp.Or(oc.HTTP.Listen, "127.0.0.1:0"))

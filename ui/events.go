@@ -1,0 +1,114 @@
+package ui
+
+import (
+	"bufio"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+
+	"github.com/chiffon-dev/chiffon/orchestrator"
+)
+
+// events relays a task's event stream (the API's, which this page's script
+// follows) under the session's cookie, since a browser's EventSource sends no
+// token. The output of a status that ends before the page's tail (?tail=offset)
+// is left out: the page has it, or shows only the last 64 KiB. Last-Event-ID,
+// which EventSource sends when it reconnects, resumes the stream; ?after=N does
+// on the first connection.
+func (u *UI) events(w http.ResponseWriter, r *http.Request, sess *session) {
+	id := r.PathValue("id")
+	tailStart, _ := parseInt(r.URL.Query().Get("tail"))
+	req := apiRequest(r.Context(), sess, http.MethodGet, "/api/v1/tasks/"+url.PathEscape(id)+"/events", nil)
+	if last := r.Header.Get("Last-Event-ID"); last != "" {
+		req.Header.Set("Last-Event-ID", last)
+	} else if after := r.URL.Query().Get("after"); after != "" {
+		req.Header.Set("Last-Event-ID", after)
+	}
+	pr, pw := io.Pipe()
+	sw := &streamWriter{header: http.Header{}, pw: pw, started: make(chan int, 1)}
+	go func() {
+		u.api.ServeHTTP(sw, req)
+		sw.WriteHeader(http.StatusNoContent) // if it wrote nothing
+		_ = pw.Close()
+	}()
+	defer pr.Close() // a relay that stops makes the API's writes fail, and it ends
+	if status := <-sw.started; status != http.StatusOK {
+		w.Header().Set("Content-Type", sw.header.Get("Content-Type"))
+		w.WriteHeader(status)
+		_, _ = io.Copy(w, pr)
+		return
+	}
+	flusher, ok := w.(http.Flusher)
+	if !ok {
+		http.Error(w, "streaming unsupported", http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("Cache-Control", "no-cache")
+	w.WriteHeader(http.StatusOK)
+	flusher.Flush()
+	sc := bufio.NewScanner(pr)
+	sc.Buffer(make([]byte, 64<<10), 16<<20) // a status carries up to 256 KiB of output, escaped
+	var block []string
+	for sc.Scan() {
+		line := sc.Text()
+		if line != "" {
+			block = append(block, line)
+			continue
+		}
+		if _, err := io.WriteString(w, relayBlock(block, tailStart)+"\n"); err != nil {
+			return
+		}
+		flusher.Flush()
+		block = block[:0]
+	}
+}
+
+// relayBlock is one event of the API's stream as the page gets it: a status's
+// output dropped when it ends before tailStart.
+func relayBlock(block []string, tailStart int64) string {
+	var out strings.Builder
+	for _, line := range block {
+		if data, ok := strings.CutPrefix(line, "data: "); ok && tailStart > 0 {
+			var ev orchestrator.Event
+			if json.Unmarshal([]byte(data), &ev) == nil && ev.Status != nil && ev.OutputOffset != nil &&
+				*ev.OutputOffset+int64(len(ev.Status.Step.Output)) <= tailStart {
+				ev.Status.Step.Output = ""
+				if b, err := json.Marshal(&ev); err == nil {
+					line = "data: " + string(b)
+				}
+			}
+		}
+		out.WriteString(line)
+		out.WriteByte('\n')
+	}
+	return out.String()
+}
+
+// streamWriter is the ResponseWriter of the API's event stream relayed in this
+// process: it writes into a pipe and says once what status the stream began with.
+type streamWriter struct {
+	header  http.Header
+	pw      *io.PipeWriter
+	started chan int
+	sent    bool
+}
+
+func (s *streamWriter) Header() http.Header { return s.header }
+
+func (s *streamWriter) WriteHeader(status int) {
+	if !s.sent {
+		s.sent = true
+		s.started <- status
+	}
+}
+
+func (s *streamWriter) Write(p []byte) (int, error) {
+	s.WriteHeader(http.StatusOK)
+	return s.pw.Write(p)
+}
+
+// Flush does nothing: every Write reaches the relay at once.
+func (s *streamWriter) Flush() {}

@@ -1,0 +1,71 @@
+// Chiffon's dashboard script: every page works without it; with it a task's page
+// follows the task's event stream (progress, step, state, and the output tail,
+// kept to its last 64 KiB), and the home page refreshes its lists.
+"use strict";
+(function () {
+  const TAIL = 64 * 1024;
+
+  function followTask(el) {
+    const out = document.getElementById("output");
+    const bar = document.getElementById("progress");
+    const pct = document.getElementById("percent");
+    const step = document.getElementById("step");
+    const state = document.getElementById("state");
+    let shownEnd = Number(el.dataset.tailEnd || 0); // the output's bytes shown end here
+    const enc = new TextEncoder();
+    const src = new EventSource(el.dataset.events); // it resumes with Last-Event-ID
+    const onEvent = function (msg) {
+      let ev;
+      try { ev = JSON.parse(msg.data); } catch (e) { return; }
+      if (ev.state) {
+        state.textContent = ev.state;
+        state.className = "state " + ev.state;
+      }
+      const st = ev.status;
+      if (st) {
+        bar.value = st.progress_percent; bar.textContent = st.progress_percent + "%";
+        pct.textContent = st.progress_percent + "%";
+        if (st.step && st.step.name) { step.textContent = st.step.name; }
+        const text = st.step && st.step.output;
+        if (text && ev.output_offset !== undefined) {
+          const bytes = enc.encode(text);
+          const end = ev.output_offset + bytes.length;
+          if (end > shownEnd) {
+            const from = Math.max(0, shownEnd - ev.output_offset);
+            out.textContent += new TextDecoder().decode(bytes.subarray(from));
+            shownEnd = end;
+            if (out.textContent.length > TAIL * 2) { out.textContent = out.textContent.slice(-TAIL); }
+            out.scrollTop = out.scrollHeight;
+          }
+        }
+      }
+      if (ev.type === "result" || ["succeeded", "failed", "cancelled", "error"].includes(ev.state)) {
+        src.close();
+        setTimeout(function () { location.reload(); }, 300); // the result, from the server
+      }
+    };
+    for (const type of ["state", "status", "result", "error", "retry"]) { src.addEventListener(type, onEvent); }
+  }
+
+  function refresh(el) {
+    const every = Number(el.dataset.refresh) * 1000;
+    setInterval(function () {
+      fetch(location.href, { credentials: "same-origin" }).then(function (r) { return r.text(); }).then(function (html) {
+        const doc = new DOMParser().parseFromString(html, "text/html");
+        for (const id of ["counters"]) {
+          const fresh = doc.getElementById(id);
+          if (fresh) { document.getElementById(id).replaceWith(fresh); }
+        }
+        const fresh = doc.querySelector("[data-refresh]");
+        if (fresh) { el.innerHTML = fresh.innerHTML; }
+      }).catch(function () {});
+    }, every);
+  }
+
+  document.addEventListener("DOMContentLoaded", function () {
+    const task = document.getElementById("task");
+    if (task && task.dataset.final !== "true") { followTask(task); }
+    const r = document.querySelector("[data-refresh]");
+    if (r) { refresh(r); }
+  });
+})();
