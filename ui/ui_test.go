@@ -1,0 +1,260 @@
+package ui
+
+import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/cookiejar"
+	"net/http/httptest"
+	"net/url"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chiffon-dev/chiffon/orchestrator"
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+const (
+	operatorToken = "operator-token-0123456789abcdef"
+	viewerToken   = "viewer-token-0123456789abcdef01"
+)
+
+// fakeAPI answers the few API calls the pages make, and records the tokens it
+// was called with.
+func fakeAPI(t *testing.T, seen *[]string) http.Handler {
+	m := http.NewServeMux()
+	m.HandleFunc("/api/v1/", func(w http.ResponseWriter, r *http.Request) {
+		*seen = append(*seen, r.Header.Get("Authorization"))
+		w.Header().Set("Content-Type", "application/json")
+		switch {
+		case r.URL.Path == "/api/v1/agents":
+			_ = json.NewEncoder(w).Encode([]orchestrator.AgentInfo{{ID: "code-1", Type: "code", State: "online", Breaker: "closed", WorkTypes: []string{"echo"}}})
+		case r.URL.Path == "/api/v1/tasks" && r.Method == http.MethodGet:
+			_, _ = io.WriteString(w, "[]")
+		case r.URL.Path == "/api/v1/tasks" && r.Method == http.MethodPost:
+			if r.Header.Get("Authorization") != "Bearer "+operatorToken {
+				w.WriteHeader(http.StatusForbidden)
+				_, _ = io.WriteString(w, `{"error":{"code":"forbidden","message":"viewer"}}`)
+				return
+			}
+			w.WriteHeader(http.StatusCreated)
+			_, _ = io.WriteString(w, `{"id":"00000000-0000-4000-8000-000000000001","state":"pending","created_at":"2026-11-24T00:00:00Z"}`)
+		default:
+			w.WriteHeader(http.StatusNotFound)
+			_, _ = io.WriteString(w, `{"error":{"code":"not_found","message":"no such task"}}`)
+		}
+	})
+	return m
+}
+
+// newServer serves the dashboard at path, over a fake API.
+func newServer(t *testing.T, path string) (*httptest.Server, *[]string) {
+	t.Helper()
+	seen := &[]string{}
+	auth := func(tok string) (string, bool) {
+		switch tok {
+		case operatorToken:
+			return "operator", true
+		case viewerToken:
+			return "viewer", true
+		}
+		return "", false
+	}
+	u, err := New(Options{API: fakeAPI(t, seen), Authenticate: auth, Path: path, SessionTTL: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mux := http.NewServeMux()
+	h := http.Handler(u)
+	if path != "/" {
+		h = http.StripPrefix(strings.TrimSuffix(path, "/"), u)
+	}
+	mux.Handle(path, h)
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+	return srv, seen
+}
+
+// browserClient keeps cookies and does not follow redirects.
+func browserClient(t *testing.T) *http.Client {
+	jar, err := cookiejar.New(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &http.Client{Jar: jar, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+}
+
+var csrfField = regexp.MustCompile(`name="csrf" value="([^"]+)"`)
+
+func get(t *testing.T, c *http.Client, url string) (*http.Response, string) {
+	t.Helper()
+	resp, err := c.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp, string(b)
+}
+
+func post(t *testing.T, c *http.Client, url string, form url.Values) (*http.Response, string) {
+	t.Helper()
+	resp, err := c.PostForm(url, form)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp, string(b)
+}
+
+// signIn signs c in with token at the dashboard at base and returns the
+// session's CSRF token.
+func signIn(t *testing.T, c *http.Client, base, token string) string {
+	t.Helper()
+	_, page := get(t, c, base+"login")
+	m := csrfField.FindStringSubmatch(page)
+	if m == nil {
+		t.Fatalf("no CSRF token on the sign-in page:\n%s", page)
+	}
+	resp, _ := post(t, c, base+"login", url.Values{"csrf": {m[1]}, "token": {token}})
+	if resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != strings.TrimPrefix(base, "http://"+resp.Request.URL.Host) {
+		t.Fatalf("sign-in: %d to %q", resp.StatusCode, resp.Header.Get("Location"))
+	}
+	_, home := get(t, c, base)
+	m = csrfField.FindStringSubmatch(home)
+	if m == nil {
+		t.Fatalf("no CSRF token on the home page:\n%s", home)
+	}
+	return m[1]
+}
+
+// TestSessionCookieKeepsTheTokenOnTheServer: the session cookie is HttpOnly,
+// SameSite=Strict and on the dashboard's path, holds no token, and the API is
+// called with the token the session signed in with; signing out ends it.
+func TestSessionCookieKeepsTheTokenOnTheServer(t *testing.T) {
+	srv, seen := newServer(t, "/ui/")
+	base := srv.URL + "/ui/"
+	c := browserClient(t)
+	if resp, _ := get(t, c, base); resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != "/ui/login" {
+		t.Fatalf("signed out: %d to %q", resp.StatusCode, resp.Header.Get("Location"))
+	}
+	csrf := signIn(t, c, base, operatorToken)
+	u, _ := url.Parse(base)
+	var session *http.Cookie
+	for _, ck := range c.Jar.Cookies(u) {
+		if ck.Name == sessionCookie {
+			session = ck
+		}
+		if strings.Contains(ck.Value, operatorToken) {
+			t.Errorf("cookie %s holds the token", ck.Name)
+		}
+	}
+	if session == nil {
+		t.Fatal("no session cookie")
+	}
+	resp, _ := get(t, browserClient(t), base+"login") // the Set-Cookie of a fresh client
+	for _, raw := range resp.Header.Values("Set-Cookie") {
+		if !strings.Contains(raw, "HttpOnly") || !strings.Contains(raw, "SameSite=Strict") || !strings.Contains(raw, "Path=/ui/") {
+			t.Errorf("cookie %q: want HttpOnly, SameSite=Strict, Path=/ui/", raw)
+		}
+	}
+	if len(*seen) == 0 || (*seen)[len(*seen)-1] != "Bearer "+operatorToken {
+		t.Fatalf("the API was called with %q", *seen)
+	}
+	if resp, _ := post(t, c, base+"logout", url.Values{"csrf": {csrf}}); resp.StatusCode != http.StatusSeeOther {
+		t.Fatalf("sign-out: %d", resp.StatusCode)
+	}
+	if resp, _ := get(t, c, base); resp.StatusCode != http.StatusSeeOther {
+		t.Fatalf("after sign-out the home page answers %d", resp.StatusCode)
+	}
+}
+
+// TestFormsNeedTheirCSRFToken: the sign-in form without its double-submit
+// token, and a signed-in form without the session's, are refused with 403.
+func TestFormsNeedTheirCSRFToken(t *testing.T) {
+	srv, _ := newServer(t, "/")
+	base := srv.URL + "/"
+	c := browserClient(t)
+	if resp, body := post(t, c, base+"login", url.Values{"token": {operatorToken}}); resp.StatusCode != http.StatusForbidden || strings.Contains(body, operatorToken) {
+		t.Fatalf("sign-in without its token: %d", resp.StatusCode)
+	}
+	signIn(t, c, base, operatorToken)
+	for _, form := range []url.Values{{"target": {"code/echo"}}, {"target": {"code/echo"}, "csrf": {"forged"}}} {
+		if resp, _ := post(t, c, base+"submit", form); resp.StatusCode != http.StatusForbidden {
+			t.Errorf("submit with %v: %d, want 403", form, resp.StatusCode)
+		}
+	}
+}
+
+// TestWrongTokenIsRefused: an unknown token stays on the sign-in page with 401,
+// and the page does not repeat it.
+func TestWrongTokenIsRefused(t *testing.T) {
+	srv, _ := newServer(t, "/")
+	c := browserClient(t)
+	_, page := get(t, c, srv.URL+"/login")
+	m := csrfField.FindStringSubmatch(page)
+	resp, body := post(t, c, srv.URL+"/login", url.Values{"csrf": {m[1]}, "token": {"guessed-token"}})
+	if resp.StatusCode != http.StatusUnauthorized || strings.Contains(body, "guessed-token") {
+		t.Fatalf("wrong token: %d", resp.StatusCode)
+	}
+}
+
+// TestViewerGetsNoSubmitForm: a viewer's session is refused the submit form,
+// and a submit it posts anyway is refused by the API's role check.
+func TestViewerGetsNoSubmitForm(t *testing.T) {
+	srv, _ := newServer(t, "/")
+	c := browserClient(t)
+	csrf := signIn(t, c, srv.URL+"/", viewerToken)
+	if resp, _ := get(t, c, srv.URL+"/submit"); resp.StatusCode != http.StatusForbidden {
+		t.Errorf("a viewer's submit form: %d, want 403", resp.StatusCode)
+	}
+	if resp, _ := post(t, c, srv.URL+"/submit", url.Values{"csrf": {csrf}, "target": {"code/echo"}}); resp.StatusCode != http.StatusForbidden {
+		t.Errorf("a viewer's submit: %d, want 403", resp.StatusCode)
+	}
+}
+
+// TestSubmitFormBuildsTheRequest: the form's parameters and hints become the
+// task's, and bad ones are refused with what is wrong.
+func TestSubmitFormBuildsTheRequest(t *testing.T) {
+	f := submitForm{Target: "code/run_tests", JSON: `{"repo": "chiffon", "n": 2}`, MaxDuration: "60", Pin: "code-1",
+		Keys: []string{"branch", "", " "}, Values: []string{"main", "x", "y"}}
+	req, err := f.request()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if req.ToAgent != "code" || req.WorkType != "run_tests" || req.Parameters["repo"] != "chiffon" || req.Parameters["n"] != 2.0 ||
+		req.Parameters["branch"] != "main" || len(req.Parameters) != 3 || req.Hints == nil || req.Hints.MaxDurationSeconds != 60 || req.Hints.AgentID != "code-1" {
+		t.Fatalf("request %+v hints %+v", req, req.Hints)
+	}
+	for name, bad := range map[string]submitForm{
+		"no target":     {},
+		"JSON array":    {Target: "code/echo", JSON: "[1]"},
+		"zero duration": {Target: "code/echo", MaxDuration: "0"},
+		"memory words":  {Target: "code/echo", MaxMemory: "lots"},
+	} {
+		if _, err := bad.request(); err == nil {
+			t.Errorf("%s: taken", name)
+		}
+	}
+}
+
+// TestRelayLeavesOutOutputBeforeTheTail: a status whose output ends before the
+// page's tail is relayed without it; one that reaches into the tail keeps it.
+func TestRelayLeavesOutOutputBeforeTheTail(t *testing.T) {
+	event := func(offset int64, out string) []string {
+		b, _ := json.Marshal(map[string]any{"seq": 1, "type": "status", "state": "running", "output_offset": offset,
+			"status": map[string]any{"task_id": "t", "status": "running", "progress_percent": 10, "step": map[string]any{"number": 1, "name": "s", "output": out}}})
+		return []string{"id: 1", "event: status", "data: " + string(b)}
+	}
+	if got := relayBlock(event(0, "old output"), 100); strings.Contains(got, "old output") || !strings.Contains(got, `"progress_percent":10`) {
+		t.Errorf("before the tail: %s", got)
+	}
+	if got := relayBlock(event(95, "new output"), 100); !strings.Contains(got, "new output") {
+		t.Errorf("into the tail: %s", got)
+	}
+}
