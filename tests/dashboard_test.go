@@ -12,6 +12,7 @@ import (
 
 	"github.com/chiffon-dev/chiffon/broker"
 	"github.com/chiffon-dev/chiffon/orchestrator"
+	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/chromedp"
 )
 
@@ -211,6 +212,23 @@ func TestDashboardSignIn(t *testing.T) {
 		d.do("reload", chromedp.Reload())
 	}
 	d.shot("home")
+	// On a phone, in the dark: the page fits the screen's width (tables scroll in
+	// their own box) and the colours follow the system's scheme.
+	ctx, cancel := context.WithTimeout(d.browser, 20*time.Second)
+	_, err := chromedp.Call(ctx, emulation.SetEmulatedMedia, emulation.SetEmulatedMediaParams{
+		Features: []*emulation.MediaFeature{{Name: "prefers-color-scheme", Value: "dark"}}})
+	cancel()
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.do("a phone's screen", chromedp.EmulateViewport(390, 844), chromedp.Reload(), chromedp.WaitVisible(chromedp.CSS("#counters")))
+	d.shot("home-phone-dark")
+	if w := eval[int](d, "document.documentElement.scrollWidth"); w > 390 {
+		t.Errorf("on a 390 px screen the page is %d px wide", w)
+	}
+	if bg := eval[string](d, "getComputedStyle(document.body).backgroundColor"); bg != "rgb(21, 23, 26)" {
+		t.Errorf("dark scheme: the background is %s", bg)
+	}
 	for _, want := range []string{"agents online", "Active tasks", "infra-1", "desktop-1", "code-1", "research-1"} {
 		if body := d.pageText(); !strings.Contains(body, want) {
 			t.Errorf("the home page lacks %q", want)
