@@ -50,7 +50,7 @@ func (p page) Role() string {
 	return p.Session.role
 }
 
-func (u *UI) render(w http.ResponseWriter, r *http.Request, status int, name string, sess *session, data any) {
+func (u *UI) render(w http.ResponseWriter, status int, name string, sess *session, data any) {
 	var buf bytes.Buffer
 	title := strings.ToUpper(name[:1]) + name[1:]
 	if err := u.pages[name].Execute(&buf, page{Base: u.path, Title: title, Session: sess, Now: time.Now(), Data: data}); err != nil {
@@ -62,12 +62,11 @@ func (u *UI) render(w http.ResponseWriter, r *http.Request, status int, name str
 	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(status)
 	_, _ = buf.WriteTo(w)
-	_ = r
 }
 
 // fail shows an error page.
-func (u *UI) fail(w http.ResponseWriter, r *http.Request, sess *session, status int, message string) {
-	u.render(w, r, status, "error", sess, map[string]any{"Status": status, "Message": message})
+func (u *UI) fail(w http.ResponseWriter, _ *http.Request, sess *session, status int, message string) {
+	u.render(w, status, "error", sess, map[string]any{"Status": status, "Message": message})
 }
 
 // failAPI shows an API call's failure with the API's own status and message.
@@ -130,7 +129,7 @@ func (u *UI) home(w http.ResponseWriter, r *http.Request, sess *session) {
 	if agentsErr != nil {
 		data["AgentsProblem"] = agentsErr.Error()
 	}
-	u.render(w, r, http.StatusOK, "home", sess, data)
+	u.render(w, http.StatusOK, "home", sess, data)
 }
 
 // taskFilter is the task list's filter, from its query.
@@ -179,7 +178,7 @@ func (u *UI) tasks(w http.ResponseWriter, r *http.Request, sess *session) {
 		data["Prev"] = f.query(f.Page - 1)
 	}
 	data["Tasks"] = tasks
-	u.render(w, r, http.StatusOK, "tasks", sess, data)
+	u.render(w, http.StatusOK, "tasks", sess, data)
 }
 
 func (u *UI) task(w http.ResponseWriter, r *http.Request, sess *session) {
@@ -197,7 +196,7 @@ func (u *UI) task(w http.ResponseWriter, r *http.Request, sess *session) {
 	if t.Result != nil && len(t.Result.StructuredOutput) > 0 {
 		data["Structured"] = indentJSON(t.Result.StructuredOutput)
 	}
-	u.render(w, r, http.StatusOK, "task", sess, data)
+	u.render(w, http.StatusOK, "task", sess, data)
 }
 
 // output serves a task's whole output as plain text, from the API.
@@ -240,7 +239,7 @@ func (u *UI) agents(w http.ResponseWriter, r *http.Request, sess *session) {
 		u.failAPI(w, r, sess, err)
 		return
 	}
-	u.render(w, r, http.StatusOK, "agents", sess, map[string]any{"Agents": agents})
+	u.render(w, http.StatusOK, "agents", sess, map[string]any{"Agents": agents})
 }
 
 func (u *UI) agent(w http.ResponseWriter, r *http.Request, sess *session) {
@@ -260,7 +259,7 @@ func (u *UI) agent(w http.ResponseWriter, r *http.Request, sess *session) {
 	if err := u.call(r.Context(), sess, http.MethodGet, "/api/v1/tasks?limit=20&agent_id="+url.QueryEscape(id), nil, &tasks); err != nil {
 		problem = err.Error()
 	}
-	u.render(w, r, http.StatusOK, "agent", sess, map[string]any{"Agent": agents[i], "Tasks": tasks, "Problem": problem})
+	u.render(w, http.StatusOK, "agent", sess, map[string]any{"Agent": agents[i], "Tasks": tasks, "Problem": problem})
 }
 
 // indentJSON is raw JSON indented for reading, or raw as it is.

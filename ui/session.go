@@ -123,7 +123,7 @@ func (u *UI) loginPage(w http.ResponseWriter, r *http.Request) {
 func (u *UI) showLogin(w http.ResponseWriter, r *http.Request, status int, problem string) {
 	csrf := randomToken()
 	http.SetCookie(w, u.cookie(loginCookie, csrf, 600))
-	u.render(w, r, status, "login", nil, map[string]any{"CSRF": csrf, "Problem": problem})
+	u.render(w, status, "login", nil, map[string]any{"CSRF": csrf, "Problem": problem})
 }
 
 // login signs in with an API token.

@@ -64,7 +64,7 @@ func (u *UI) showSubmit(w http.ResponseWriter, r *http.Request, sess *session, s
 	if err != nil && problem == "" {
 		problem = "The agents could not be listed: " + err.Error()
 	}
-	u.render(w, r, status, "submit", sess, map[string]any{"Offers": offers, "Form": f, "Problem": problem})
+	u.render(w, status, "submit", sess, map[string]any{"Offers": offers, "Form": f, "Problem": problem})
 }
 
 func (u *UI) submit(w http.ResponseWriter, r *http.Request, sess *session) {
