@@ -34,6 +34,8 @@ type agentEntry struct {
 	lastSeen     time.Time
 	lastHB       *time.Time
 	reported     int // active tasks as the last heartbeat said
+	// resources is what the agent last said its machine has.
+	resources *envelope.Resources
 	inflight     int // tasks this orchestrator has running there
 	// lastDispatch is when this orchestrator last sent it a work_request: ties in
 	// routing go to the agent that waited longest.
@@ -83,6 +85,9 @@ type AgentInfo struct {
 	ProtocolVersion string     `json:"protocol_version,omitempty"`
 	WorkTypes       []string   `json:"work_types,omitempty"`
 	RegisteredAt    *time.Time `json:"registered_at,omitempty"`
+	// Resources is what the agent last said its machine has, at registration
+	// or in a heartbeat.
+	Resources *envelope.Resources `json:"resources,omitempty"`
 }
 
 // Agents lists every known or configured agent, by id.
@@ -106,7 +111,7 @@ func (o *Orchestrator) agentInfos() []AgentInfo {
 		info := AgentInfo{ID: id, Type: a.typ, Name: a.name, State: "offline", Status: a.status,
 			Load: a.inflight, Capacity: a.capacity, ReportedActive: a.reported,
 			Breaker: a.breaker.State().String(), LastHeartbeat: a.lastHB, ProtocolVersion: a.version,
-			WorkTypes: a.workTypes, RegisteredAt: &reg}
+			WorkTypes: a.workTypes, RegisteredAt: &reg, Resources: a.resources}
 		if a.online {
 			info.State = "online"
 		}
@@ -219,6 +224,7 @@ func (o *Orchestrator) register(typ envelope.AgentType, reg *envelope.Register, 
 	a.instance = instance
 	a.typ, a.name, a.versions, a.version = typ, reg.Name, reg.SupportedVersions, version
 	a.workTypes, a.capacity = reg.WorkTypes, max(reg.MaxConcurrency, 1)
+	a.resources = reg.Resources
 	a.hbInterval = time.Duration(reg.HeartbeatIntervalMS) * time.Millisecond
 	if a.hbInterval <= 0 {
 		a.hbInterval = 5 * time.Second
@@ -305,6 +311,9 @@ func (o *Orchestrator) heartbeat(agentID, instance string, hb *envelope.Heartbea
 	now := time.Now().UTC()
 	a.lastHB = &now
 	a.status, a.reported = hb.Status, hb.ActiveTasks
+	if hb.Resources != nil {
+		a.resources = hb.Resources
+	}
 	if hb.MaxConcurrency > 0 {
 		a.capacity = hb.MaxConcurrency
 	}

@@ -234,6 +234,12 @@ func TestDashboardSignIn(t *testing.T) {
 			t.Errorf("the home page lacks %q", want)
 		}
 	}
+	// An agent's page shows the resources its heartbeats report.
+	d.do("an agent's page", chromedp.EmulateViewport(1280, 900), chromedp.Navigate(d.base+"agents/code-1"), chromedp.WaitVisible(chromedp.CSS("main dl")))
+	d.shot("agent")
+	if body := d.pageText(); !strings.Contains(body, " cores, ") || !strings.Contains(body, "MB memory") {
+		t.Errorf("the agent's page shows no resources:\n%s", body)
+	}
 }
 
 // A task submitted from the form shows its progress bar moving and its output
