@@ -36,7 +36,7 @@ type agentEntry struct {
 	reported     int // active tasks as the last heartbeat said
 	// resources is what the agent last said its machine has.
 	resources *envelope.Resources
-	inflight     int // tasks this orchestrator has running there
+	inflight  int // tasks this orchestrator has running there
 	// lastDispatch is when this orchestrator last sent it a work_request: ties in
 	// routing go to the agent that waited longest.
 	lastDispatch time.Time
