@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"os"
 	"regexp"
+	"slices"
 	"time"
 
 	"github.com/chiffon-dev/chiffon/agent/dedupe"
@@ -76,6 +78,11 @@ type Config struct {
 	MaxOutputBytes int64 `yaml:"max_output_bytes"`
 	// Capabilities are free-form tags sent in the registration.
 	Capabilities []string `yaml:"capabilities"`
+	// Labels describe the agent for selecting it, such as {site: attic, gpu:
+	// "true"}: sent in the registration and shown by the orchestrator (keys of
+	// lower-case letters, digits, '.', '_', '-'; values of printable ASCII; at
+	// most 32, 63 characters each).
+	Labels map[string]string `yaml:"labels"`
 	// WorkTypes are the subprocess work types, by name.
 	WorkTypes map[string]WorkTypeConfig `yaml:"work_types"`
 	// MetricsListen is the host:port on which Run serves Prometheus metrics at
@@ -208,6 +215,14 @@ func (c *Config) Validate() error {
 	}
 	if c.MaxConcurrency < 0 {
 		bad("max_concurrency", "must not be negative")
+	}
+	if len(c.Labels) > envelope.MaxLabels {
+		bad("labels", "at most %d labels, got %d", envelope.MaxLabels, len(c.Labels))
+	}
+	for _, k := range slices.Sorted(maps.Keys(c.Labels)) {
+		if msg := envelope.CheckLabel(k, c.Labels[k]); msg != "" {
+			bad("labels."+k, "%s", msg)
+		}
 	}
 	if c.KeepaliveInterval < 0 || time.Duration(c.KeepaliveInterval) > 10*time.Second {
 		bad("keepalive_interval", "must be at most 10s")

@@ -31,6 +31,8 @@ func TestConfigErrorsNameTheKey(t *testing.T) {
 		{"type: robot\n", "type:"},
 		{"nats_url: x\n", "nats_url"}, // unknown key
 		{"keepalive_interval: 30s\n", "keepalive_interval"},
+		{"labels: {Site: attic}\n", "labels.Site: the key"},
+		{"labels: {site: \"a\\tb\"}\n", "labels.site: the value"},
 		{"work_types: {Bad: {command: [x]}}\n", "work_types.Bad"},
 		{"work_types: {t: {command: ['{{.x']}}\n", "work_types.t"},
 		{"work_types: {t: {}}\n", "work_types.t: command or shell"},

@@ -56,6 +56,7 @@ func (a *Agent) registerMessage() *envelope.Envelope {
 		SupportedVersions:   envelope.SupportedVersions,
 		WorkTypes:           a.WorkTypes(),
 		Capabilities:        a.cfg.Capabilities,
+		Labels:              a.cfg.Labels,
 		MaxConcurrency:      a.cfg.MaxConcurrency,
 		HeartbeatIntervalMS: time.Duration(a.cfg.HeartbeatInterval).Milliseconds(),
 		Resources:           machineResources(a.cfg.DataDir, a.gpus),

@@ -1,6 +1,7 @@
 package envelope_test
 
 import (
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
@@ -47,6 +48,19 @@ func TestDecodeRegisterRules(t *testing.T) {
 				MaxConcurrency: 2, HeartbeatIntervalMS: 5000,
 			})),
 		valid("several versions", reg(set("payload.supported_versions", []any{"1.0", "2.0"}))),
+		validThen("labels", reg(set("payload.labels", map[string]any{"site": "attic", "gpu": "true", "rack.u-2_b": ""})),
+			func(t *testing.T, e *envelope.Envelope) {
+				got := e.Payload.(*envelope.Register).Labels
+				if len(got) != 3 || got["site"] != "attic" || got["gpu"] != "true" || got["rack.u-2_b"] != "" {
+					t.Errorf("labels = %#v", got)
+				}
+			}),
+		validThen("empty labels read as absent", reg(set("payload.labels", map[string]any{})),
+			func(t *testing.T, e *envelope.Envelope) {
+				if l := e.Payload.(*envelope.Register).Labels; l != nil {
+					t.Errorf("labels = %#v, want nil", l)
+				}
+			}),
 		valid("agent_id with upper case and underscore", reg(set("payload.agent_id", "Infra_01"))),
 		valid("agent_id of 64 characters", reg(set("payload.agent_id", strings.Repeat("a", 64)))),
 		validThen("empty capabilities read as absent", reg(set("payload.capabilities", []any{})),
@@ -72,6 +86,13 @@ func TestDecodeRegisterRules(t *testing.T) {
 		invalid("resources unknown key", "payload.resources.gpu_count", reg(set("payload.resources.gpu_count", 1))),
 		invalid("resources null", "payload.resources", reg(set("payload.resources", nil))),
 		invalid("unknown payload key", "payload.type", reg(set("payload.type", "infra"))),
+		invalid("labels not an object", "payload.labels", reg(set("payload.labels", []any{"site"}))),
+		invalid("label value a number", "payload.labels.gpu", reg(set("payload.labels", map[string]any{"gpu": 1}))),
+		invalid("label key upper case", "payload.labels.Site", reg(set("payload.labels", map[string]any{"Site": "attic"}))),
+		invalid("label key starting with a dot", "payload.labels..x", reg(set("payload.labels", map[string]any{".x": "y"}))),
+		invalid("label value with a new line", "payload.labels.site", reg(set("payload.labels", map[string]any{"site": "a\nb"}))),
+		invalid("label value of 64 characters", "payload.labels.site", reg(set("payload.labels", map[string]any{"site": strings.Repeat("v", 64)}))),
+		invalid("33 labels", "payload.labels", reg(set("payload.labels", manyLabels(33)))),
 	}
 	cases = append(cases, requiredFields(typ, "agent_id", "supported_versions", "work_types",
 		"max_concurrency", "heartbeat_interval_ms")...)
@@ -202,4 +223,13 @@ func TestDecodeControlAckRules(t *testing.T) {
 	}
 	cases = append(cases, requiredFields(typ, "command", "ok", "active_tasks")...)
 	runDecodeCases(t, &envelope.Decoder{}, cases)
+}
+
+// manyLabels makes n labels, l0=v .. l<n-1>=v.
+func manyLabels(n int) map[string]any {
+	m := make(map[string]any, n)
+	for i := range n {
+		m[fmt.Sprintf("l%d", i)] = "v"
+	}
+	return m
 }

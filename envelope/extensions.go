@@ -23,7 +23,10 @@ type Register struct {
 	SupportedVersions []string `json:"supported_versions"`
 	WorkTypes         []string `json:"work_types"`
 	Capabilities      []string `json:"capabilities,omitempty"`
-	MaxConcurrency    int      `json:"max_concurrency"`
+	// Labels describe the agent for selecting it, such as {"site": "attic",
+	// "gpu": "true"}; see CheckLabel.
+	Labels         map[string]string `json:"labels,omitempty"`
+	MaxConcurrency int               `json:"max_concurrency"`
 	// HeartbeatIntervalMS is how often the agent sends heartbeats.
 	HeartbeatIntervalMS int64      `json:"heartbeat_interval_ms"`
 	Resources           *Resources `json:"resources,omitempty"`

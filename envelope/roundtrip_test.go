@@ -144,6 +144,20 @@ func (g envGen) strings(lo, hi int, one func() string) []string {
 
 func (g envGen) positive() int64 { return g.between(1, 1<<40) }
 
+// labels is nil or up to 4 valid labels.
+func (g envGen) labels() map[string]string {
+	n := g.pick(5)
+	if n == 0 {
+		return nil
+	}
+	out := make(map[string]string, n)
+	for range n {
+		const printable = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789 .:/_-\"\\"
+		out[g.workType()] = g.ident(printable, printable, 20)
+	}
+	return out
+}
+
 func (g envGen) resources() *envelope.Resources {
 	if g.chance() {
 		return nil
@@ -235,6 +249,7 @@ func (g envGen) payload(typ envelope.Type) envelope.Payload {
 			// work_types is required, so an empty list travels as [] and stays non-nil.
 			WorkTypes:      append([]string{}, g.strings(0, 4, g.workType)...),
 			Capabilities:   g.strings(0, 3, func() string { return g.text(10) }),
+			Labels:         g.labels(),
 			MaxConcurrency: int(g.between(1, 1<<20)), HeartbeatIntervalMS: g.between(1, 1<<31), Resources: g.resources()}
 	case envelope.TypeRegisterAck:
 		return &envelope.RegisterAck{AgentID: g.agentID(), OrchestratorID: "o" + g.text(20), ProtocolVersion: g.version()}

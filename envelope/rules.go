@@ -93,6 +93,38 @@ func validVersionSyntax(v string) bool {
 // MaxWorkTypeLen bounds the length of a work_type.
 const MaxWorkTypeLen = 64
 
+// Bounds of an agent's labels (Register.Labels).
+const (
+	MaxLabels        = 32
+	MaxLabelKeyLen   = 63
+	MaxLabelValueLen = 63
+)
+
+// CheckLabel says what is wrong with an agent label, or "": a key of 1 to 63
+// lower-case letters, digits, '.', '_' or '-', starting with a letter or digit,
+// and a value of at most 63 printable ASCII characters.
+func CheckLabel(key, value string) string {
+	if key == "" || len(key) > MaxLabelKeyLen {
+		return fmt.Sprintf("the key must be 1 to %d characters", MaxLabelKeyLen)
+	}
+	for i := 0; i < len(key); i++ {
+		c := key[i]
+		ok := 'a' <= c && c <= 'z' || isDigit(c) || i > 0 && (c == '.' || c == '_' || c == '-')
+		if !ok {
+			return fmt.Sprintf("the key must match [a-z0-9][a-z0-9._-]*, got %q", key)
+		}
+	}
+	if len(value) > MaxLabelValueLen {
+		return fmt.Sprintf("the value must be at most %d characters", MaxLabelValueLen)
+	}
+	for i := 0; i < len(value); i++ {
+		if value[i] < 0x20 || value[i] > 0x7e {
+			return fmt.Sprintf("the value must be printable ASCII, got %q", value)
+		}
+	}
+	return ""
+}
+
 // CheckWorkType returns "" when s is a valid work_type ([a-z][a-z0-9_]*, at most 64),
 // or what is wrong with it.
 func CheckWorkType(s string) string {

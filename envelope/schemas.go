@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
 
 	"github.com/chiffon-dev/chiffon/errcodes"
 )
@@ -159,6 +161,7 @@ func readRegister(o *object) (Payload, *errcodes.Error) {
 		}),
 		WorkTypes:           o.strings("work_types", true, CheckWorkType),
 		Capabilities:        o.strings("capabilities", false, nil),
+		Labels:              readLabels(o),
 		MaxConcurrency:      int(o.intRange("max_concurrency", true, 1, 1<<20)),
 		HeartbeatIntervalMS: o.intRange("heartbeat_interval_ms", true, 1, 1<<31),
 		Resources:           readResources(o),
@@ -166,8 +169,36 @@ func readRegister(o *object) (Payload, *errcodes.Error) {
 	if o.err == nil && len(p.SupportedVersions) == 0 {
 		o.fail("supported_versions", "must name at least one version")
 	}
-	return p, o.close("agent_id", "name", "supported_versions", "work_types", "capabilities",
+	return p, o.close("agent_id", "name", "supported_versions", "work_types", "capabilities", "labels",
 		"max_concurrency", "heartbeat_interval_ms", "resources")
+}
+
+// readLabels reads a registration's labels: an object of at most MaxLabels
+// strings, each key and value as CheckLabel says. An empty object reads as none,
+// as Encode writes none.
+func readLabels(o *object) map[string]string {
+	m := o.anyMap("labels", false)
+	if len(m) == 0 || o.err != nil {
+		return nil
+	}
+	if len(m) > MaxLabels {
+		o.fail("labels", "must hold at most %d labels, got %d", MaxLabels, len(m))
+		return nil
+	}
+	out := make(map[string]string, len(m))
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		v, ok := m[k].(string)
+		if !ok {
+			o.fail("labels."+k, "must be a string")
+			return nil
+		}
+		if msg := CheckLabel(k, v); msg != "" {
+			o.fail("labels."+k, "%s", msg)
+			return nil
+		}
+		out[k] = v
+	}
+	return out
 }
 
 func readResources(o *object) *Resources {

@@ -36,6 +36,7 @@ type agentEntry struct {
 	reported     int // active tasks as the last heartbeat said
 	// resources is what the agent last said its machine has.
 	resources *envelope.Resources
+	labels    map[string]string
 	inflight  int // tasks this orchestrator has running there
 	// lastDispatch is when this orchestrator last sent it a work_request: ties in
 	// routing go to the agent that waited longest.
@@ -88,6 +89,8 @@ type AgentInfo struct {
 	// Resources is what the agent last said its machine has, at registration
 	// or in a heartbeat.
 	Resources *envelope.Resources `json:"resources,omitempty"`
+	// Labels are the agent's, from its registration.
+	Labels map[string]string `json:"labels,omitempty"`
 }
 
 // Agents lists every known or configured agent, by id.
@@ -111,7 +114,7 @@ func (o *Orchestrator) agentInfos() []AgentInfo {
 		info := AgentInfo{ID: id, Type: a.typ, Name: a.name, State: "offline", Status: a.status,
 			Load: a.inflight, Capacity: a.capacity, ReportedActive: a.reported,
 			Breaker: a.breaker.State().String(), LastHeartbeat: a.lastHB, ProtocolVersion: a.version,
-			WorkTypes: a.workTypes, RegisteredAt: &reg, Resources: a.resources}
+			WorkTypes: a.workTypes, RegisteredAt: &reg, Resources: a.resources, Labels: a.labels}
 		if a.online {
 			info.State = "online"
 		}
@@ -224,7 +227,7 @@ func (o *Orchestrator) register(typ envelope.AgentType, reg *envelope.Register, 
 	a.instance = instance
 	a.typ, a.name, a.versions, a.version = typ, reg.Name, reg.SupportedVersions, version
 	a.workTypes, a.capacity = reg.WorkTypes, max(reg.MaxConcurrency, 1)
-	a.resources = reg.Resources
+	a.resources, a.labels = reg.Resources, reg.Labels
 	a.hbInterval = time.Duration(reg.HeartbeatIntervalMS) * time.Millisecond
 	if a.hbInterval <= 0 {
 		a.hbInterval = 5 * time.Second

@@ -3,6 +3,9 @@ package main
 import (
 	"fmt"
 	"io"
+	"maps"
+	"slices"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -56,14 +59,24 @@ func printLeader(w io.Writer, r orchestrator.Role) {
 
 func printAgentTable(w io.Writer, agents []orchestrator.AgentInfo, now time.Time) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tTYPE\tSTATE\tSTATUS\tLOAD\tBREAKER\tHEARTBEAT\tVERSION")
+	fmt.Fprintln(tw, "ID\tTYPE\tSTATE\tSTATUS\tLOAD\tBREAKER\tHEARTBEAT\tVERSION\tLABELS")
 	for _, a := range agents {
 		hb := "never"
 		if a.LastHeartbeat != nil {
 			hb = age(now, *a.LastHeartbeat) + " ago"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d/%d\t%s\t%s\t%s\n",
-			a.ID, dash(string(a.Type)), a.State, dash(a.Status), a.Load, a.Capacity, a.Breaker, hb, dash(a.ProtocolVersion))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d/%d\t%s\t%s\t%s\t%s\n",
+			a.ID, dash(string(a.Type)), a.State, dash(a.Status), a.Load, a.Capacity, a.Breaker, hb, dash(a.ProtocolVersion),
+			dash(labelList(a.Labels)))
 	}
 	return tw.Flush()
+}
+
+// labelList is labels as k=v,k=v in key order.
+func labelList(labels map[string]string) string {
+	parts := make([]string, 0, len(labels))
+	for _, k := range slices.Sorted(maps.Keys(labels)) {
+		parts = append(parts, k+"="+labels[k])
+	}
+	return strings.Join(parts, ",")
 }

@@ -3,6 +3,7 @@ package stack
 import (
 	"context"
 	"errors"
+	"maps"
 	"net"
 	"os"
 	"strings"
@@ -31,7 +32,7 @@ func TestStartedStackRunsTasksThroughTheOrchestratorAndTheAPI(t *testing.T) {
 	t.Setenv("TMPDIR", tmp) // where the stack's own data dir goes
 	ctx := context.Background()
 	s, err := Start(ctx, Config{Agents: []Agent{
-		{Config: agent.Config{ID: "code-a", Type: "code"}, Handlers: handlers},
+		{Config: agent.Config{ID: "code-a", Type: "code", Labels: map[string]string{"site": "attic", "gpu": "true"}}, Handlers: handlers},
 		{Config: agent.Config{ID: "infra-a", Type: "infra"}, Handlers: handlers},
 	}})
 	if err != nil {
@@ -46,6 +47,11 @@ func TestStartedStackRunsTasksThroughTheOrchestratorAndTheAPI(t *testing.T) {
 	for _, a := range s.Orchestrator().Agents() {
 		if a.State != "online" {
 			t.Errorf("agent %s is %s when Start returns", a.ID, a.State)
+		}
+		// Labels travel in the registration.
+		if want := map[string]string{"site": "attic", "gpu": "true"}; a.ID == "code-a" && !maps.Equal(a.Labels, want) ||
+			a.ID == "infra-a" && a.Labels != nil {
+			t.Errorf("agent %s has labels %v", a.ID, a.Labels)
 		}
 	}
 	task, err := s.Orchestrator().Submit(ctx, orchestrator.SubmitRequest{ToAgent: envelope.Infra, WorkType: "greet",
