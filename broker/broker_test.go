@@ -121,7 +121,7 @@ func TestServerRequiresStoreDirForJetStream(t *testing.T) {
 	if _, err := broker.StartServer(broker.ServerConfig{JetStream: true}); err == nil {
 		t.Fatal("JetStream without a store dir started")
 	}
-	s, err := broker.StartServer(broker.ServerConfig{JetStream: true, StoreDir: t.TempDir(), MaxPayload: 512 << 10})
+	s, err := broker.StartServer(broker.ServerConfig{JetStream: true, StoreDir: testnats.StoreDir(t), MaxPayload: 512 << 10})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -447,7 +447,7 @@ func TestServerJoinsAClusterThroughItsRoutes(t *testing.T) {
 func TestServerRefusesABadClusterConfig(t *testing.T) {
 	for name, cfg := range map[string]broker.ServerConfig{
 		"bad route": {Cluster: broker.ClusterConfig{Name: "lab", Routes: []string{"127.0.0.1:6222"}}},
-		"jetstream without a server name": {JetStream: true, StoreDir: t.TempDir(),
+		"jetstream without a server name": {JetStream: true, StoreDir: testnats.StoreDir(t),
 			Cluster: broker.ClusterConfig{Name: "lab", Routes: []string{"nats-route://127.0.0.1:1"}}},
 	} {
 		start := time.Now()

@@ -99,7 +99,7 @@ func forEachStore(t *testing.T, fn func(t *testing.T, kind string)) {
 func newStoreEnv(t *testing.T, kind string, agentIDs ...string) *env {
 	srvCfg := broker.ServerConfig{}
 	if kind == orchestrator.StoreJetStream {
-		srvCfg = broker.ServerConfig{JetStream: true, StoreDir: t.TempDir()}
+		srvCfg = broker.ServerConfig{JetStream: true, StoreDir: testnats.StoreDir(t)}
 	}
 	e := &env{t: t, srv: testnats.Start(t, srvCfg), tokens: map[string]string{},
 		orchTokens: map[string]string{}, logs: &syncBuf{}}

@@ -66,7 +66,7 @@ func TestBenchOnJetStream(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts NATS with JetStream, an orchestrator and an agent")
 	}
-	srv := testnats.Start(t, broker.ServerConfig{JetStream: true, StoreDir: t.TempDir()})
+	srv := testnats.Start(t, broker.ServerConfig{JetStream: true, StoreDir: testnats.StoreDir(t)})
 	if res := benchJSON(t, "--nats", srv.ClientURL(), "--store", "jetstream"); res["replicas"] != 1 {
 		t.Errorf("the task stream has %v replicas, want 1", res["replicas"])
 	}

@@ -36,7 +36,7 @@ type Cluster struct {
 func StartCluster(t testing.TB, cfg broker.LocalClusterConfig) *Cluster {
 	t.Helper()
 	if cfg.Dir == "" {
-		cfg.Dir = t.TempDir()
+		cfg.Dir = StoreDir(t)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), ClusterDeadline)
 	defer cancel()

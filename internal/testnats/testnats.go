@@ -3,12 +3,42 @@
 package testnats
 
 import (
+	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/chiffon-dev/chiffon/broker"
 	"github.com/nats-io/nats.go"
 )
+
+// StoreDir is a JetStream store directory for the test, removed when the test
+// ends. nats-server may still be deleting the files of a staged atomic batch for
+// a moment after Shutdown returns, which t.TempDir's removal fails on; this one
+// tries again for up to 10 s. Call it before Start, so that its removal comes
+// after the server's shutdown.
+func StoreDir(t testing.TB) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "chiffon-jetstream-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			err := os.RemoveAll(dir)
+			if err == nil {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Errorf("remove the JetStream store %s: %v", dir, err)
+				return
+			}
+			time.Sleep(50 * time.Millisecond) // the server's own pace
+		}
+	})
+	return dir
+}
 
 // Start starts an embedded server on a free port (or cfg.Port) and shuts it down when
 // the test ends.

@@ -17,7 +17,7 @@ import (
 // replicas on a three-node cluster in this process.
 func BenchmarkSave(b *testing.B) {
 	b.Run("one-server", func(b *testing.B) {
-		srv := testnats.Start(b, broker.ServerConfig{JetStream: true, StoreDir: b.TempDir()})
+		srv := testnats.Start(b, broker.ServerConfig{JetStream: true, StoreDir: testnats.StoreDir(b)})
 		benchSave(b, srv.ClientURL(), 1)
 	})
 	b.Run("three-replicas", func(b *testing.B) {

@@ -32,7 +32,7 @@ const wait = 10 * time.Second
 func startServer(t *testing.T, dir string) (*broker.Server, broker.ServerConfig) {
 	t.Helper()
 	if dir == "" {
-		dir = t.TempDir()
+		dir = testnats.StoreDir(t)
 	}
 	cfg := broker.ServerConfig{JetStream: true, StoreDir: dir}
 	return testnats.Start(t, cfg), cfg
@@ -601,7 +601,7 @@ func TestStatusOutputIsStoredOnce(t *testing.T) {
 func TestOpenSaysWhenTheBrokerCannotHoldTheReplicas(t *testing.T) {
 	opts := freshOptions(0)
 	opts.Replicas = 3
-	srv := testnats.Start(t, broker.ServerConfig{JetStream: true, StoreDir: t.TempDir()})
+	srv := testnats.Start(t, broker.ServerConfig{JetStream: true, StoreDir: testnats.StoreDir(t)})
 	if _, err := jsstore.Open(connect(t, srv), opts); err == nil || !strings.Contains(err.Error(), "set store.jetstream.replicas to 1") {
 		t.Errorf("Open of 3 replicas on one server: %v", err)
 	}
