@@ -27,7 +27,7 @@ func TestAgentsSaysWhoLeads(t *testing.T) {
 			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 				switch r.URL.Path {
 				case "/api/v1/agents":
-					_, _ = w.Write([]byte(`[{"id":"code-1","type":"code","state":"online","load":0,"capacity":2,"breaker":"closed"}]`))
+					_, _ = w.Write([]byte(`[{"id":"code-1","type":"code","state":"online","load":0,"capacity":2,"breaker":"closed","labels":{"site":"attic","gpu":"true"}}]`))
 				case "/readyz":
 					_, _ = w.Write([]byte(tc.readyz))
 				default:
@@ -43,8 +43,8 @@ func TestAgentsSaysWhoLeads(t *testing.T) {
 			if code != 0 {
 				t.Fatalf("exit %d: %s", code, errOut)
 			}
-			if !strings.Contains(out, "code-1") {
-				t.Fatalf("no agent table: %q", out)
+			if !strings.Contains(out, "code-1") || !strings.Contains(out, "gpu=true,site=attic") {
+				t.Fatalf("no agent table with its labels: %q", out)
 			}
 			if tc.want == "" && strings.Contains(out, "Leader") || tc.want != "" && !strings.Contains(out, tc.want) {
 				t.Fatalf("output %q, want a leader line %q", out, tc.want)
