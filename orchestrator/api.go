@@ -48,6 +48,7 @@ func (o *Orchestrator) newAPI() http.Handler {
 	api("GET /api/v1/tasks/{id}/events", o.withTask(o.serveEvents))
 	api("POST /api/v1/tasks/{id}/cancel", operatorOnly(o.leaderOnly(o.withTask(o.apiCancel))))
 	api("GET /api/v1/agents", o.leaderOnly(func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, http.StatusOK, o.Agents()) }))
+	api("GET /api/v1/webhooks/deliveries", o.leaderOnly(o.apiDeliveries))
 	api("/api/", func(w http.ResponseWriter, _ *http.Request) {
 		writeError(w, http.StatusNotFound, "not_found", "", "no such API endpoint")
 	})

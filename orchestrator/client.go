@@ -13,6 +13,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/chiffon-dev/chiffon/orchestrator/webhook"
 )
 
 // Client talks to an orchestrator's HTTP API.
@@ -147,6 +149,13 @@ func (c *Client) Cancel(ctx context.Context, id, reason string) (*Task, error) {
 func (c *Client) Agents(ctx context.Context) ([]AgentInfo, error) {
 	var as []AgentInfo
 	return as, c.getJSON(ctx, http.MethodGet, "/api/v1/agents", nil, &as)
+}
+
+// Deliveries lists the webhook deliveries the orchestrator recorded, newest
+// first.
+func (c *Client) Deliveries(ctx context.Context) ([]webhook.Delivery, error) {
+	var ds []webhook.Delivery
+	return ds, c.getJSON(ctx, http.MethodGet, "/api/v1/webhooks/deliveries", nil, &ds)
 }
 
 // Readiness returns the orchestrator's /readyz answer: whether it is ready, and

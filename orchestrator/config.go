@@ -32,6 +32,8 @@ type Config struct {
 	HTTP HTTPConfig `yaml:"http"`
 	// UI places the web dashboard.
 	UI UIConfig `yaml:"ui"`
+	// Webhooks are the receivers of the orchestrator's events (webhooks.go).
+	Webhooks []WebhookConfig `yaml:"webhooks"`
 	// DataDir holds orch_id and the task store (<data_dir>/tasks).
 	DataDir string `yaml:"data_dir"`
 	// Agents lists every agent instance allowed in, with its type and its pair of
@@ -250,6 +252,11 @@ func (c Config) Validate() error {
 	}
 	if err := c.UI.validate(); err != nil {
 		return err
+	}
+	for i, w := range c.Webhooks {
+		if err := w.validate(fmt.Sprintf("webhooks[%d]", i)); err != nil {
+			return err
+		}
 	}
 	if err := c.Store.Validate(); err != nil {
 		return err // it names the key

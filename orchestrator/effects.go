@@ -86,6 +86,9 @@ func (o *Orchestrator) do(r *run, eff effect) {
 		if !e.uncount && len(o.watchers[r.t.ID]) > 0 {
 			final = cloneTask(r.t)
 		}
+		if !e.uncount && o.hooks != nil { // the end is stored: tell the receivers
+			o.hooks.Send(taskEvent(r.t.State), cloneTask(r.t))
+		}
 		o.closeWatchers(r.t.ID, final)
 	}
 }

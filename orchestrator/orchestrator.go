@@ -26,6 +26,7 @@ import (
 	"github.com/chiffon-dev/chiffon/errcodes"
 	"github.com/chiffon-dev/chiffon/internal/lazylog"
 	"github.com/chiffon-dev/chiffon/internal/ratelog"
+	"github.com/chiffon-dev/chiffon/orchestrator/webhook"
 	"github.com/nats-io/nats.go"
 )
 
@@ -61,6 +62,8 @@ type Orchestrator struct {
 	ownConn bool
 	st      TaskStore
 	metrics *metrics
+	// hooks delivers events to the webhook receivers; nil without any.
+	hooks   *webhook.Dispatcher
 	handler http.Handler
 	mux     *http.ServeMux
 
@@ -115,6 +118,10 @@ func Open(cfg Config, opts Options) (*Orchestrator, error) {
 	if err != nil {
 		return nil, err
 	}
+	receivers, err := cfg.readWebhooks()
+	if err != nil {
+		return nil, err
+	}
 	o := &Orchestrator{
 		cfg: cfg, sec: sec, log: log.With("orch_id", id), id: id,
 		authLog:  ratelog.New(log.With("orch_id", id), ratelog.Policy{}),
@@ -163,6 +170,9 @@ func Open(cfg Config, opts Options) (*Orchestrator, error) {
 			}
 			return nil, err
 		}
+	}
+	if len(receivers) > 0 { // Close stops it
+		o.hooks = webhook.New(receivers, webhook.Options{Logger: o.log})
 	}
 	go o.loop()
 	start := o.start
@@ -317,6 +327,9 @@ func (o *Orchestrator) Close() error {
 	o.st.Flush()
 	o.wg.Wait()
 	o.authLog.Flush(context.Background())
+	if o.hooks != nil {
+		o.hooks.Close()
+	}
 	if o.ownConn && o.nc != nil {
 		o.nc.Close()
 	}

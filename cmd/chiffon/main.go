@@ -46,6 +46,7 @@ func newRootCmd() *cobra.Command {
 		newWatchCmd(),
 		newCancelCmd(),
 		newAgentsCmd(),
+		newWebhooksCmd(),
 		newBenchCmd(),
 		newVersionCmd(),
 	)

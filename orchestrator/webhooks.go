@@ -1,0 +1,82 @@
+package orchestrator
+
+import (
+	"fmt"
+	"net/http"
+	"net/url"
+	"slices"
+
+	"github.com/chiffon-dev/chiffon/broker"
+	"github.com/chiffon-dev/chiffon/orchestrator/webhook"
+)
+
+// WebhookConfig is one receiver of the orchestrator's events.
+type WebhookConfig struct {
+	// URL is where each delivery is POSTed (http or https).
+	URL string `yaml:"url"`
+	// Events are the events it gets: task.succeeded, task.failed (failed or
+	// ended in error), task.cancelled, or task.finished for all three.
+	Events []string `yaml:"events"`
+	// SecretFile holds the key of the HMAC-SHA256 signature of each body.
+	SecretFile string `yaml:"secret_file"`
+	// Secret may be set instead of SecretFile (by tests or an embedding program).
+	Secret string `yaml:"-"`
+}
+
+func (c WebhookConfig) validate(key string) error {
+	u, err := url.Parse(c.URL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return fmt.Errorf("config: %s.url: must be an http or https URL", key)
+	}
+	if len(c.Events) == 0 {
+		return fmt.Errorf("config: %s.events: name at least one of %v", key, webhook.Events)
+	}
+	for i, ev := range c.Events {
+		if !slices.Contains(webhook.Events, ev) {
+			return fmt.Errorf("config: %s.events[%d]: must be one of %v, got %q", key, i, webhook.Events, ev)
+		}
+	}
+	if c.SecretFile == "" && c.Secret == "" {
+		return fmt.Errorf("config: %s.secret_file: is required: receivers check the signature with it", key)
+	}
+	return nil
+}
+
+// readWebhooks reads the receivers' secrets.
+func (c Config) readWebhooks() ([]webhook.Receiver, error) {
+	var out []webhook.Receiver
+	for i, w := range c.Webhooks {
+		secret := w.Secret
+		if secret == "" {
+			var err error
+			if secret, err = broker.ReadTokenFile(w.SecretFile); err != nil {
+				return nil, fmt.Errorf("config: webhooks[%d].secret_file: %w", i, err)
+			}
+		}
+		out = append(out, webhook.Receiver{URL: w.URL, Events: w.Events, Secret: []byte(secret)})
+	}
+	return out, nil
+}
+
+// taskEvent is the webhook event of a task that ended in state s.
+func taskEvent(s State) string {
+	switch s {
+	case StateSucceeded:
+		return webhook.TaskSucceeded
+	case StateCancelled:
+		return webhook.TaskCancelled
+	}
+	return webhook.TaskFailed
+}
+
+// Deliveries returns the recorded webhook deliveries, newest first.
+func (o *Orchestrator) Deliveries() []webhook.Delivery {
+	if o.hooks == nil {
+		return []webhook.Delivery{}
+	}
+	return o.hooks.Deliveries()
+}
+
+func (o *Orchestrator) apiDeliveries(w http.ResponseWriter, _ *http.Request) {
+	writeJSON(w, http.StatusOK, o.Deliveries())
+}
