@@ -222,6 +222,7 @@ func (c *LocalCluster) state() (string, bool) {
 		}
 	}
 	var desc []string
+	leaders := 0 // running nodes that lead the meta group by their own account
 	formed := true
 	for i, s := range c.nodes {
 		name := c.NodeName(i)
@@ -244,10 +245,20 @@ func (c *LocalCluster) state() (string, bool) {
 			}
 		}
 		leader := m.Leader == name && s.ns.JetStreamIsLeader()
+		leaders += btoi(leader)
 		formed = formed && routes == len(running)-1 && running[m.Leader] && len(m.Replicas) == len(c.nodes)-1 &&
 			(!leader || current == len(running)-1)
 		desc = append(desc, fmt.Sprintf("%s: %d of %d routes, meta leader %q, %d of %d peers known, %d current",
 			name, routes, len(running)-1, m.Leader, len(m.Replicas), len(c.nodes)-1, current))
 	}
-	return strings.Join(desc, "; "), formed
+	// Every node may name a leader that has not yet taken the lead, or has just
+	// stepped down: the one named must say it leads.
+	return strings.Join(desc, "; "), formed && leaders == 1
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }

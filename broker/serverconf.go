@@ -72,6 +72,16 @@ type ClusterFile struct {
 	Name string
 	// Listen is the route address, "host:port".
 	Listen string
+	// Advertise is the route address, "host:port", the other nodes are told to
+	// reach this one at; "" means nats-server's default, this host's IPs, which
+	// the other nodes' TLS would check against a certificate that may name
+	// only the host's name.
+	Advertise string
+	// NoAdvertise keeps the nodes from telling their clients the other nodes'
+	// client addresses: clients use the URLs they are configured with, which
+	// the certificates name, rather than the IPs a node listening on every
+	// address would announce.
+	NoAdvertise bool
 	// Routes are the other nodes' route URLs, nats-route://host:port.
 	Routes []string
 	// TLS is the node's certificate (valid for server and client
@@ -142,7 +152,14 @@ func renderServerFile(f ServerFile) (string, error) {
 			routes[i] = quote(r)
 		}
 		fmt.Fprintf(&b, "\n# Routes to the other nodes: TLS, each side verifying the other's certificate.\n")
-		fmt.Fprintf(&b, "cluster {\n  name: %s\n  listen: %s\n  routes: [%s]\n", quote(c.Name), quote(c.Listen), strings.Join(routes, ", "))
+		fmt.Fprintf(&b, "cluster {\n  name: %s\n  listen: %s\n", quote(c.Name), quote(c.Listen))
+		if c.Advertise != "" {
+			fmt.Fprintf(&b, "  advertise: %s\n", quote(c.Advertise))
+		}
+		if c.NoAdvertise {
+			b.WriteString("  no_advertise: true\n")
+		}
+		fmt.Fprintf(&b, "  routes: [%s]\n", strings.Join(routes, ", "))
 		fmt.Fprintf(&b, "  tls {\n    cert_file: %s\n    key_file: %s\n    ca_file: %s\n    verify: true\n    timeout: %d\n  }\n}\n",
 			quote(c.TLS.CertFile), quote(c.TLS.KeyFile), quote(c.TLS.CAFile), serverTLSTimeout)
 	}

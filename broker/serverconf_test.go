@@ -83,7 +83,7 @@ func TestServerFileClusterLoadsAsWritten(t *testing.T) {
 	_, pub := testnats.NKey(t)
 	f := broker.ServerFile{Listen: "0.0.0.0:4222", Users: []broker.User{{NKey: pub}},
 		ServerName: "broker-1", JetStream: true, StoreDir: filepath.Join(dir, "js"),
-		Cluster: &broker.ClusterFile{Name: "chiffon", Listen: "0.0.0.0:6222",
+		Cluster: &broker.ClusterFile{Name: "chiffon", Listen: "0.0.0.0:6222", Advertise: "n1.lan:6222", NoAdvertise: true,
 			Routes: []string{"nats-route://n2.lan:6222", "nats-route://n3.lan:6222"},
 			TLS:    broker.ServerTLS{CertFile: cert, KeyFile: key, CAFile: caPath, Verify: true}}}
 	path := filepath.Join(dir, "broker-1.conf")
@@ -95,8 +95,10 @@ func TestServerFileClusterLoadsAsWritten(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := opts.Cluster
-	if opts.ServerName != "broker-1" || !opts.JetStream || c.Name != "chiffon" || c.Host != "0.0.0.0" || c.Port != 6222 {
-		t.Fatalf("server %q, jetstream %v, cluster %q on %s:%d", opts.ServerName, opts.JetStream, c.Name, c.Host, c.Port)
+	if opts.ServerName != "broker-1" || !opts.JetStream || c.Name != "chiffon" || c.Host != "0.0.0.0" || c.Port != 6222 ||
+		c.Advertise != "n1.lan:6222" || !c.NoAdvertise {
+		t.Fatalf("server %q, jetstream %v, cluster %q on %s:%d, advertise %q, no_advertise %v",
+			opts.ServerName, opts.JetStream, c.Name, c.Host, c.Port, c.Advertise, c.NoAdvertise)
 	}
 	if len(opts.Routes) != 2 || opts.Routes[0].Host != "n2.lan:6222" || opts.Routes[1].Host != "n3.lan:6222" {
 		t.Fatalf("routes %v", opts.Routes)
@@ -148,8 +150,12 @@ func TestServerFileRefusesAnOpenOrBrokenServer(t *testing.T) {
 		"TLS without key":        {Users: user, TLS: &broker.ServerTLS{CertFile: "/c.pem"}},
 		"verify without a CA":    {Users: user, TLS: &broker.ServerTLS{CertFile: "/c.pem", KeyFile: "/k.pem", Verify: true}},
 		"subject with new line":  {Users: []broker.User{{NKey: pub, Subscribe: []string{"a\nb"}}}},
+		"cluster, no name":       {Users: user, Cluster: &broker.ClusterFile{Listen: ":6222", Routes: routes, TLS: nodeTLS}},
+		"cluster, no listen":     {Users: user, Cluster: &broker.ClusterFile{Name: "c", Routes: routes, TLS: nodeTLS}},
 		"cluster without routes": {Users: user, Cluster: &broker.ClusterFile{Name: "c", Listen: ":6222", TLS: nodeTLS}},
 		"cluster without TLS":    {Users: user, Cluster: &broker.ClusterFile{Name: "c", Listen: ":6222", Routes: routes}},
+		"cluster, no CA": {Users: user, Cluster: &broker.ClusterFile{Name: "c", Listen: ":6222", Routes: routes,
+			TLS: broker.ServerTLS{CertFile: "/c.pem", KeyFile: "/k.pem", Verify: true}}},
 		"cluster, routes unverified": {Users: user, Cluster: &broker.ClusterFile{Name: "c", Listen: ":6222", Routes: routes,
 			TLS: broker.ServerTLS{CertFile: "/c.pem", KeyFile: "/k.pem", CAFile: "/ca.pem"}}},
 		"JetStream in a cluster, no server name": {Users: user, JetStream: true, StoreDir: "/js",

@@ -179,6 +179,47 @@ func TestEnsureClientCertIsForClientAuth(t *testing.T) {
 	}
 }
 
+// TestEnsureNodeCertServesAndDials: a cluster node's certificate names its hosts
+// and serves both ends of a route: the node's listener (server authentication)
+// and its dial to another node (client authentication). The server certificate
+// stays for server authentication only.
+func TestEnsureNodeCertServesAndDials(t *testing.T) {
+	dir := t.TempDir()
+	caPath, _, err := broker.EnsureCA(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	certPath, keyPath, err := broker.EnsureNodeCert(dir, "broker-2", []string{"n2.lan"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if filepath.Base(certPath) != "broker-2.pem" || filepath.Base(keyPath) != "broker-2-key.pem" {
+		t.Fatalf("paths %s %s", certPath, keyPath)
+	}
+	checkMode(t, keyPath, 0o600)
+	cert := readCert(t, certPath)
+	if got := sans(cert); !slices.Equal(got, []string{"127.0.0.1", "localhost", "n2.lan"}) {
+		t.Fatalf("SANs %v", got)
+	}
+	roots := x509.NewCertPool()
+	roots.AddCert(readCert(t, caPath))
+	for _, usage := range []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth} {
+		if _, err := cert.Verify(x509.VerifyOptions{Roots: roots, DNSName: "n2.lan", KeyUsages: []x509.ExtKeyUsage{usage}}); err != nil {
+			t.Errorf("usage %v: %v", usage, err)
+		}
+	}
+	if _, err := cert.Verify(x509.VerifyOptions{Roots: roots, DNSName: "n3.lan"}); err == nil {
+		t.Error("node 2's certificate is valid for n3.lan")
+	}
+	server, _, err := broker.EnsureServerCert(dir, []string{"n2.lan"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := readCert(t, server).ExtKeyUsage; !slices.Equal(got, []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}) {
+		t.Fatalf("server certificate usages %v", got)
+	}
+}
+
 func TestClientTLSConfig(t *testing.T) {
 	dir := t.TempDir()
 	caPath, _, _ := broker.EnsureCA(dir)

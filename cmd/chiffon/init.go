@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -50,16 +51,19 @@ func newInitCmd() *cobra.Command {
   secrets/                tokens, NKey seeds (0600), the site CA and the broker's
                           certificate for the names of --broker-host
 
-With --ha, for a NATS cluster of three nodes and two or three orchestrators that
-share their tasks in its JetStream (one leads, the others stand by), instead of
-broker.conf and orchestrator.yaml:
+With --ha, for a NATS cluster of three nodes and two or three (--orchestrators)
+orchestrators that share their tasks in its JetStream (one leads, the others
+stand by), instead of broker.conf and orchestrator.yaml:
   broker-1.conf ..        each node's config: the same users and TLS, its own
-  broker-3.conf           certificate (secrets/broker-N.pem) for the host of --nats
-                          URL N, JetStream, and routes to the other nodes over TLS
-                          that both sides verify against the site CA
+  broker-3.conf           certificate (secrets/broker-N.pem) for the hosts of --nats
+                          and --cluster-routes URL N, JetStream, and routes to the
+                          other nodes over TLS that both sides verify against the
+                          site CA: a server without a certificate of it cannot join
   orchestrator-1.yaml ..  the group's orchestrators: the same id (--group), tasks in
                           JetStream on 3 replicas, ha enabled; orchestrator N runs on
                           the host of --nats URL N unless --orchestrator-host says
+--ha takes exactly three --nats URLs, node N's client URL being URL N, and every
+config lists the three; it takes no --broker-host.
 
 --agents lists agent types (each gets the id <type>-1), or type=id pairs such as
 infra=nas-infra. --client NAME makes an identity for a script that commands agents
@@ -101,8 +105,8 @@ replaced with --force.`,
 	_ = f.MarkHidden("token-dir")
 	f.StringVar(&o.dataRoot, "data-root", "/var/lib/chiffon", "parent of every daemon's data dir on the hosts")
 	f.StringSliceVar(&o.brokerHosts, "broker-host", nil, "names and IPs of the broker in its TLS certificate (default: the hosts of --nats)")
-	f.StringVar(&o.brokerListen, "broker-listen", "0.0.0.0:4222", "address the broker listens on (broker.conf)")
-	f.StringSliceVar(&o.apiHosts, "api-host", nil, "names and IPs of the orchestrator in its HTTP API's certificate, when --listen is beyond loopback (default: the host of --listen, else --broker-host's)")
+	f.StringVar(&o.brokerListen, "broker-listen", "0.0.0.0:4222", "address the broker listens on (broker.conf); with --ha, the host every node listens on")
+	f.StringSliceVar(&o.apiHosts, "api-host", nil, "names and IPs of the orchestrator in its HTTP API's certificate, when --listen is beyond loopback (default: the host of --listen, else --broker-host's); with --ha every orchestrator's host is added")
 	f.BoolVar(&o.mutualTLS, "mutual-tls", false, "require a client certificate from every daemon as well as its NKey")
 	f.BoolVar(&o.force, "force", false, "replace existing config files")
 	f.BoolVar(&o.ha.enabled, "ha", false, "a three-node NATS cluster (one --nats URL per node) and a group of orchestrators sharing their tasks in its JetStream")
@@ -192,6 +196,8 @@ func (o initOptions) brokerHostNames() ([]string, error) {
 // initOrch is one orchestrator config that init writes.
 type initOrch struct {
 	file, dataDir string
+	// advertise is a group member's API address, its ha.advertise_url.
+	advertise string
 	// edits are added to every orchestrator's: a group member's.
 	edits []yamlEdit
 }
@@ -253,6 +259,10 @@ func writeInit(w io.Writer, o initOptions, agents []siteAgent, clients []siteCli
 	if err != nil {
 		return usagef(err.Error())
 	}
+	if o.ha.enabled && apiHosts != nil {
+		// Each orchestrator of the group serves the API with the same certificate.
+		apiHosts = append(slices.Clip(apiHosts), apiFallback...)
+	}
 	spec := siteSpec{agents: agents, clients: clients, brokerHosts: hosts, apiHosts: apiHosts, mutualTLS: o.mutualTLS}
 	for _, n := range nodes {
 		spec.nodes = append(spec.nodes, n.siteNode)
@@ -290,7 +300,8 @@ func writeInit(w io.Writer, o initOptions, agents []siteAgent, clients []siteCli
 			scheme = "https"
 		}
 		for i := range orchs {
-			orchs[i].edits = o.haEdits(scheme + "://" + net.JoinHostPort(apiFallback[i], port))
+			orchs[i].advertise = scheme + "://" + net.JoinHostPort(apiFallback[i], port)
+			orchs[i].edits = o.haEdits(orchs[i].advertise)
 		}
 	}
 	for _, orch := range orchs {
@@ -342,19 +353,20 @@ func printInitSummary(w io.Writer, o initOptions, st *site, nodes []clusterNode,
 		fmt.Fprintf(w, "  broker.conf             the broker (%s): NKey users, TLS, least privilege\n", o.brokerListen)
 	}
 	for _, n := range nodes {
-		fmt.Fprintf(w, "  %-23s node %s of the cluster (clients %s, routes %s over verified TLS), JetStream\n",
-			n.name+".conf", strings.TrimPrefix(n.name, "broker-"), n.clientListen, n.routeListen)
+		fmt.Fprintf(w, "  %-23s node %s of the cluster, on %s (clients %s, routes %s over verified TLS), JetStream\n",
+			n.name+".conf", strings.TrimPrefix(n.name, "broker-"), n.hosts[0], n.clientListen, n.routeListen)
 	}
 	scheme, ca := "http", ""
 	if st.spec.apiHosts != nil {
 		scheme, ca = "https", fmt.Sprintf("; clients trust it with --api-ca-file %s", filepath.Join(o.dir, "secrets", siteCA))
 	}
-	what := "orchestrator"
-	if o.ha.enabled {
-		what = "member of group " + o.ha.group + ", tasks in JetStream on 3 replicas"
-	}
 	for _, orch := range orchs {
-		fmt.Fprintf(w, "  %-23s %s (API %s://%s%s)\n", orch.file, what, scheme, o.listen, ca)
+		if orch.advertise == "" {
+			fmt.Fprintf(w, "  %-23s orchestrator (API %s://%s%s)\n", orch.file, scheme, o.listen, ca)
+			continue
+		}
+		fmt.Fprintf(w, "  %-23s member of group %s, tasks in JetStream on 3 replicas (API %s, listening on %s%s)\n",
+			orch.file, o.ha.group, orch.advertise, o.listen, ca)
 	}
 	for _, a := range st.spec.agents {
 		fmt.Fprintf(w, "  agents/%-16s %s agent\n", a.id+".yaml", a.typ)

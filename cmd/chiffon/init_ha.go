@@ -35,8 +35,8 @@ const (
 // haFlags are the flags that mean something only with --ha.
 var haFlags = []string{"orchestrators", "cluster-routes", "orchestrator-host", "group"}
 
-// checkHAFlags refuses the flags of --ha without it, and a cluster of other than
-// three nodes or a group of other than two or three.
+// checkHAFlags refuses the flags of --ha without it, --broker-host with it, and a
+// cluster of other than three nodes or a group of other than two or three.
 func (o initOptions) checkHAFlags(changed func(string) bool) error {
 	if !o.ha.enabled {
 		for _, f := range haFlags {
@@ -45,6 +45,10 @@ func (o initOptions) checkHAFlags(changed func(string) bool) error {
 			}
 		}
 		return nil
+	}
+	if changed("broker-host") {
+		// Its names would be in no certificate: each node's names the hosts of its URLs.
+		return errors.New("--broker-host does not go with --ha: node N's certificate names the hosts of --nats and --cluster-routes URL N")
 	}
 	if len(o.nats) != haNodes {
 		return fmt.Errorf("--ha needs %d --nats URLs, one per node of the cluster; got %d", haNodes, len(o.nats))
@@ -68,6 +72,9 @@ func (o initOptions) checkHAFlags(changed func(string) bool) error {
 type clusterNode struct {
 	siteNode
 	clientListen, routeListen string
+	// routeAdvertise is the host and port of the node's route URL, which its
+	// certificate names.
+	routeAdvertise string
 	// routes are the other nodes' route URLs.
 	routes []string
 }
@@ -108,6 +115,7 @@ func (o initOptions) clusterNodes() ([]clusterNode, error) {
 		}
 		n.clientListen = net.JoinHostPort(listenHost, client.Port())
 		n.routeListen = net.JoinHostPort(listenHost, route.Port())
+		n.routeAdvertise = route.Host
 		for j, r := range routes {
 			if j != i {
 				n.routes = append(n.routes, r)
@@ -149,7 +157,9 @@ func (o initOptions) orchestratorHosts() ([]string, error) {
 
 // nodeFile is node n's config: the site's users and client TLS with the node's
 // certificate, JetStream in its own store dir under dataRoot, and routes to the
-// other nodes over TLS verified both ways against the site CA.
+// other nodes over TLS verified both ways against the site CA. The nodes
+// advertise their route URLs' hosts, and no client addresses: every daemon has
+// the three URLs, and the IPs a node would announce are not in its certificate.
 func (s *site) nodeFile(n clusterNode, hostDir, dataRoot string) broker.ServerFile {
 	tlsFiles := broker.ServerTLS{CertFile: filepath.Join(hostDir, n.name+".pem"), KeyFile: filepath.Join(hostDir, n.name+"-key.pem"),
 		CAFile: filepath.Join(hostDir, siteCA)}
@@ -160,7 +170,8 @@ func (s *site) nodeFile(n clusterNode, hostDir, dataRoot string) broker.ServerFi
 	return broker.ServerFile{
 		Listen: n.clientListen, Users: s.users(), TLS: &client,
 		ServerName: n.name, JetStream: true, StoreDir: filepath.Join(dataRoot, n.name, "jetstream"),
-		Cluster: &broker.ClusterFile{Name: haClusterName, Listen: n.routeListen, Routes: n.routes, TLS: route},
+		Cluster: &broker.ClusterFile{Name: haClusterName, Listen: n.routeListen, Advertise: n.routeAdvertise, NoAdvertise: true,
+			Routes: n.routes, TLS: route},
 	}
 }
 

@@ -3,10 +3,14 @@ package main
 import (
 	"context"
 	"crypto/tls"
+	"crypto/x509"
+	"encoding/pem"
 	"errors"
 	"fmt"
 	"net"
+	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -15,6 +19,7 @@ import (
 	"github.com/chiffon-dev/chiffon/agent"
 	"github.com/chiffon-dev/chiffon/broker"
 	"github.com/chiffon-dev/chiffon/orchestrator"
+	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
@@ -95,6 +100,10 @@ func TestInitHAWritesAClusterThatForms(t *testing.T) {
 		t.Fatalf("stream: %d replicas, leader %q", info.Config.Replicas, info.Cluster.Leader)
 	}
 
+	orchNC := connectAs(t, orch.NATS, broker.Identity{Role: broker.RoleOrchestrator})
+	if msg, err := orchNC.Request("$JS.API.INFO", nil, 5*time.Second); err != nil || !strings.Contains(string(msg.Data), `"streams":1`) {
+		t.Fatalf("the orchestrators' JetStream API request: %v", err)
+	}
 	ag, err := agent.LoadConfig(filepath.Join(dir, "agents", "code-1.yaml"))
 	if err != nil {
 		t.Fatal(err)
@@ -181,32 +190,120 @@ func routeHandshake(t *testing.T, addr string, cfg *tls.Config) error {
 
 // TestInitHAOrchestratorsFormAGroup: each orchestrator config loads and
 // validates as a member of one group: the same id and NATS identity, the tasks
-// in JetStream on 3 replicas, its own data dir and advertised API address, every
-// node's URL.
+// in JetStream on 3 replicas, its own data dir and advertised API address on its
+// host, every node's URL; the API's certificate names every orchestrator's host
+// as well as --api-host, and each node's certificate its own host only, for
+// both ends of a route.
 func TestInitHAOrchestratorsFormAGroup(t *testing.T) {
-	dir, _ := haSiteDir(t)
-	dataDirs, advertised := map[string]bool{}, map[string]bool{}
+	dir := filepath.Join(t.TempDir(), "site")
+	code, out, errOut := runCLI(t, "", "init", "--ha", "--dir", dir, "--agents", "code", "--orchestrators", "3",
+		"--nats", "nats://n1.lan:4222,nats://n2.lan:4222,nats://n3.lan:4222", "--orchestrator-host", "o1.lan,o2.lan,o3.lan",
+		"--listen", "0.0.0.0:8080", "--api-host", "chiffon.lan", "--data-root", "/srv/chiffon")
+	if code != 0 {
+		t.Fatalf("init --ha: exit %d: %s", code, errOut)
+	}
+	pool, err := broker.LoadCertPool(filepath.Join(dir, "secrets", "ca.pem"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	api := readPEMCert(t, filepath.Join(dir, "secrets", "api.pem"))
+	if _, err := api.Verify(x509.VerifyOptions{Roots: pool, DNSName: "chiffon.lan"}); err != nil {
+		t.Errorf("the API's certificate for --api-host: %v", err)
+	}
 	for i := 1; i <= 3; i++ {
 		c, err := orchestrator.LoadConfig(filepath.Join(dir, fmt.Sprintf("orchestrator-%d.yaml", i)))
 		if err != nil {
 			t.Fatalf("orchestrator-%d.yaml: %v", i, err)
 		}
 		if c.ID != "main" || !c.HA.Enabled || c.HA.Lease != 5*time.Second || c.Store.Kind != orchestrator.StoreJetStream ||
-			c.Store.JetStream.Replicas != 3 || len(c.NATS.URLs) != 3 || len(c.Agents) != 1 {
-			t.Errorf("orchestrator-%d: id %q, ha %+v, store %+v, nats %v, %d agents", i, c.ID, c.HA, c.Store, c.NATS.URLs, len(c.Agents))
+			c.Store.JetStream.Replicas != 3 || len(c.Agents) != 1 || c.HTTP.TLS.CertFile == "" ||
+			!slices.Equal(c.NATS.URLs, []string{"nats://n1.lan:4222", "nats://n2.lan:4222", "nats://n3.lan:4222"}) {
+			t.Errorf("orchestrator-%d: id %q, ha %+v, store %+v, nats %v, http %+v, %d agents", i, c.ID, c.HA, c.Store, c.NATS.URLs, c.HTTP, len(c.Agents))
 		}
 		if !strings.HasSuffix(c.NATS.NKeyFile, "orchestrator.nk") {
 			t.Errorf("orchestrator-%d's identity: %s", i, c.NATS.NKeyFile)
 		}
-		dataDirs[c.DataDir], advertised[c.HA.AdvertiseURL] = true, true
-	}
-	if len(dataDirs) != 3 || len(advertised) != 1 { // every orchestrator runs on 127.0.0.1 here
-		t.Errorf("data dirs %v, advertised %v", dataDirs, advertised)
+		host := fmt.Sprintf("o%d.lan", i)
+		if want := "https://" + host + ":8080"; c.HA.AdvertiseURL != want || !strings.Contains(out, want) {
+			t.Errorf("orchestrator-%d advertises %q, want %s in its config and the summary", i, c.HA.AdvertiseURL, want)
+		}
+		if want := fmt.Sprintf("/srv/chiffon/orchestrator-%d", i); c.DataDir != want {
+			t.Errorf("orchestrator-%d's data dir %s, want %s", i, c.DataDir, want)
+		}
+		if _, err := api.Verify(x509.VerifyOptions{Roots: pool, DNSName: host}); err != nil {
+			t.Errorf("the API's certificate on %s: %v", host, err)
+		}
+
+		node := fmt.Sprintf("broker-%d", i)
+		cert := readPEMCert(t, filepath.Join(dir, "secrets", node+".pem"))
+		for _, usage := range []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth} {
+			if _, err := cert.Verify(x509.VerifyOptions{Roots: pool, DNSName: fmt.Sprintf("n%d.lan", i), KeyUsages: []x509.ExtKeyUsage{usage}}); err != nil {
+				t.Errorf("%s's certificate for usage %v: %v", node, usage, err)
+			}
+		}
+		if _, err := cert.Verify(x509.VerifyOptions{Roots: pool, DNSName: fmt.Sprintf("n%d.lan", i%3+1)}); err == nil {
+			t.Errorf("%s's certificate is valid for another node's host", node)
+		}
 	}
 	ag, err := agent.LoadConfig(filepath.Join(dir, "agents", "code-1.yaml"))
 	if err != nil || len(ag.NATS.URLs) != 3 {
 		t.Errorf("agent: %v, urls %v", err, ag.NATS.URLs)
 	}
+}
+
+// TestInitHANodeFilesLoadAsAClusterOfThree: node N's file, as nats-server reads
+// it, listens on the port of --nats URL N and on its route port, routes to the
+// two other nodes, advertises its route URL's host and keeps JetStream under
+// --data-root.
+func TestInitHANodeFilesLoadAsAClusterOfThree(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "site")
+	code, _, errOut := runCLI(t, "", "init", "--ha", "--dir", dir, "--agents", "code",
+		"--nats", "nats://n1.lan:4222,nats://n2.lan:4223,nats://n3.lan:4224", "--broker-listen", "10.0.0.9:4222",
+		"--data-root", "/srv/chiffon")
+	if code != 0 {
+		t.Fatalf("init --ha: exit %d: %s", code, errOut)
+	}
+	for i := 1; i <= 3; i++ {
+		node := fmt.Sprintf("broker-%d", i)
+		opts, err := server.ProcessConfigFile(filepath.Join(dir, node+".conf"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var routes []string
+		for _, r := range opts.Routes {
+			routes = append(routes, r.Host)
+		}
+		wantRoutes := []string{fmt.Sprintf("n%d.lan:6222", (i)%3+1), fmt.Sprintf("n%d.lan:6222", (i+1)%3+1)}
+		slices.Sort(wantRoutes)
+		c := opts.Cluster
+		if opts.ServerName != node || opts.Host != "10.0.0.9" || opts.Port != 4221+i || !opts.JetStream ||
+			opts.StoreDir != "/srv/chiffon/"+node+"/jetstream" || c.Name != "chiffon" || c.Host != "10.0.0.9" || c.Port != 6222 ||
+			c.Advertise != fmt.Sprintf("n%d.lan:6222", i) || !c.NoAdvertise || !slices.Equal(slices.Sorted(slices.Values(routes)), wantRoutes) {
+			t.Errorf("%s: name %q, clients %s:%d, jetstream %v in %s, cluster %q on %s:%d advertising %q (no_advertise %v), routes %v",
+				node, opts.ServerName, opts.Host, opts.Port, opts.JetStream, opts.StoreDir, c.Name, c.Host, c.Port, c.Advertise, c.NoAdvertise, routes)
+		}
+		if c.TLSConfig == nil || c.TLSConfig.ClientAuth != tls.RequireAndVerifyClientCert {
+			t.Errorf("%s: routes do not verify the peer's certificate", node)
+		}
+	}
+}
+
+// readPEMCert reads a certificate file.
+func readPEMCert(t *testing.T, path string) *x509.Certificate {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	block, _ := pem.Decode(b)
+	if block == nil {
+		t.Fatalf("%s: no PEM", path)
+	}
+	c, err := x509.ParseCertificate(block.Bytes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
 }
 
 // TestInitHARefusesWhatItCannotWrite: --ha needs three URLs and two or three
@@ -221,12 +318,18 @@ func TestInitHARefusesWhatItCannotWrite(t *testing.T) {
 		{[]string{"--ha", "--nats", three, "--orchestrators", "4"}, "--orchestrators must be 2 or 3"},
 		{[]string{"--ha", "--nats", three, "--cluster-routes", "nats-route://a:6222"}, "--cluster-routes needs 3 URLs"},
 		{[]string{"--ha", "--nats", three, "--orchestrator-host", "a"}, "--orchestrator-host needs 2 hosts"},
+		{[]string{"--ha", "--nats", three, "--broker-host", "a"}, "--broker-host does not go with --ha"},
 		{[]string{"--orchestrators", "3"}, "--orchestrators needs --ha"},
+		{[]string{"--cluster-routes", "nats-route://a:6222"}, "--cluster-routes needs --ha"},
+		{[]string{"--orchestrator-host", "a"}, "--orchestrator-host needs --ha"},
 	} {
 		dir := filepath.Join(t.TempDir(), "site")
 		code, _, errOut := runCLI(t, "", append([]string{"init", "--dir", dir}, tc.args...)...)
-		if code == 0 || !strings.Contains(errOut, tc.want) {
-			t.Errorf("init %v: exit %d, %q; want an error with %q", tc.args, code, errOut, tc.want)
+		if code != 2 || !strings.Contains(errOut, tc.want) {
+			t.Errorf("init %v: exit %d, %q; want a usage error (2) with %q", tc.args, code, errOut, tc.want)
+		}
+		if _, err := os.Stat(dir); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("init %v wrote %s", tc.args, dir)
 		}
 	}
 }
