@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"unicode/utf8"
 )
 
 // apiError is an answer of the API other than a success.
@@ -50,11 +51,15 @@ func (rec *recorder) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// tailBytes is the body's last tail bytes.
+// tailBytes is the body's last tail bytes, less the bytes of a character cut
+// at their start.
 func (rec *recorder) tailBytes() []byte {
 	b := rec.body.Bytes()
 	if rec.tail > 0 && len(b) > rec.tail {
 		b = b[len(b)-rec.tail:]
+		for i := 0; i < utf8.UTFMax-1 && len(b) > 0 && !utf8.RuneStart(b[0]); i++ {
+			b = b[1:]
+		}
 	}
 	return b
 }

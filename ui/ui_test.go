@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/chiffon-dev/chiffon/orchestrator"
 	"go.uber.org/goleak"
@@ -256,5 +257,16 @@ func TestRelayLeavesOutOutputBeforeTheTail(t *testing.T) {
 	}
 	if got := relayBlock(event(95, "new output"), 100); !strings.Contains(got, "new output") {
 		t.Errorf("into the tail: %s", got)
+	}
+}
+
+// TestTailStartsOnACharacter: the output tail drops the bytes of a character
+// its cut splits, and keeps the last bytes whole.
+func TestTailStartsOnACharacter(t *testing.T) {
+	rec := &recorder{header: http.Header{}, tail: 6}
+	_, _ = rec.Write([]byte("ab€cd€")) // € is 3 bytes: the last 6 begin with the first one's last byte
+	got := string(rec.tailBytes())
+	if !utf8.ValidString(got) || got != "cd€" || rec.total != 10 {
+		t.Fatalf("tail %q of %d bytes", got, rec.total)
 	}
 }
