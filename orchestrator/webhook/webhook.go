@@ -210,6 +210,13 @@ func (d *Dispatcher) Send(event string, data any) {
 	}
 }
 
+// isHead reports whether del is still the first of q's deliveries.
+func (q *queue) isHead(del *Delivery) bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return len(q.wait) > 0 && q.wait[0].d == del
+}
+
 func (q *queue) wants(event string) bool {
 	if slices.Contains(q.r.Events, event) {
 		return true
@@ -262,6 +269,9 @@ func (d *Dispatcher) deliver(q *queue) {
 			case <-time.After(wait):
 			case <-d.ctx.Done():
 				return
+			}
+			if !q.isHead(next.d) {
+				break // dropped while it waited: the queue filled
 			}
 			wait = min(2*wait, d.opts.MaxBackoff)
 		}
