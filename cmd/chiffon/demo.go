@@ -85,7 +85,7 @@ func runDemo(ctx context.Context, dir string, tasks []orchestrator.SubmitRequest
 		return err
 	}
 	defer s.Stop()
-	fmt.Fprintf(out, "Chiffon demo: broker %s, API %s, %d agents; dashboard %s/\n\n", s.NATSURL(), s.APIURL(), len(s.AgentIDs()), s.APIURL())
+	fmt.Fprintf(out, "Chiffon demo: broker %s, API %s, %d agents\n\n", s.NATSURL(), s.APIURL(), len(s.AgentIDs()))
 	c := &orchestrator.Client{BaseURL: s.APIURL(), Token: s.APIToken()}
 	running := ctx
 	ctx, cancel := context.WithTimeout(ctx, 45*time.Second)
