@@ -2,6 +2,7 @@ package tests
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"os"
 	"os/exec"
@@ -355,10 +356,10 @@ func TestDashboardViewerCannotAct(t *testing.T) {
 	viewer := &orchestrator.Client{BaseURL: d.client.BaseURL, Token: d.token("viewer.token"), HTTP: d.client.HTTP}
 	var apiErr *orchestrator.APIError
 	if _, err := viewer.Submit(context.Background(), orchestrator.SubmitRequest{ToAgent: "infra", WorkType: "echo",
-		Parameters: map[string]any{"message": "hi"}}); !asAPIError(err, &apiErr) || apiErr.Status != 403 {
+		Parameters: map[string]any{"message": "hi"}}); !errors.As(err, &apiErr) || apiErr.Status != 403 {
 		t.Errorf("a viewer's submit through the API: %v, want 403", err)
 	}
-	if _, err := viewer.Cancel(context.Background(), running.ID, "viewer"); !asAPIError(err, &apiErr) || apiErr.Status != 403 {
+	if _, err := viewer.Cancel(context.Background(), running.ID, "viewer"); !errors.As(err, &apiErr) || apiErr.Status != 403 {
 		t.Errorf("a viewer's cancel through the API: %v, want 403", err)
 	}
 	if task, _ := d.client.Get(context.Background(), running.ID); task == nil || task.CancelRequested {
@@ -385,12 +386,4 @@ func TestDashboardRefusesAFormWithoutItsCSRFToken(t *testing.T) {
 		t.Fatalf("a form without its CSRF token cancelled the task: %+v, %v", task, err)
 	}
 	_, _ = d.client.Cancel(context.Background(), id, "the test is over") // up stops at once
-}
-
-func asAPIError(err error, target **orchestrator.APIError) bool {
-	e, ok := err.(*orchestrator.APIError)
-	if ok {
-		*target = e
-	}
-	return ok && e != nil
 }

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 
 	"github.com/chiffon-dev/chiffon/orchestrator"
@@ -19,7 +20,7 @@ import (
 // on the first connection.
 func (u *UI) events(w http.ResponseWriter, r *http.Request, sess *session) {
 	id := r.PathValue("id")
-	tailStart, _ := parseInt(r.URL.Query().Get("tail"))
+	tailStart, _ := strconv.ParseInt(r.URL.Query().Get("tail"), 10, 64)
 	req := apiRequest(r.Context(), sess, http.MethodGet, "/api/v1/tasks/"+url.PathEscape(id)+"/events", nil)
 	if last := r.Header.Get("Last-Event-ID"); last != "" {
 		req.Header.Set("Last-Event-ID", last)

@@ -93,5 +93,3 @@ func currentStep(t *orchestrator.Task) string {
 }
 
 func jsonIndent(b *bytes.Buffer, raw []byte) error { return json.Indent(b, raw, "", "  ") }
-
-func parseInt(s string) (int64, error) { return strconv.ParseInt(s, 10, 64) }

@@ -275,17 +275,9 @@ func (s *Store) publishRetrying(msgs []message, el *election) error {
 				return err
 			}
 		}
-		s.mu.Lock()
-		closedAt := s.closedAt
-		s.mu.Unlock()
-		if !closedAt.IsZero() && time.Since(closedAt) > opTimeout {
+		if !s.pause("commit", attempt, &wait, err) {
 			return err
 		}
-		if attempt == 1 || attempt%20 == 0 {
-			s.log.Warn("jsstore: commit failed; trying again", "stream", s.name, "attempt", attempt, "err", err)
-		}
-		time.Sleep(wait) // the writer's own pace: nothing else waits on it but its writes
-		wait = min(2*wait, retryMax)
 		if el != nil {
 			s.campaign(el) // renew the lease, or find it lapsed
 		}
@@ -465,18 +457,28 @@ func (s *Store) outputSubjects(id string) ([]string, error) {
 		if err == nil || !transient(err) {
 			return out, err
 		}
-		s.mu.Lock()
-		closedAt := s.closedAt
-		s.mu.Unlock()
-		if !closedAt.IsZero() && time.Since(closedAt) > opTimeout {
+		if !s.pause("reading the output", attempt, &wait, err) {
 			return nil, err
 		}
-		if attempt == 1 || attempt%20 == 0 {
-			s.log.Warn("jsstore: reading the output failed; trying again", "stream", s.name, "attempt", attempt, "err", err)
-		}
-		time.Sleep(wait)
-		wait = min(2*wait, retryMax)
 	}
+}
+
+// pause waits before the next try of what failed with err, doubling *wait up to
+// retryMax and logging the first failure and every 20th; it reports false, at
+// once, when the store has been closed for more than opTimeout: give up.
+func (s *Store) pause(what string, attempt int, wait *time.Duration, err error) bool {
+	s.mu.Lock()
+	closedAt := s.closedAt
+	s.mu.Unlock()
+	if !closedAt.IsZero() && time.Since(closedAt) > opTimeout {
+		return false
+	}
+	if attempt == 1 || attempt%20 == 0 {
+		s.log.Warn("jsstore: "+what+" failed; trying again", "stream", s.name, "attempt", attempt, "err", err)
+	}
+	time.Sleep(*wait) // the caller's own pace: nothing else waits on it but its own work
+	*wait = min(2**wait, retryMax)
+	return true
 }
 
 // subjects lists the stored subjects filter matches, in order, from the stream's

@@ -10,7 +10,6 @@ import (
 	"bytes"
 	"context"
 	"crypto/hmac"
-	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -22,6 +21,8 @@ import (
 	"slices"
 	"sync"
 	"time"
+
+	"github.com/chiffon-dev/chiffon/envelope"
 )
 
 // Headers of a delivery.
@@ -186,7 +187,7 @@ func (d *Dispatcher) Send(event string, data any) {
 		if !q.wants(event) {
 			continue
 		}
-		del := &Delivery{ID: newID(), Event: event, Receiver: q.name, Created: now, State: StatePending}
+		del := &Delivery{ID: envelope.NewID(), Event: event, Receiver: q.name, Created: now, State: StatePending}
 		body, err := json.Marshal(map[string]any{"id": del.ID, "event": event, "at": now, "data": data})
 		if err != nil {
 			d.log.Error("webhook: encode event", "event", event, "err", err)
@@ -342,10 +343,4 @@ func (d *Dispatcher) result(del *Delivery, code int, problem string) {
 func (d *Dispatcher) Close() {
 	d.stop()
 	d.wg.Wait()
-}
-
-func newID() string {
-	b := make([]byte, 12)
-	_, _ = rand.Read(b)
-	return hex.EncodeToString(b)
 }
