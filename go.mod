@@ -15,6 +15,7 @@ require (
 	github.com/nats-io/nuid v1.0.1
 	github.com/pb33f/libopenapi v0.42.4
 	github.com/prometheus/client_golang v1.25.0
+	github.com/robfig/cron/v3 v3.0.1
 	github.com/santhosh-tekuri/jsonschema/v6 v6.0.3
 	github.com/sony/gobreaker/v2 v2.4.0
 	github.com/spf13/cobra v1.10.2

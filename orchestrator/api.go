@@ -49,6 +49,7 @@ func (o *Orchestrator) newAPI() http.Handler {
 	api("POST /api/v1/tasks/{id}/cancel", operatorOnly(o.leaderOnly(o.withTask(o.apiCancel))))
 	api("GET /api/v1/agents", o.leaderOnly(func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, http.StatusOK, o.Agents()) }))
 	api("GET /api/v1/webhooks/deliveries", o.leaderOnly(o.apiDeliveries))
+	o.routeFleet(api)
 	api("/api/", func(w http.ResponseWriter, _ *http.Request) {
 		writeError(w, http.StatusNotFound, "not_found", "", "no such API endpoint")
 	})
@@ -113,33 +114,16 @@ func (o *Orchestrator) withTask(h func(http.ResponseWriter, *http.Request, strin
 
 func (o *Orchestrator) apiSubmit(w http.ResponseWriter, r *http.Request) {
 	var req SubmitRequest
-	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxBody))
-	dec.DisallowUnknownFields()
-	dec.UseNumber()
-	if err := dec.Decode(&req); err != nil {
-		writeDecodeErr(w, err)
-		return
-	}
-	if dec.More() {
-		writeError(w, http.StatusBadRequest, "invalid_json", "", "body holds more than one JSON value")
+	if !decodeBody(w, r, &req) {
 		return
 	}
 	t, err := o.Submit(r.Context(), req)
-	var fe *FieldError
-	var tle *TooLargeError
-	switch {
-	case errors.As(err, &fe):
-		writeError(w, http.StatusBadRequest, "invalid_field", fe.Field, fe.Message)
-	case errors.As(err, &tle):
-		writeError(w, http.StatusRequestEntityTooLarge, "too_large", "parameters", tle.Error())
-	case errors.Is(err, ErrClosed):
-		writeError(w, http.StatusServiceUnavailable, "unavailable", "", err.Error())
-	case err != nil:
-		writeError(w, http.StatusInternalServerError, "internal", "", err.Error())
-	default:
-		w.Header().Set("Location", "/api/v1/tasks/"+t.ID)
-		writeJSON(w, http.StatusCreated, t)
+	if err != nil {
+		writeRequestErr(w, err)
+		return
 	}
+	w.Header().Set("Location", "/api/v1/tasks/"+t.ID)
+	writeJSON(w, http.StatusCreated, t)
 }
 
 // writeDecodeErr answers a body that is not a valid submission, naming the field.

@@ -89,6 +89,9 @@ func (o *Orchestrator) do(r *run, eff effect) {
 		if !e.uncount && o.hooks != nil { // the end is stored: tell the receivers
 			o.hooks.Send(taskEvent(r.t.State), cloneTask(r.t))
 		}
+		if !e.uncount && r.t.BatchID != "" {
+			o.fleet.taskEnded(r.t.BatchID)
+		}
 		o.closeWatchers(r.t.ID, final)
 	}
 }

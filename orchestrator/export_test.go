@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/chiffon-dev/chiffon/orchestrator/badgerstore"
 	"github.com/chiffon-dev/chiffon/orchestrator/memstore"
@@ -53,3 +54,15 @@ func StallStoreWriter(o *Orchestrator) (release func()) {
 	<-stalled
 	return sync.OnceFunc(func() { close(unblock) })
 }
+
+// StopFleet stops the batch runners and the schedules' clock, so that a test
+// fires schedules itself (FireDue) at the times it chooses.
+func StopFleet(o *Orchestrator) { o.stopFleet() }
+
+// FireDue fires what is due at now for a clock started at started, and returns
+// when the clock would look again.
+func FireDue(o *Orchestrator, started, now time.Time) time.Time { return o.fireDue(started, now) }
+
+// ForgetFiring deletes what schedule name fired last, as if its record had not
+// been written.
+func ForgetFiring(o *Orchestrator, name string) error { return o.st.PutRecord(firingRecord, name, nil) }

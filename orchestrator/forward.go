@@ -13,7 +13,8 @@ import (
 )
 
 // A standby forwards the API requests that need the core (a submit, a cancel, the
-// agent list) to the leader: one NATS request on OrchAPI, which only the leader
+// agent list, the webhook deliveries, and what makes batches and changes
+// schedules) to the leader: one NATS request on OrchAPI, which only the leader
 // subscribes to and only orchestrators may use (broker permissions). The request
 // carries the HTTP method, path and Authorization header, with the body as its
 // data; the leader serves it with its own API, which checks the token again, and
@@ -87,11 +88,18 @@ func (o *Orchestrator) forward(w http.ResponseWriter, r *http.Request) {
 	_, _ = w.Write(resp.Data)
 }
 
-// forwardable are the requests a standby may forward, by method and route.
+// forwardable are the requests a standby may forward, by method and route: the
+// routes newAPI serves through leaderOnly.
 var forwardable = map[string]bool{
-	"POST /api/v1/tasks":             true,
-	"POST /api/v1/tasks/{id}/cancel": true,
-	"GET /api/v1/agents":             true,
+	"POST /api/v1/tasks":                   true,
+	"POST /api/v1/tasks/{id}/cancel":       true,
+	"GET /api/v1/agents":                   true,
+	"GET /api/v1/webhooks/deliveries":      true,
+	"POST /api/v1/batches":                 true,
+	"POST /api/v1/schedules":               true,
+	"POST /api/v1/schedules/{name}/pause":  true,
+	"POST /api/v1/schedules/{name}/resume": true,
+	"DELETE /api/v1/schedules/{name}":      true,
 }
 
 // handleForwarded serves a request a standby forwarded, off the subscription's

@@ -167,12 +167,13 @@ func (o *Orchestrator) lead() error {
 	}
 	o.ha.active.Store(true)
 	o.metrics.leader.Set(1)
-	return nil
+	return o.startFleet()
 }
 
 // stepDown stops the core: no more messages come in, and every live thing goes.
 // The tasks stay in the store for the next leader.
 func (o *Orchestrator) stepDown() {
+	o.stopFleet()
 	o.ha.active.Store(false)
 	o.metrics.leader.Set(0)
 	o.unsubscribe()

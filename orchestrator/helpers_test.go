@@ -209,6 +209,8 @@ type fakeAgent struct {
 	silent bool
 	// hbInterval is the heartbeat interval it registers with; 0 means a minute.
 	hbInterval time.Duration
+	// labels are the labels it registers with.
+	labels map[string]string
 }
 
 // workMsg is one work_request the fake agent received.
@@ -311,7 +313,7 @@ func (a *fakeAgent) registerAs(token string, capacity int, offering ...string) *
 	}
 	hb := cmp.Or(a.hbInterval, time.Minute)
 	reg := envelope.New(envelope.Code, envelope.Orchestrator, "", "", &envelope.Register{AgentID: a.id,
-		SupportedVersions: []string{"1.0"}, WorkTypes: offering, MaxConcurrency: capacity, HeartbeatIntervalMS: hb.Milliseconds()})
+		SupportedVersions: []string{"1.0"}, WorkTypes: offering, MaxConcurrency: capacity, HeartbeatIntervalMS: hb.Milliseconds(), Labels: a.labels})
 	data, _ := envelope.Encode(reg)
 	m := &nats.Msg{Subject: a.subj.Register(), Data: data}
 	broker.SetAuth(m, token, a.id)

@@ -163,8 +163,10 @@ func TestOpenAPIListsEveryRouteTheMuxServes(t *testing.T) {
 var pathParam = regexp.MustCompile(`\{([^}]+)\}`)
 
 // routePatterns returns the route patterns newAPI registers, read from the
-// package's source: every call of api, mux.Handle or mux.HandleFunc in it. It fails
-// on a pattern that is not a literal, or a ServeMux made elsewhere.
+// package's source: every call of api, mux.Handle or mux.HandleFunc in it, and
+// every call of api in a method newAPI hands its api helper to (a parameter named
+// api, as routeFleet has). It fails on a pattern that is not a literal, or a
+// ServeMux made elsewhere.
 func routePatterns(t *testing.T) []string {
 	t.Helper()
 	files, err := filepath.Glob("*.go")
@@ -188,6 +190,7 @@ func routePatterns(t *testing.T) []string {
 				continue
 			}
 			inNewAPI := fd.Name.Name == "newAPI" && fd.Recv != nil
+			registers := inNewAPI || fd.Recv != nil && takesAPI(fd)
 			ast.Inspect(fd.Body, func(n ast.Node) bool {
 				if as, ok := n.(*ast.AssignStmt); ok && inNewAPI && isRegistration(as.Lhs[0]) {
 					return false // the api helper itself, not a route
@@ -202,7 +205,7 @@ func routePatterns(t *testing.T) []string {
 						t.Errorf("%s: a ServeMux outside newAPI: register routes in newAPI", fset.Position(call.Pos()))
 					}
 				}
-				if !inNewAPI || !isRegistration(call.Fun) {
+				if !registers || !isRegistration(call.Fun) || !inNewAPI && !isAPIHelper(call.Fun) {
 					return true
 				}
 				lit, ok := call.Args[0].(*ast.BasicLit)
@@ -220,6 +223,25 @@ func routePatterns(t *testing.T) []string {
 		t.Fatalf("found %d ServeMux and %d routes: has newAPI changed shape?", muxes, len(patterns))
 	}
 	return patterns
+}
+
+// takesAPI reports whether fd has a parameter named api: newAPI's helper, handed
+// on to register more routes.
+func takesAPI(fd *ast.FuncDecl) bool {
+	for _, p := range fd.Type.Params.List {
+		for _, n := range p.Names {
+			if n.Name == "api" {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// isAPIHelper reports whether fun is the api helper.
+func isAPIHelper(fun ast.Expr) bool {
+	id, ok := fun.(*ast.Ident)
+	return ok && id.Name == "api"
 }
 
 // isRegistration reports whether fun is api, mux.Handle or mux.HandleFunc.
@@ -262,6 +284,12 @@ func TestOpenAPISchemasDescribeTheGoTypes(t *testing.T) {
 		{"WorkStatus", envelope.WorkStatus{}},
 		{"Step", envelope.Step{}},
 		{"WorkResult", envelope.WorkResult{}},
+		{"BatchRequest", orchestrator.BatchRequest{}},
+		{"Batch", orchestrator.Batch{}},
+		{"BatchTarget", orchestrator.BatchTarget{}},
+		{"ScheduleSpec", orchestrator.ScheduleSpec{}},
+		{"Schedule", orchestrator.Schedule{}},
+		{"Firing", orchestrator.Firing{}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.schema, func(t *testing.T) {

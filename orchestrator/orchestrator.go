@@ -73,6 +73,10 @@ type Orchestrator struct {
 	subsClosed bool
 	// ha is this orchestrator's part in a group of them (ha.enabled), or nil.
 	ha *haState
+	// fleet runs the batches and the schedules while the core runs.
+	fleet fleet
+	// schedMu orders the changes this orchestrator makes to schedules.
+	schedMu sync.Mutex
 
 	// The loop (loop.go) owns the rest: only its jobs touch them.
 	mail     *mailbox
@@ -182,6 +186,12 @@ func Open(cfg Config, opts Options) (*Orchestrator, error) {
 	if err := start(); err != nil {
 		o.Close()
 		return nil, err
+	}
+	if !cfg.HA.Enabled {
+		if err := o.startFleet(); err != nil {
+			o.Close()
+			return nil, err
+		}
 	}
 	return o, nil
 }
@@ -293,6 +303,7 @@ func (o *Orchestrator) Serve(ctx context.Context, ln net.Listener) error {
 // closes its own NATS connection and the store. Unfinished tasks stay in the store and
 // resume at the next Open.
 func (o *Orchestrator) Close() error {
+	o.stopFleet()
 	first := false
 	_ = o.call(func() {
 		if o.closed {
@@ -330,10 +341,12 @@ func (o *Orchestrator) Close() error {
 	if o.hooks != nil {
 		o.hooks.Close()
 	}
+	// The store first: JetStream's commits what is queued over the connection.
+	err := o.st.Close()
 	if o.ownConn && o.nc != nil {
 		o.nc.Close()
 	}
-	return o.st.Close()
+	return err
 }
 
 // Ready reports whether the orchestrator is open and connected to NATS.

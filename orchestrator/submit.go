@@ -5,9 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/chiffon-dev/chiffon/envelope"
+	"github.com/google/uuid"
 )
 
 func (o *Orchestrator) newRun(t *Task) *run {
@@ -67,33 +69,73 @@ func (o *Orchestrator) Submit(_ context.Context, req SubmitRequest) (*Task, erro
 	if err := o.checkSize(&req); err != nil {
 		return nil, err
 	}
+	t, _, err := o.submit(req, origin{})
+	return t, err
+}
+
+// origin is what a batch or a schedule fixes of a task it makes. Its id and
+// request_id are derived from what made it (the batch and the agent, the
+// schedule and the fire time), so that making it again, after a restart or in
+// another orchestrator, finds the task instead of running the work twice.
+type origin struct {
+	id, requestID string
+	batchID       string
+	schedule      string
+	fireTime      *time.Time
+}
+
+// derivedID is the UUID (version 5) of parts: the same parts give the same id.
+func derivedID(parts ...string) string {
+	return uuid.NewSHA1(idSpace, []byte(strings.Join(parts, "\x00"))).String()
+}
+
+// idSpace is the UUID namespace of derived ids.
+var idSpace = uuid.MustParse("7c3c2a60-51b1-4f0e-9d8a-3f1e0c6b9a41")
+
+// submit stores and routes a task for req, validated, made as org says. With
+// org.id set it is idempotent: a task of that id that exists (live or stored) is
+// returned as it is, with made false.
+func (o *Orchestrator) submit(req SubmitRequest, org origin) (t *Task, made bool, err error) {
 	now := time.Now().UTC()
-	t := &Task{ID: envelope.NewID(), State: StatePending, ToAgent: req.ToAgent, WorkType: req.WorkType,
-		Parameters: req.Parameters, Hints: req.Hints, RequestID: envelope.NewID(), TraceID: envelope.NewID(),
+	t = &Task{ID: org.id, State: StatePending, ToAgent: req.ToAgent, WorkType: req.WorkType,
+		Parameters: req.Parameters, Hints: req.Hints, RequestID: org.requestID, TraceID: envelope.NewID(),
+		BatchID: org.batchID, Schedule: org.schedule, FireTime: org.fireTime,
 		Steps: []StepInfo{}, CreatedAt: now, UpdatedAt: now}
+	if t.ID == "" {
+		t.ID, t.RequestID = envelope.NewID(), envelope.NewID()
+	} else if old, err := o.st.Task(t.ID); !errors.Is(err, ErrNotFound) {
+		return old, false, err // stored before, or the store cannot say
+	}
 	if t.Hints != nil && *t.Hints == (Hints{}) {
 		t.Hints = nil
 	}
 	r := o.newRun(t)
 	var c *commit
 	var snap *Task
-	err := o.call(func() {
-		if o.closed {
+	err = o.call(func() {
+		if o.closed || !o.serving() {
+			return
+		}
+		if live := o.runs[t.ID]; live != nil {
+			snap = cloneTask(live.t)
 			return
 		}
 		o.admit(r)
 		o.deliver(r, submitted{})
 		// Routed: dispatched, queued, failed or to be retried, and written so.
-		c, snap = r.written, cloneTask(t)
+		c, snap, made = r.written, cloneTask(t), true
 	})
 	if err != nil || snap == nil {
-		return nil, ErrClosed
+		return nil, false, ErrClosed
+	}
+	if !made {
+		return snap, false, nil
 	}
 	if err := c.wait(); err != nil {
 		o.deliverLater(r, dropped{})
-		return nil, err
+		return nil, false, err
 	}
-	return snap, nil
+	return snap, true, nil
 }
 
 // admit makes r a live task.

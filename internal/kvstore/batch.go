@@ -27,6 +27,7 @@ type Batcher struct {
 
 type pendingWrite struct {
 	entries []*badger.Entry
+	deletes [][]byte // keys deleted after the entries are set
 	done    func(error)
 }
 
@@ -49,7 +50,16 @@ func NewBatcher(db *DB) *Batcher {
 // committing goroutine, in order with the other writes' done functions, and must not
 // block: a done that needs a lock starts a goroutine to take it.
 func (b *Batcher) Write(entries []*badger.Entry, done func(error)) {
-	if b.add(entries, done, false) {
+	if b.add(pendingWrite{entries: entries, done: done}, false) {
+		b.Kick()
+	}
+}
+
+// Delete queues the deletion of keys, committed together and ordered with the
+// writes as Write's entries are (a badger.Entry cannot say "delete": its meta bits
+// are Badger's own). done is as Write's.
+func (b *Batcher) Delete(keys [][]byte, done func(error)) {
+	if b.add(pendingWrite{deletes: keys, done: done}, false) {
 		b.Kick()
 	}
 }
@@ -60,7 +70,7 @@ func (b *Batcher) Write(entries []*badger.Entry, done func(error)) {
 // subscription already read, say) holds all but the last. Whoever holds a write must
 // make sure a Write or Kick follows; Close commits what is still held.
 func (b *Batcher) Hold(entries []*badger.Entry, done func(error)) {
-	b.add(entries, done, true)
+	b.add(pendingWrite{entries: entries, done: done}, true)
 }
 
 // Flush is Kick when a held write may wait in the queue, and nothing otherwise: a
@@ -86,14 +96,14 @@ func (b *Batcher) Kick() {
 
 // add queues a write, held or to be kicked, and reports whether it did: a closed
 // Batcher refuses it.
-func (b *Batcher) add(entries []*badger.Entry, done func(error), hold bool) bool {
+func (b *Batcher) add(w pendingWrite, hold bool) bool {
 	b.mu.Lock()
 	if b.closed {
 		b.mu.Unlock()
-		go done(ErrBatcherClosed)
+		go w.done(ErrBatcherClosed)
 		return false
 	}
-	b.queue = append(b.queue, pendingWrite{entries, done})
+	b.queue = append(b.queue, w)
 	b.held = hold // a write kicked takes the held ones along
 	b.mu.Unlock()
 	return true
@@ -103,6 +113,13 @@ func (b *Batcher) add(entries []*badger.Entry, done func(error), hold bool) bool
 func (b *Batcher) WriteWait(entries ...*badger.Entry) error {
 	errc := make(chan error, 1)
 	b.Write(entries, func(err error) { errc <- err })
+	return <-errc
+}
+
+// DeleteWait is Delete that waits for the commit.
+func (b *Batcher) DeleteWait(keys ...[]byte) error {
+	errc := make(chan error, 1)
+	b.Delete(keys, func(err error) { errc <- err })
 	return <-errc
 }
 
@@ -166,7 +183,7 @@ func (b *Batcher) commitFrom(ws []pendingWrite, start int, results []error) (int
 	defer func() { txn.Discard() }()
 	end := start
 	for ; end < len(ws); end++ {
-		err := setAll(txn, ws[end].entries)
+		err := ws[end].apply(txn)
 		if err == nil {
 			continue
 		}
@@ -179,7 +196,7 @@ func (b *Batcher) commitFrom(ws []pendingWrite, start int, results []error) (int
 		txn.Discard()
 		txn = b.db.newTxn()
 		for _, w := range ws[start:end] {
-			if err := setAll(txn, w.entries); err != nil {
+			if err := w.apply(txn); err != nil {
 				return end, err
 			}
 		}
@@ -188,9 +205,15 @@ func (b *Batcher) commitFrom(ws []pendingWrite, start int, results []error) (int
 	return end, b.db.commit(txn)
 }
 
-func setAll(txn *badger.Txn, entries []*badger.Entry) error {
-	for _, e := range entries {
+// apply sets w's entries in txn, then deletes its keys.
+func (w pendingWrite) apply(txn *badger.Txn) error {
+	for _, e := range w.entries {
 		if err := txn.SetEntry(e); err != nil {
+			return err
+		}
+	}
+	for _, k := range w.deletes {
+		if err := txn.Delete(k); err != nil {
 			return err
 		}
 	}

@@ -72,6 +72,18 @@ func (w *recordWriter) task(t *task.Task) {
 	w.String(t.RequestID)
 	w.Raw(`,"trace_id":`)
 	w.String(t.TraceID)
+	if t.BatchID != "" {
+		w.Raw(`,"batch_id":`)
+		w.String(t.BatchID)
+	}
+	if t.Schedule != "" {
+		w.Raw(`,"schedule":`)
+		w.String(t.Schedule)
+	}
+	if t.FireTime != nil {
+		w.Raw(`,"fire_time":`)
+		w.Time(*t.FireTime)
+	}
 	w.Raw(`,"attempts":`)
 	w.Int(int64(t.Attempts))
 	if len(t.Retries) > 0 {
@@ -293,7 +305,11 @@ const (
 	taskFixed = len(`{"id":"","state":"","to_agent":"","work_type":"","agent_id":"","request_id":"","trace_id":"",`+
 		`"attempts":,"progress_percent":,"steps":[],"output_bytes":,"output_complete":false,`+
 		`"cancel_requested":true,"created_at":,"updated_at":}`) + 3*jsonw.IntSize + 2*jsonw.TimeSize
-	// optionalTimeFixed is one of first_dispatch_at, last_attempt_at, finished_at.
+	// originFixed is what batch_id and schedule take together (fire_time is an
+	// optional time).
+	originFixed = len(`,"batch_id":"","schedule":""`)
+	// optionalTimeFixed is one of first_dispatch_at, last_attempt_at, finished_at,
+	// fire_time.
 	optionalTimeFixed = len(`,"first_dispatch_at":`) + jsonw.TimeSize
 	hintsFixed        = len(`,"hints":{"max_duration_seconds":,"max_memory_mb":,"agent_id":""}`) + 2*jsonw.IntSize
 	retryFixed        = len(`,{"attempt":,"code":,"message":"","agent_id":"","wait_ms":,"at":}`) + 3*jsonw.IntSize + jsonw.TimeSize
@@ -317,12 +333,16 @@ func taskSize(t *task.Task) int {
 	if len(t.Parameters) > 0 {
 		n += len(`,"parameters":`) + jsonw.ValueSize(t.Parameters)
 	}
-	for _, at := range [...]*time.Time{t.FirstDispatchAt, t.LastAttemptAt, t.FinishedAt} {
+	for _, at := range [...]*time.Time{t.FirstDispatchAt, t.LastAttemptAt, t.FinishedAt, t.FireTime} {
 		if at != nil {
 			n += optionalTimeFixed
 		}
 	}
-	text := len(t.ID) + len(t.State) + len(t.ToAgent) + len(t.WorkType) + len(t.AgentID) + len(t.RequestID) + len(t.TraceID)
+	text := len(t.ID) + len(t.State) + len(t.ToAgent) + len(t.WorkType) + len(t.AgentID) + len(t.RequestID) + len(t.TraceID) +
+		len(t.BatchID) + len(t.Schedule)
+	if t.BatchID != "" || t.Schedule != "" {
+		n += originFixed
+	}
 	if t.Hints != nil {
 		n += hintsFixed
 		text += len(t.Hints.AgentID)

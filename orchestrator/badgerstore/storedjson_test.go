@@ -201,6 +201,7 @@ func widestRecords(text string) (*task.Task, *task.Event) {
 	at := time.Date(2025, 6, 1, 12, 0, 0, 123456789, time.FixedZone("", -(9*3600+30*60)))
 	off := int64(math.MinInt64)
 	rec := &task.Task{ID: text, State: task.StateError, ToAgent: "infra", WorkType: text, AgentID: text, RequestID: text, TraceID: text,
+		BatchID: text, Schedule: text, FireTime: &at,
 		Hints:    &task.Hints{MaxDurationSeconds: math.MinInt64, MaxMemoryMB: math.MinInt64, AgentID: text},
 		Attempts: math.MinInt, ProgressPercent: math.MinInt, OutputBytes: math.MinInt64, OutputComplete: true, CancelRequested: true,
 		Retries: []task.Retry{{Attempt: math.MinInt, Code: math.MinInt, Message: text, AgentID: text, WaitMS: math.MinInt64, At: at},

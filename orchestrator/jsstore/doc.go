@@ -13,11 +13,14 @@
 //	                   which its piece holds (read back from it)
 //	P.o.<id>.<offset>  a piece of output: its raw bytes (empty: no piece)
 //	P.f.<id>           the finish marker: when the task ended (RFC 3339)
+//	P.r.<kind>.<id>    a record (task.Store.PutRecord): its raw bytes (empty: a
+//	                   deleted record's tombstone)
 //	P.leader           the leadership record (see Elect): JSON of Leader
 //
 // Numbers in subjects are 20-digit zero-padded decimals, so that they sort as
 // they count. A task id is one subject token: an id with '.', '*', '>' or white
-// space is refused by the writes and unknown to the reads.
+// space is refused by the writes and unknown to the reads. A record's kind and id
+// are each one token too (task.CheckKey); anything else is refused.
 //
 // # Why so
 //
@@ -38,7 +41,9 @@
 //
 // ReplaceOutput cannot delete the pieces it replaces in the same batch (a purge
 // is no message), so it overwrites each one not among its new chunks with an
-// empty message, a tombstone, which readers skip.
+// empty message, a tombstone, which readers skip. PutRecord deletes a record the
+// same way, so that the delete is a fenced write in order with the others; an
+// empty record therefore cannot be stored (ErrEmptyRecord).
 //
 // Retention: JetStream's per-message TTLs would expire a task's events and output
 // from when each was written, not from when the task ended. So the write that
@@ -46,6 +51,7 @@
 // goroutine sweeps every Retention/4 (at most a minute, at least 100 ms): it
 // purges the subjects of every task whose marker is older than the retention.
 // Until the sweep comes, reads hide such a task: its record reads as absent.
+// Records (P.r.) have no marker: they never expire, and the sweep leaves them.
 //
 // # Leadership and fencing
 //

@@ -7,6 +7,7 @@ import (
 	"cmp"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"maps"
 	"slices"
@@ -24,10 +25,13 @@ var ErrClosed = errors.New("memstore: store closed")
 // Store is a task.Store in memory. Records and events are kept encoded, so that a
 // caller changing what it saved changes nothing stored.
 type Store struct {
-	mu     sync.Mutex
-	tasks  table
-	closed bool
-	broken error // FailWrites' error
+	mu    sync.Mutex
+	tasks table
+	// records are the records (task.Store.PutRecord) by kind, then id; they never
+	// expire.
+	records map[string]map[string][]byte
+	closed  bool
+	broken  error // FailWrites' error
 	// dones are the done functions of committed writes, run in order by loop: a
 	// done never runs before its Save returns, as with a store that commits on a
 	// goroutine of its own.
@@ -57,7 +61,7 @@ type stored struct {
 // New returns an empty Store that keeps finished tasks for retention (0: forever).
 // Close it.
 func New(retention time.Duration) *Store {
-	s := &Store{tasks: table{byID: map[string]*stored{}, retention: retention}, wake: make(chan struct{}, 1), stopped: make(chan struct{})}
+	s := &Store{tasks: table{byID: map[string]*stored{}, retention: retention}, records: map[string]map[string][]byte{}, wake: make(chan struct{}, 1), stopped: make(chan struct{})}
 	go s.loop()
 	return s
 }
@@ -279,6 +283,72 @@ func (s *Store) ReplaceOutput(id, data string) error {
 		}
 	}
 	return nil
+}
+
+// PutRecord stores a copy of data as the record id of kind, or with nil data
+// deletes it, at once.
+func (s *Store) PutRecord(kind, id string, data []byte) error {
+	if err := checkKeys(kind, id); err != nil {
+		return err
+	}
+	if data != nil && len(data) == 0 {
+		return fmt.Errorf("%w %s/%s", task.ErrEmptyRecord, kind, id)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return ErrClosed
+	}
+	if s.broken != nil {
+		return s.broken
+	}
+	if data == nil {
+		delete(s.records[kind], id)
+		return nil
+	}
+	byID := s.records[kind]
+	if byID == nil {
+		byID = map[string][]byte{}
+		s.records[kind] = byID
+	}
+	byID[id] = slices.Clone(data)
+	return nil
+}
+
+// Record returns a copy of the record id of kind, or task.ErrNotFound.
+func (s *Store) Record(kind, id string) ([]byte, error) {
+	if err := checkKeys(kind, id); err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	data, ok := s.records[kind][id]
+	if !ok {
+		return nil, task.ErrNotFound
+	}
+	return slices.Clone(data), nil
+}
+
+// Records returns a copy of every record of kind, by id.
+func (s *Store) Records(kind string) (map[string][]byte, error) {
+	if err := task.CheckKey(kind); err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make(map[string][]byte, len(s.records[kind]))
+	for id, data := range s.records[kind] {
+		out[id] = slices.Clone(data)
+	}
+	return out, nil
+}
+
+// checkKeys checks a record's kind and id with task.CheckKey.
+func checkKeys(kind, id string) error {
+	if err := task.CheckKey(kind); err != nil {
+		return err
+	}
+	return task.CheckKey(id)
 }
 
 // Close runs the done functions of the writes made and refuses later writes.

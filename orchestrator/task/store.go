@@ -2,13 +2,19 @@ package task
 
 import (
 	"errors"
+	"fmt"
 	"io"
 
 	"github.com/chiffon-dev/chiffon/output"
 )
 
-// ErrNotFound is returned for a task the store does not hold.
+// ErrNotFound is returned for a task, or a record, the store does not hold.
 var ErrNotFound = errors.New("task not found")
+
+// ErrEmptyRecord is returned by PutRecord for empty, non-nil data: nil deletes a
+// record, and a record is never empty (JetStream's store marks a deleted record
+// with an empty message).
+var ErrEmptyRecord = errors.New("empty record")
 
 // Store keeps every task, its events and its output, so that an orchestrator loses
 // nothing across restarts. It is what the orchestrator needs of its storage, not
@@ -65,6 +71,35 @@ type Store interface {
 	// Close commits what is queued or held, stops the store's background work and
 	// releases it. A Save after Close fails.
 	Close() error
+
+	// PutRecord stores data as the record id of kind, replacing any record
+	// stored there, or, with nil data, deletes it; it waits for the commit. Empty
+	// non-nil data is refused (ErrEmptyRecord). Records
+	// hold what is not a task and lives as long as the store: batches and
+	// schedules. They do not expire; they are fenced as task writes are (a deposed
+	// leader's PutRecord fails). kind and id are each one token of CheckKey's
+	// alphabet.
+	PutRecord(kind, id string, data []byte) error
+	// Record returns the record id of kind, or ErrNotFound.
+	Record(kind, id string) ([]byte, error)
+	// Records returns every record of kind by id (an empty map when none).
+	Records(kind string) (map[string][]byte, error)
+}
+
+// CheckKey returns an error unless s is a record kind or id a store can hold: 1 to
+// 128 of the characters a-z A-Z 0-9 _ - (no '.', no '/', no white space, so it is
+// one token of a NATS subject and one segment of a Badger key).
+func CheckKey(s string) error {
+	if s == "" || len(s) > 128 {
+		return fmt.Errorf("record key %q: must be 1 to 128 characters", s)
+	}
+	for _, c := range []byte(s) {
+		ok := c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-'
+		if !ok {
+			return fmt.Errorf("record key %q: only a-z, A-Z, 0-9, '_' and '-' are allowed", s)
+		}
+	}
+	return nil
 }
 
 // Write is one change to one task, committed whole.

@@ -79,6 +79,12 @@ type Task struct {
 	AgentID   string `json:"agent_id"`
 	RequestID string `json:"request_id"`
 	TraceID   string `json:"trace_id"`
+	// BatchID is the batch the task is one of, if any.
+	BatchID string `json:"batch_id,omitempty"`
+	// Schedule is the schedule whose firing made the task (or its batch), and
+	// FireTime that firing's time.
+	Schedule string     `json:"schedule,omitempty"`
+	FireTime *time.Time `json:"fire_time,omitempty"`
 	// Attempts counts dispatches, the first included.
 	Attempts int `json:"attempts"`
 	// Retries lists each retry with the error that caused it and the wait before it.

@@ -19,6 +19,7 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -42,10 +43,13 @@ const (
 	TaskFailed    = "task.failed" // failed, or ended in error
 	TaskCancelled = "task.cancelled"
 	TaskFinished  = "task.finished" // any of the three
+	// BatchFinished: every task of a batch ended (or was skipped); the data is
+	// the batch.
+	BatchFinished = "batch.finished"
 )
 
 // Events are every event name a receiver may list.
-var Events = []string{TaskSucceeded, TaskFailed, TaskCancelled, TaskFinished}
+var Events = []string{TaskSucceeded, TaskFailed, TaskCancelled, TaskFinished, BatchFinished}
 
 // Receiver is one receiver of deliveries.
 type Receiver struct {
@@ -222,7 +226,7 @@ func (q *queue) wants(event string) bool {
 	if slices.Contains(q.r.Events, event) {
 		return true
 	}
-	return event != TaskFinished && slices.Contains(q.r.Events, TaskFinished)
+	return strings.HasPrefix(event, "task.") && slices.Contains(q.r.Events, TaskFinished)
 }
 
 // keep records del, dropping the oldest record past the bound.

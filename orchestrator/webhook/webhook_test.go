@@ -203,3 +203,30 @@ func signedWith(secret, body []byte, signature string) bool {
 	mac.Write(body)
 	return hmac.Equal([]byte("sha256="+hex.EncodeToString(mac.Sum(nil))), []byte(signature))
 }
+
+// TestEventsGoToTheirReceivers: task.finished covers the task events and not
+// batch.finished; a batch.finished receiver gets batches only.
+func TestEventsGoToTheirReceivers(t *testing.T) {
+	tasks, srvTasks := newReceiver(t, "k", 0)
+	batches, srvBatches := newReceiver(t, "k", 0)
+	d := webhook.New([]webhook.Receiver{
+		{URL: srvTasks.URL, Events: []string{webhook.TaskFinished}, Secret: []byte("k")},
+		{URL: srvBatches.URL, Events: []string{webhook.BatchFinished}, Secret: []byte("k")},
+	}, fast)
+	defer d.Close()
+	d.Send(webhook.BatchFinished, map[string]any{"id": "batch-1"})
+	d.Send(webhook.TaskFailed, map[string]any{"id": "task-1"})
+	tasks.wait(t, 1)
+	batches.wait(t, 1)
+	waitRecord(t, d, func(ds []webhook.Delivery) bool { return len(ds) == 2 })
+	tasks.mu.Lock()
+	defer tasks.mu.Unlock()
+	batches.mu.Lock()
+	defer batches.mu.Unlock()
+	if len(tasks.got) != 1 || tasks.got[0]["event"] != webhook.TaskFailed {
+		t.Fatalf("the task.finished receiver took %v", tasks.got)
+	}
+	if len(batches.got) != 1 || batches.got[0]["event"] != webhook.BatchFinished {
+		t.Fatalf("the batch.finished receiver took %v", batches.got)
+	}
+}

@@ -1,0 +1,317 @@
+package orchestrator_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/chiffon-dev/chiffon/envelope"
+	"github.com/chiffon-dev/chiffon/orchestrator"
+	"github.com/chiffon-dev/chiffon/orchestrator/webhook"
+)
+
+// agentState waits until agent id is in state.
+func agentState(t *testing.T, o *orchestrator.Orchestrator, id, state string) {
+	t.Helper()
+	waitFor(t, id+" "+state, func() bool {
+		for _, a := range o.Agents() {
+			if a.ID == id {
+				return a.State == state
+			}
+		}
+		return false
+	})
+}
+
+// waitBatch waits until batch id's end is stored and returns it.
+func waitBatch(t *testing.T, o *orchestrator.Orchestrator, id string) *orchestrator.Batch {
+	t.Helper()
+	var b *orchestrator.Batch
+	waitFor(t, "batch "+id+" to finish", func() bool {
+		var err error
+		b, err = o.GetBatch(id)
+		return err == nil && b.FinishedAt != nil
+	})
+	return b
+}
+
+func targetStates(b *orchestrator.Batch) map[string]string {
+	out := map[string]string{}
+	for _, t := range b.Targets {
+		out[t.AgentID] = t.State
+	}
+	return out
+}
+
+// noWork fails if agent a gets a work_request within d.
+func noWork(t *testing.T, a *fakeAgent, d time.Duration) {
+	t.Helper()
+	select {
+	case w := <-a.work:
+		t.Fatalf("agent %s got work_request %s", a.id, w.req.TaskID)
+	case <-time.After(d):
+	}
+}
+
+// TestBatchRunsOnEveryMatchingAgent: a batch over the code agents makes one task
+// for each online one, pinned to it, and lists the one that went offline and the
+// configured one never heard from, without tasks; it ends failed (not every agent
+// ran it), and a batch.finished receiver gets it. A label selector keeps the
+// agents that carry the label.
+func TestBatchRunsOnEveryMatchingAgent(t *testing.T) {
+	got := make(chan orchestrator.Batch, 4)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		var d struct {
+			Event string
+			Data  orchestrator.Batch
+		}
+		if err := json.Unmarshal(body, &d); err != nil || d.Event != webhook.BatchFinished {
+			t.Errorf("delivery %s: %v", body, err)
+		}
+		got <- d.Data
+	}))
+	t.Cleanup(srv.Close)
+	e := newEnv(t, "code-1", "code-2", "code-3", "code-4")
+	e.cfg.Webhooks = []orchestrator.WebhookConfig{{URL: srv.URL, Events: []string{webhook.BatchFinished}, Secret: "s"}}
+	o := e.open()
+	a1, a2, a3 := e.fakeAgent("code-1"), e.fakeAgent("code-2"), e.fakeAgent("code-3")
+	a1.labels = map[string]string{"site": "attic"}
+	a3.hbInterval = 50 * time.Millisecond // it stops sending heartbeats: offline soon
+	for _, a := range []*fakeAgent{a1, a2, a3} {
+		a.listen()
+		a.register(2)
+	}
+	agentState(t, o, "code-3", "offline")
+
+	b, err := o.CreateBatch(orchestrator.BatchRequest{ToAgent: envelope.Code, WorkType: "echo",
+		Parameters: map[string]any{"text": "hi"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{"code-1": orchestrator.TargetWaiting, "code-2": orchestrator.TargetWaiting,
+		"code-3": orchestrator.TargetOffline, "code-4": orchestrator.TargetUnknown}
+	if got := targetStates(b); len(got) != 4 || got["code-3"] != want["code-3"] || got["code-4"] != want["code-4"] {
+		t.Fatalf("targets %v, want %v", got, want)
+	}
+	for _, a := range []*fakeAgent{a1, a2} {
+		w := a.next()
+		if w.req.Hints == nil || w.req.Hints.AgentID != a.id {
+			t.Fatalf("%s got a task not pinned to it: %+v", a.id, w.req.Hints)
+		}
+		a.ack(w)
+		a.result(w, envelope.ResultSuccess, 0, "ok", nil)
+	}
+	noWork(t, a3, 100*time.Millisecond)
+	end := waitBatch(t, o, b.ID)
+	if end.State != orchestrator.BatchFailed || end.Counts["succeeded"] != 2 || end.Counts["offline"] != 1 || end.Counts["unknown"] != 1 {
+		t.Fatalf("batch ended %s %v, want failed with 2 succeeded, 1 offline, 1 unknown", end.State, end.Counts)
+	}
+	tasks, err := o.Tasks(orchestrator.ListOptions{Limit: 100})
+	if err != nil || len(tasks) != 2 {
+		t.Fatalf("%d tasks (%v), want 2", len(tasks), err)
+	}
+	for _, tk := range tasks {
+		if tk.BatchID != b.ID {
+			t.Fatalf("task %s has batch %q, want %s", tk.ID, tk.BatchID, b.ID)
+		}
+	}
+	select {
+	case d := <-got:
+		if d.ID != b.ID || d.State != orchestrator.BatchFailed {
+			t.Fatalf("batch.finished for %s %s", d.ID, d.State)
+		}
+	case <-time.After(wait):
+		t.Fatal("no batch.finished delivery")
+	}
+
+	// Labels select: only code-1 is at the attic.
+	b, err = o.CreateBatch(orchestrator.BatchRequest{ToAgent: envelope.Code, WorkType: "echo",
+		Labels: map[string]string{"site": "attic"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := targetStates(b); len(got) != 1 || got["code-1"] != orchestrator.TargetWaiting {
+		t.Fatalf("targets of site=attic: %v, want code-1 only", got)
+	}
+	w := a1.next()
+	a1.result(w, envelope.ResultSuccess, 0, "", nil)
+	if end := waitBatch(t, o, b.ID); end.State != orchestrator.BatchSucceeded {
+		t.Fatalf("labelled batch ended %s %v", end.State, end.Counts)
+	}
+	noWork(t, a2, 100*time.Millisecond)
+
+	if _, err := o.CreateBatch(orchestrator.BatchRequest{ToAgent: envelope.Code, WorkType: "echo",
+		Labels: map[string]string{"site": "cellar"}}); !errors.Is(err, orchestrator.ErrBatchNoTargets) {
+		t.Fatalf("a batch no agent matches: %v", err)
+	}
+}
+
+// TestBatchMaxParallelAndStopOnFailure: with max_parallel 1 one task runs at a
+// time, in agent order; with stop_on_failure the first failure leaves the rest
+// unstarted (skipped) and the batch failed.
+func TestBatchMaxParallelAndStopOnFailure(t *testing.T) {
+	e := newEnv(t, "code-1", "code-2", "code-3")
+	o := e.open()
+	var agents []*fakeAgent
+	for _, id := range []string{"code-1", "code-2", "code-3"} {
+		a := e.fakeAgent(id)
+		a.listen()
+		a.register(4)
+		agents = append(agents, a)
+	}
+	req := orchestrator.BatchRequest{ToAgent: envelope.Code, WorkType: "echo", MaxParallel: 1}
+	b, err := o.CreateBatch(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, a := range agents {
+		w := a.next()
+		for _, other := range agents[i+1:] {
+			noWork(t, other, 50*time.Millisecond) // one at a time
+		}
+		a.result(w, envelope.ResultSuccess, 0, "", nil)
+	}
+	if end := waitBatch(t, o, b.ID); end.State != orchestrator.BatchSucceeded || end.Counts["succeeded"] != 3 {
+		t.Fatalf("batch ended %s %v", end.State, end.Counts)
+	}
+
+	req.StopOnFailure = true
+	b, err = o.CreateBatch(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := agents[0].next()
+	agents[0].result(w, envelope.ResultFailed, 2, "boom", nil)
+	end := waitBatch(t, o, b.ID)
+	want := map[string]string{"code-1": "failed", "code-2": orchestrator.TargetSkipped, "code-3": orchestrator.TargetSkipped}
+	if got := targetStates(end); got["code-1"] != want["code-1"] || got["code-2"] != want["code-2"] || got["code-3"] != want["code-3"] {
+		t.Fatalf("targets %v, want %v", got, want)
+	}
+	if end.State != orchestrator.BatchFailed {
+		t.Fatalf("batch %s, want failed", end.State)
+	}
+	noWork(t, agents[1], 100*time.Millisecond)
+	noWork(t, agents[2], 10*time.Millisecond)
+}
+
+// TestBatchGoesOnAfterARestart: a batch whose first task is running when the
+// orchestrator stops goes on when it opens again: the running task is resumed
+// (same request_id), the next one made once, the batch ends with one task per
+// agent.
+func TestBatchGoesOnAfterARestart(t *testing.T) {
+	forEachStore(t, func(t *testing.T, kind string) {
+		e := newStoreEnv(t, kind, "code-1", "code-2")
+		o := e.open()
+		a1, a2 := e.fakeAgent("code-1"), e.fakeAgent("code-2")
+		for _, a := range []*fakeAgent{a1, a2} {
+			a.listen()
+			a.register(2)
+		}
+		b, err := o.CreateBatch(orchestrator.BatchRequest{ToAgent: envelope.Code, WorkType: "echo", MaxParallel: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		first := a1.next()
+		a1.ack(first)
+		o.Close()
+
+		o = e.open()
+		a1.register(2)
+		a2.register(2)
+		again := a1.next() // resumed
+		if again.req.TaskID != first.req.TaskID || again.env.RequestID != first.env.RequestID {
+			t.Fatalf("resumed task %s request %s, want %s %s", again.req.TaskID, again.env.RequestID, first.req.TaskID, first.env.RequestID)
+		}
+		noWork(t, a2, 100*time.Millisecond) // max_parallel still holds
+		a1.result(again, envelope.ResultSuccess, 0, "", nil)
+		second := a2.next()
+		a2.result(second, envelope.ResultSuccess, 0, "", nil)
+		if end := waitBatch(t, o, b.ID); end.State != orchestrator.BatchSucceeded {
+			t.Fatalf("batch ended %s %v", end.State, end.Counts)
+		}
+		tasks, err := o.Tasks(orchestrator.ListOptions{})
+		if err != nil || len(tasks) != 2 {
+			t.Fatalf("%d tasks (%v), want 2", len(tasks), err)
+		}
+		noWork(t, a1, 50*time.Millisecond)
+	})
+}
+
+// TestBatchAPI: the API makes a batch, refuses bad ones naming the field, lists
+// it, and streams it to its end.
+func TestBatchAPI(t *testing.T) {
+	e := newEnv(t, "code-1")
+	o, a := e.openWithAgent("code-1", 2)
+	c := e.client(o)
+	ctx := context.Background()
+	for _, tc := range []struct {
+		req   orchestrator.BatchRequest
+		field string
+	}{
+		{orchestrator.BatchRequest{ToAgent: "nope", WorkType: "echo"}, "to_agent"},
+		{orchestrator.BatchRequest{ToAgent: envelope.Code, WorkType: "echo", Hints: &orchestrator.Hints{AgentID: "code-1"}}, "hints.agent_id"},
+		{orchestrator.BatchRequest{ToAgent: envelope.Code, WorkType: "echo", Labels: map[string]string{"Bad Key": "x"}}, "labels"},
+		{orchestrator.BatchRequest{ToAgent: envelope.Code, WorkType: "echo", Agents: []string{"no such/agent"}}, "agents[0]"},
+		{orchestrator.BatchRequest{ToAgent: envelope.Code, WorkType: "echo", MaxParallel: -1}, "max_parallel"},
+	} {
+		_, err := c.CreateBatch(ctx, tc.req)
+		var ae *orchestrator.APIError
+		if !errors.As(err, &ae) || ae.Status != http.StatusBadRequest || ae.Field != tc.field {
+			t.Fatalf("%+v: %v, want a 400 naming %s", tc.req, err, tc.field)
+		}
+	}
+	_, err := c.CreateBatch(ctx, orchestrator.BatchRequest{ToAgent: envelope.Infra, WorkType: "echo"})
+	var ae *orchestrator.APIError
+	if !errors.As(err, &ae) || ae.Status != http.StatusUnprocessableEntity || ae.Code != "no_agents" {
+		t.Fatalf("a batch without agents: %v", err)
+	}
+	b, err := c.CreateBatch(ctx, orchestrator.BatchRequest{ToAgent: envelope.Code, WorkType: "echo"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var seen []orchestrator.Batch
+	done := make(chan error, 1)
+	go func() {
+		done <- c.BatchEvents(ctx, b.ID, func(b *orchestrator.Batch) error {
+			mu.Lock()
+			defer mu.Unlock()
+			seen = append(seen, *b)
+			return nil
+		})
+	}()
+	w := a.next()
+	a.ack(w)
+	a.status(w, 50, 1, "half", "", 0)
+	waitFor(t, "the stream to show 50%", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(seen) > 0 && seen[len(seen)-1].Targets[0].ProgressPercent == 50
+	})
+	a.result(w, envelope.ResultSuccess, 0, "half", nil)
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(wait):
+		t.Fatal("the batch stream did not end")
+	}
+	if last := seen[len(seen)-1]; last.State != orchestrator.BatchSucceeded || last.FinishedAt == nil {
+		t.Fatalf("last event %s finished %v", last.State, last.FinishedAt)
+	}
+	list, err := c.Batches(ctx, 10)
+	if err != nil || len(list) != 1 || list[0].ID != b.ID || list[0].State != orchestrator.BatchSucceeded {
+		t.Fatalf("list %+v %v", list, err)
+	}
+	if _, err := c.Batch(ctx, envelope.NewID()); !errors.As(err, &ae) || ae.Status != http.StatusNotFound {
+		t.Fatalf("an unknown batch: %v", err)
+	}
+}

@@ -1,0 +1,144 @@
+package orchestrator
+
+import (
+	"context"
+	"sync"
+)
+
+// fleet is what the core runs beside the tasks while it runs: a runner for each
+// running batch (batchrun.go) and the schedules' clock (schedrun.go). It starts
+// once the core serves (Open alone, lead in a group) and stops with it; what it
+// does is kept in the task store, so the next core picks it up.
+type fleet struct {
+	mu     sync.Mutex
+	ctx    context.Context // nil while stopped
+	cancel context.CancelFunc
+	// batches wakes each running batch's runner when one of its tasks ends.
+	batches map[string]chan struct{}
+	// schedules wakes the schedules' clock when a schedule changes.
+	schedules chan struct{}
+	// changed is closed, and replaced, when a batch changes: the batch event
+	// streams wait on it.
+	changed chan struct{}
+}
+
+// startFleet starts the batch runners of the running batches and the schedules'
+// clock.
+func (o *Orchestrator) startFleet() error {
+	f := &o.fleet
+	f.mu.Lock()
+	if f.ctx != nil {
+		f.mu.Unlock()
+		return nil
+	}
+	f.ctx, f.cancel = context.WithCancel(context.Background())
+	f.batches, f.schedules = map[string]chan struct{}{}, make(chan struct{}, 1)
+	f.mu.Unlock()
+	running, err := o.runningBatches()
+	if err != nil {
+		return err
+	}
+	for _, b := range running {
+		o.fleet.batchMade(o, b)
+	}
+	ctx, wake := f.ctx, f.schedules
+	o.goCore(func() { o.runSchedules(ctx, wake) })
+	return nil
+}
+
+// stopFleet stops the runners; they end on their own, soon.
+func (o *Orchestrator) stopFleet() {
+	f := &o.fleet
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.cancel != nil {
+		f.cancel()
+	}
+	f.ctx, f.cancel, f.batches = nil, nil, nil
+}
+
+// goCore runs fn on a goroutine Close waits for, unless o is closing.
+func (o *Orchestrator) goCore(fn func()) bool {
+	o.subsMu.Lock() // Close waits for o.wg once subsClosed is set
+	defer o.subsMu.Unlock()
+	if o.subsClosed {
+		return false
+	}
+	o.wg.Add(1)
+	go func() {
+		defer o.wg.Done()
+		fn()
+	}()
+	return true
+}
+
+// batchMade starts b's runner, unless the fleet is stopped or b has one.
+func (f *fleet) batchMade(o *Orchestrator, b *Batch) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.ctx == nil || f.batches[b.ID] != nil {
+		return
+	}
+	wake := make(chan struct{}, 1)
+	f.batches[b.ID] = wake
+	ctx := f.ctx
+	if !o.goCore(func() { o.runBatch(ctx, b, wake) }) {
+		delete(f.batches, b.ID)
+	}
+}
+
+// batchEnded forgets the runner of batch id.
+func (f *fleet) batchEnded(id string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	delete(f.batches, id)
+	f.bumpLocked()
+}
+
+// taskEnded wakes the runner of batch id, one of whose tasks ended. It never
+// waits: the loop calls it.
+func (f *fleet) taskEnded(id string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if wake := f.batches[id]; wake != nil {
+		select {
+		case wake <- struct{}{}:
+		default:
+		}
+	}
+	f.bumpLocked()
+}
+
+// schedulesChanged wakes the schedules' clock.
+func (f *fleet) schedulesChanged() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	select {
+	case f.schedules <- struct{}{}:
+	default:
+	}
+}
+
+// changes returns a channel closed at the next change of a batch.
+func (f *fleet) changes() <-chan struct{} {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.changed == nil {
+		f.changed = make(chan struct{})
+	}
+	return f.changed
+}
+
+// bump tells the batch event streams that a batch changed.
+func (f *fleet) bump() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.bumpLocked()
+}
+
+func (f *fleet) bumpLocked() {
+	if f.changed != nil {
+		close(f.changed)
+		f.changed = nil
+	}
+}

@@ -1,0 +1,179 @@
+package orchestrator
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// scheduleIdle is the longest the schedules' clock sleeps: it reads the
+// schedules again at least this often.
+const scheduleIdle = time.Minute
+
+// runSchedules fires the schedules while the core runs: at each schedule's next
+// time it makes its task or batch, then records the firing. A firing due before
+// the clock started was missed (no orchestrator ran it): the schedule's catch_up
+// says which of those it makes.
+func (o *Orchestrator) runSchedules(ctx context.Context, wake <-chan struct{}) {
+	started := time.Now()
+	// Tests across processes read when the clock started: what was due before
+	// it was missed.
+	o.log.Info("schedules: clock started", "at", started.UTC().Format(time.RFC3339Nano))
+	timer := time.NewTimer(0)
+	defer timer.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-timer.C:
+		case <-wake:
+			timer.Stop()
+		}
+		next := o.fireDue(started, time.Now())
+		timer.Reset(max(time.Until(next), 0))
+	}
+}
+
+// fireDue makes each schedule's firings due at now, and returns when to look
+// again: the earliest next firing, or sooner after a failure.
+func (o *Orchestrator) fireDue(started, now time.Time) time.Time {
+	next := now.Add(scheduleIdle)
+	defs, fired, err := o.readSchedules()
+	if err != nil {
+		o.log.Warn("schedules: read", "err", err)
+		return now.Add(batchRetry)
+	}
+	for _, s := range defs {
+		if s.Paused {
+			continue
+		}
+		w, err := parseWhen(s.Cron, s.TZ)
+		if err != nil {
+			o.log.Error("schedule unreadable; it does not fire", "schedule", s.Name, "err", err)
+			continue
+		}
+		from := s.from(fired[s.Name])
+		due := dueTimes(w, from, now)
+		last, err := o.fireEach(s, pickFirings(due, started, s.CatchUp))
+		if err != nil {
+			o.log.Warn("schedule: fire", "schedule", s.Name, "err", err)
+			next = earliest(next, now.Add(batchRetry))
+			continue
+		}
+		if len(due) > 0 {
+			if last == nil || !last.At.Equal(due[len(due)-1]) {
+				last = &Firing{At: due[len(due)-1]} // skipped, not made
+			}
+			if err := o.putFiring(s.Name, last); err != nil {
+				o.log.Warn("schedule: record a firing", "schedule", s.Name, "err", err)
+				next = earliest(next, now.Add(batchRetry))
+				continue
+			}
+			from = last.At
+		}
+		next = earliest(next, w.next(latest(from, now)))
+	}
+	return next
+}
+
+// dueTimes lists w's times after from up to now, oldest first; of very many, the
+// last maxDue.
+func dueTimes(w when, from, now time.Time) []time.Time {
+	const maxDue = 100_000
+	var out []time.Time
+	for t := w.next(from); !t.After(now); t = w.next(t) {
+		if t.IsZero() { // no time matches
+			break
+		}
+		out = append(out, t)
+		if len(out) == 2*maxDue {
+			out = append(out[:0], out[maxDue:]...)
+		}
+	}
+	return out
+}
+
+// pickFirings keeps of the due times those to make: every one due since the
+// clock started, and of the missed ones before, what catch_up says.
+func pickFirings(due []time.Time, started time.Time, mode CatchUp) []time.Time {
+	missed := 0
+	for missed < len(due) && due[missed].Before(started) {
+		missed++
+	}
+	switch mode {
+	case CatchUpAll:
+		return due[max(0, missed-maxCatchUp):]
+	case CatchUpLatest:
+		return due[max(0, missed-1):]
+	}
+	return due[missed:]
+}
+
+// fireEach makes the firings of s at times, in order, and returns the last
+// made.
+func (o *Orchestrator) fireEach(s *Schedule, times []time.Time) (*Firing, error) {
+	var last *Firing
+	for _, at := range times {
+		f, err := o.fire(s, at)
+		if err != nil {
+			return last, err
+		}
+		last = f
+	}
+	return last, nil
+}
+
+// fire makes the task or batch of s's firing at at: with the ids derived from
+// the schedule and the time, a firing made twice makes it once.
+func (o *Orchestrator) fire(s *Schedule, at time.Time) (*Firing, error) {
+	key := at.UTC().Format(time.RFC3339Nano)
+	f := &Firing{At: at}
+	if s.Task != nil {
+		org := origin{id: derivedID("schedule-task", s.Name, key), requestID: derivedID("schedule-request", s.Name, key),
+			schedule: s.Name, fireTime: &f.At}
+		t, made, err := o.submit(*s.Task, org)
+		if err != nil {
+			return nil, err
+		}
+		f.TaskID = t.ID
+		if made {
+			o.log.Info("schedule fired", "schedule", s.Name, "fire_time", key, "task_id", t.ID)
+		}
+		return f, nil
+	}
+	b, err := o.createBatch(*s.Batch, derivedID("schedule-batch", s.Name, key), s.Name, &f.At)
+	if errors.Is(err, ErrBatchNoTargets) {
+		o.log.Warn("schedule fired: no agent matches its batch; nothing made", "schedule", s.Name, "fire_time", key)
+		return f, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	f.BatchID = b.ID
+	o.log.Info("schedule fired", "schedule", s.Name, "fire_time", key, "batch_id", b.ID)
+	return f, nil
+}
+
+func (o *Orchestrator) putFiring(name string, f *Firing) error {
+	data, err := json.Marshal(f)
+	if err != nil {
+		return fmt.Errorf("encode a firing of schedule %s: %w", name, err)
+	}
+	return o.st.PutRecord(firingRecord, name, data)
+}
+
+func earliest(a, b time.Time) time.Time {
+	if b.Before(a) {
+		return b
+	}
+	return a
+}
+
+func latest(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
+}
