@@ -315,3 +315,40 @@ func TestBatchAPI(t *testing.T) {
 		t.Fatalf("an unknown batch: %v", err)
 	}
 }
+
+// TestTaskOfADerivedIDIsMadeOnce: twenty submits of one derived task id at once
+// (a batch runner and a schedule's clock making it again) make it once; the agent
+// gets one work_request.
+func TestTaskOfADerivedIDIsMadeOnce(t *testing.T) {
+	e := newEnv(t, "code-1")
+	o, a := e.openWithAgent("code-1", 4)
+	id, rid := envelope.NewID(), envelope.NewID()
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	made := 0
+	for range 20 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			tk, ok, err := orchestrator.SubmitAs(o, orchestrator.SubmitRequest{ToAgent: envelope.Code, WorkType: "echo"}, id, rid)
+			if err != nil || tk.ID != id {
+				t.Errorf("submit: %v %v", tk, err)
+				return
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if ok {
+				made++
+			}
+		}()
+	}
+	wg.Wait()
+	if made != 1 {
+		t.Fatalf("made %d times", made)
+	}
+	w := a.next()
+	if w.req.TaskID != id || w.env.RequestID != rid {
+		t.Fatalf("work_request %s %s, want %s %s", w.req.TaskID, w.env.RequestID, id, rid)
+	}
+	noWork(t, a, 100*time.Millisecond)
+}

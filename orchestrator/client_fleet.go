@@ -4,12 +4,12 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
 	"strconv"
 	"strings"
-	"time"
 )
 
 // CreateBatch makes a batch and returns it.
@@ -34,34 +34,18 @@ func (c *Client) Batches(ctx context.Context, limit int) ([]*Batch, error) {
 	return bs, c.getJSON(ctx, http.MethodGet, path, nil, &bs)
 }
 
-// BatchEvents streams batch id to fn each time it changes, until its end is
-// stored (BatchEvents then returns nil), ctx ends, the server cannot be reached
-// or refuses, or fn returns an error. A stream that ends early is opened again,
-// with a growing wait while it brings nothing.
-func (c *Client) BatchEvents(ctx context.Context, id string, fn func(*Batch) error) error {
-	wait := time.Duration(0)
-	for {
-		final, got, err := c.batchEvents(ctx, id, fn)
-		if err != nil || final {
-			return err
-		}
-		if got {
-			wait = 0
-		} else {
-			wait = min(max(2*wait, 50*time.Millisecond), 5*time.Second)
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(wait):
-		}
-	}
-}
+// ErrBadEvent is the error of an event stream whose data cannot be read:
+// following it again would not help.
+var ErrBadEvent = errors.New("bad event")
 
-func (c *Client) batchEvents(ctx context.Context, id string, fn func(*Batch) error) (final, got bool, err error) {
+// BatchEvents reads batch id's event stream once, handing fn each batch it
+// sends, until the server ends the stream (nil: it ends it after the batch's
+// end, or when it stops), the stream breaks, ctx ends, or fn returns an error.
+// An event cut short is never handed on.
+func (c *Client) BatchEvents(ctx context.Context, id string, fn func(*Batch) error) error {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimSuffix(c.BaseURL, "/")+"/api/v1/batches/"+url.PathEscape(id)+"/events", nil)
 	if err != nil {
-		return false, false, err
+		return err
 	}
 	req.Header.Set("Authorization", "Bearer "+c.Token)
 	req.Header.Set("Accept", "text/event-stream")
@@ -71,34 +55,50 @@ func (c *Client) batchEvents(ctx context.Context, id string, fn func(*Batch) err
 	}
 	resp, err := hc.Do(req)
 	if err != nil {
-		return false, false, err
+		return err
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		var eb ErrorBody
 		_ = json.NewDecoder(resp.Body).Decode(&eb)
-		return false, false, &APIError{Status: resp.StatusCode, APIErrorDetail: eb.Error}
+		return &APIError{Status: resp.StatusCode, APIErrorDetail: eb.Error}
 	}
 	sc := bufio.NewScanner(resp.Body)
 	sc.Buffer(make([]byte, 64<<10), 16<<20)
+	var event string
+	var data []string
 	for sc.Scan() {
-		data, ok := strings.CutPrefix(sc.Text(), "data: ")
-		if !ok {
-			continue
-		}
-		var b Batch
-		if err := json.Unmarshal([]byte(data), &b); err != nil {
-			return false, got, fmt.Errorf("bad batch event: %w", err)
-		}
-		got = true
-		if err := fn(&b); err != nil {
-			return false, got, err
-		}
-		if b.FinishedAt != nil {
-			return true, got, nil
+		line := sc.Text()
+		switch {
+		case line == "": // an event ends at a blank line
+			if len(data) > 0 && (event == "" || event == "batch") {
+				var b Batch
+				dec := json.NewDecoder(strings.NewReader(strings.Join(data, "\n")))
+				dec.UseNumber()
+				if err := dec.Decode(&b); err != nil {
+					return fmt.Errorf("batch events: %w: %w", ErrBadEvent, err)
+				}
+				if err := fn(&b); err != nil {
+					return err
+				}
+			}
+			event, data = "", nil
+		case strings.HasPrefix(line, ":"): // a comment, such as a keep-alive
+		default:
+			k, v, _ := strings.Cut(line, ":")
+			v = strings.TrimPrefix(v, " ")
+			switch k {
+			case "event":
+				event = v
+			case "data":
+				data = append(data, v)
+			}
 		}
 	}
-	return false, got, nil
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	return sc.Err()
 }
 
 // AddSchedule stores a new schedule.

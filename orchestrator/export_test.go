@@ -66,3 +66,9 @@ func FireDue(o *Orchestrator, started, now time.Time) time.Time { return o.fireD
 // ForgetFiring deletes what schedule name fired last, as if its record had not
 // been written.
 func ForgetFiring(o *Orchestrator, name string) error { return o.st.PutRecord(firingRecord, name, nil) }
+
+// SubmitAs submits req as the task id with request_id requestID, as a batch or a
+// schedule does, and reports whether it made the task.
+func SubmitAs(o *Orchestrator, req SubmitRequest, id, requestID string) (*Task, bool, error) {
+	return o.submit(req, origin{id: id, requestID: requestID})
+}

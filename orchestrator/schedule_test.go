@@ -3,6 +3,7 @@ package orchestrator_test
 import (
 	"context"
 	"errors"
+	"maps"
 	"net/http"
 	"slices"
 	"testing"
@@ -46,6 +47,21 @@ func fireTimes(t *testing.T, o *orchestrator.Orchestrator, name string) []time.T
 	return out
 }
 
+// traceIDs maps each task's id to its trace id, which a task made anew (rather
+// than found) would change.
+func traceIDs(t *testing.T, o *orchestrator.Orchestrator) map[string]string {
+	t.Helper()
+	tasks, err := o.Tasks(orchestrator.ListOptions{Limit: 1000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]string{}
+	for _, tk := range tasks {
+		out[tk.ID] = tk.TraceID
+	}
+	return out
+}
+
 // TestScheduleCatchUp: ten firings missed before the clock started: catch_up none
 // makes none of them, latest the last one, all every one; each firing due after
 // the start is made once, however often the clock looks, and again after its
@@ -61,6 +77,7 @@ func TestScheduleCatchUp(t *testing.T) {
 	} {
 		t.Run(string(tc.mode), func(t *testing.T) {
 			e := newEnv(t)
+			e.cfg.Retry.MaxRetries = -1 // no agent: each task ends at once, in error
 			o := e.open()
 			orchestrator.StopFleet(o)
 			s, err := o.AddSchedule(everySecond("nightly", tc.mode))
@@ -84,10 +101,25 @@ func TestScheduleCatchUp(t *testing.T) {
 			for range 2 {
 				orchestrator.FireDue(o, started, later)
 			}
+			// The tasks have ended and left the live ones: a firing made again
+			// finds its task in the store.
+			waitFor(t, "the tasks to end", func() bool {
+				tasks, err := o.Tasks(orchestrator.ListOptions{})
+				for _, tk := range tasks {
+					if !tk.State.Final() {
+						return false
+					}
+				}
+				return err == nil
+			})
+			before := traceIDs(t, o)
 			if err := orchestrator.ForgetFiring(o, "nightly"); err != nil {
 				t.Fatal(err)
 			}
-			orchestrator.FireDue(o, started, later) // all ten missed are due again
+			orchestrator.FireDue(o, started, later) // the missed ones are due again
+			if after := traceIDs(t, o); !maps.Equal(after, before) {
+				t.Fatalf("tasks made again: %v, were %v", after, before)
+			}
 			want = append(want, base.Add(11*time.Second))
 			if got := fireTimes(t, o, "nightly"); !slices.Equal(got, want) {
 				t.Fatalf("made %v, want %v", got, want)

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -386,4 +387,131 @@ func TestDashboardRefusesAFormWithoutItsCSRFToken(t *testing.T) {
 		t.Fatalf("a form without its CSRF token cancelled the task: %+v, %v", task, err)
 	}
 	_, _ = d.client.Cancel(context.Background(), id, "the test is over") // up stops at once
+}
+
+// A batch made through the API shows on its page, whose rows follow the batch's
+// event stream (relayed under the session cookie) to succeeded without a reload;
+// a schedule added through the API shows its last firing's task, and is paused,
+// then removed, with the Schedules page's buttons, and the API agrees.
+func TestDashboardFollowsABatchAndPausesASchedule(t *testing.T) {
+	d := newDash(t)
+	ctx := context.Background()
+	d.login(d.token("api.token"))
+	for deadline := time.Now().Add(30 * time.Second); ; {
+		agents, err := d.client.Agents(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if slices.ContainsFunc(agents, func(a orchestrator.AgentInfo) bool {
+			return a.ID == "infra-1" && a.State == "online" && slices.Contains(a.WorkTypes, "sleep")
+		}) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("infra-1 does not offer sleep online: %+v", agents)
+		}
+		time.Sleep(200 * time.Millisecond) // the agents' own pace: they register as up starts
+	}
+	b, err := d.client.CreateBatch(ctx, orchestrator.BatchRequest{ToAgent: "infra", WorkType: "sleep", Parameters: map[string]any{"seconds": 4}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.do("open the batch", chromedp.Navigate(d.base+"batches/"+b.ID), chromedp.WaitVisible(chromedp.CSS(`tr[data-agent="infra-1"]`)))
+	// Record in sessionStorage, which outlives the reload at the batch's end,
+	// what the row shows when the page loaded and at each change the script
+	// makes to it: the observer lives in this load of the page only.
+	_ = eval[bool](d, `(function () {
+		const row = document.querySelector('tr[data-agent="infra-1"]');
+		const seen = [];
+		const note = function (live) {
+			seen.push({live: live, state: row.querySelector('[data-field="state"]').textContent,
+				progress: Number(row.querySelector("progress").value), link: !row.querySelector("a.task").hidden});
+			sessionStorage.setItem("batchSeen", JSON.stringify(seen));
+		};
+		note(false);
+		new MutationObserver(function () { note(true); }).observe(row, {subtree: true, childList: true, characterData: true, attributes: true});
+		return true;
+	})()`)
+	const seen = `JSON.parse(sessionStorage.getItem("batchSeen") || "[]")`
+	if first := eval[string](d, seen+`[0].state`); first == "succeeded" {
+		t.Fatalf("the batch's page loaded with its task done already: nothing to follow")
+	}
+	d.waitJS("the row running, live", seen+`.some(s => s.live && s.state === "running" && s.link)`, 30*time.Second)
+	d.shot("batch-running")
+	d.waitJS("the row succeeded, live", seen+`.some(s => s.live && s.state === "succeeded")`, 30*time.Second)
+	d.waitJS("the finished batch, reloaded", `document.getElementById("batch").dataset.final === "true" &&
+		document.getElementById("batch-state").textContent === "succeeded"`, 30*time.Second)
+	d.shot("batch-done")
+	if moved := eval[bool](d, seen+`.some(s => s.live && s.progress > 0 && s.progress < 100)`); !moved {
+		t.Errorf("the progress bar did not move live: %s", eval[string](d, `sessionStorage.getItem("batchSeen")`))
+	}
+	if end, err := d.client.Batch(ctx, b.ID); err != nil || end.State != orchestrator.BatchSucceeded || end.FinishedAt == nil {
+		t.Fatalf("batch %s: %+v, %v", b.ID, end, err)
+	}
+	// The row's task links back to the batch; the list shows the batch.
+	d.do("open the batch's task", chromedp.Click(chromedp.CSS(`tr[data-agent="infra-1"] a.task`)))
+	d.waitJS("the task's page", `document.getElementById("batch-link") !== null`, 10*time.Second)
+	d.shot("batch-task")
+	d.do("the batches", chromedp.Navigate(d.base+"batches"), chromedp.WaitVisible(chromedp.CSS("#batches")))
+	d.shot("batches")
+	if body := d.pageText(); !strings.Contains(body, b.ID[:8]) || !strings.Contains(body, "1 succeeded") {
+		t.Errorf("the Batches page lacks the batch:\n%s", body)
+	}
+	// An agent named and never heard from is a row of its own, with no task.
+	odd, err := d.client.CreateBatch(ctx, orchestrator.BatchRequest{ToAgent: "infra", WorkType: "echo",
+		Parameters: map[string]any{"message": "hi"}, Agents: []string{"infra-1", "infra-9"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.do("open the second batch", chromedp.Navigate(d.base+"batches/"+odd.ID), chromedp.WaitVisible(chromedp.CSS(`tr[data-agent="infra-9"]`)))
+	d.waitJS("the second batch's end", `document.getElementById("batch").dataset.final === "true"`, 30*time.Second)
+	d.shot("batch-unknown-agent")
+	if row := eval[string](d, `document.querySelector('tr[data-agent="infra-9"]').innerText`); !strings.Contains(row, "unknown") || !strings.Contains(row, "never heard from") {
+		t.Errorf("the unknown agent's row: %q", row)
+	}
+
+	// A schedule that fires every second: its last firing links to its task,
+	// whose page names the schedule and the fire time.
+	if _, err := d.client.AddSchedule(ctx, orchestrator.ScheduleSpec{Name: "every-second", Cron: "* * * * * *", TZ: "Europe/Paris",
+		Task: &orchestrator.SubmitRequest{ToAgent: "infra", WorkType: "echo", Parameters: map[string]any{"message": "hi"}}}); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(30 * time.Second); ; {
+		s, err := d.client.Schedule(ctx, "every-second")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s.Last != nil && s.Last.TaskID != "" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the schedule has not fired: %+v", s)
+		}
+		time.Sleep(200 * time.Millisecond) // the schedule's own pace: it fires each second
+	}
+	const row = `document.querySelector("#schedule-every-second")`
+	d.do("the schedules", chromedp.Navigate(d.base+"schedules"), chromedp.WaitVisible(chromedp.CSS("#schedule-every-second")))
+	d.shot("schedules")
+	d.do("the last firing's task", chromedp.Click(chromedp.CSS(`#schedule-every-second a[href*="/tasks/"]`)))
+	d.waitJS("the fired task's page", `document.getElementById("schedule-link") !== null`, 10*time.Second)
+	d.shot("scheduled-task")
+	if body := d.pageText(); !strings.Contains(body, "every-second") || !strings.Contains(body, "Fire time") {
+		t.Errorf("the fired task's page lacks its schedule:\n%s", body)
+	}
+	d.do("the schedules again", chromedp.Navigate(d.base+"schedules"), chromedp.WaitVisible(chromedp.CSS("#schedule-every-second")))
+	d.do("pause", chromedp.Click(chromedp.CSS("#schedule-every-second button.pause")))
+	d.waitJS("paused", row+`.querySelector(".sched-state").textContent === "paused" && `+row+`.querySelector("button.resume") !== null`, 10*time.Second)
+	d.shot("schedule-paused")
+	if s, err := d.client.Schedule(ctx, "every-second"); err != nil || !s.Paused || s.Next != nil {
+		t.Fatalf("the API's schedule after Pause: %+v, %v", s, err)
+	}
+	d.do("remove", chromedp.Click(chromedp.CSS("#schedule-every-second button.remove")))
+	d.waitJS("the removal's page", `document.getElementById("confirm-remove") !== null`, 10*time.Second)
+	d.shot("schedule-remove")
+	d.do("confirm", chromedp.Click(chromedp.CSS("#confirm-remove")))
+	d.waitJS("removed", `location.pathname === "/schedules" && `+row+` === null`, 10*time.Second)
+	var apiErr *orchestrator.APIError
+	if _, err := d.client.Schedule(ctx, "every-second"); !errors.As(err, &apiErr) || apiErr.Status != http.StatusNotFound {
+		t.Fatalf("the API's schedule after Remove: %v, want 404", err)
+	}
 }

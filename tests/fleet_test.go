@@ -81,9 +81,23 @@ func TestFleetBatchListsTheOfflineAgent(t *testing.T) {
 	if end.State != orchestrator.BatchFailed {
 		t.Fatalf("batch %s, want failed", end.State)
 	}
+
+	// The CLI: submit --all --wait lists the offline agent, shows a line per
+	// agent, and exits non-zero.
+	got := chiffonBinary(t, c.bin, "submit", "--server", "http://"+c.httpAddr, "--api-token-file", c.secret("api.token"),
+		"--to", "code", "--work-type", "count", "--param", "n:=2", "--all", "--wait")
+	if got.code == 0 || !strings.Contains(got.stderr, "code-3") || !strings.Contains(got.stderr+got.stdout, "offline") {
+		t.Fatalf("submit --all --wait: exit %d\n%s%s", got.code, got.stdout, got.stderr)
+	}
+	for _, id := range []string{"code-1", "code-2"} {
+		if !strings.Contains(got.stdout+got.stderr, id) {
+			t.Fatalf("submit --all --wait shows no line for %s:\n%s%s", id, got.stdout, got.stderr)
+		}
+	}
+	t.Logf("chiffon submit --all --wait (exit %d):\n%s%s", got.code, got.stdout, got.stderr)
 	tasks, err := c.client.List(fleetCtx(t), orchestrator.ListOptions{Limit: 100})
-	if err != nil || len(tasks) != 2 {
-		t.Fatalf("%d tasks (%v), want 2", len(tasks), err)
+	if err != nil || len(tasks) != 4 {
+		t.Fatalf("%d tasks (%v), want 4: two batches over two agents", len(tasks), err)
 	}
 	c.ranOnce(tasks)
 }

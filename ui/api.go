@@ -70,6 +70,8 @@ func apiRequest(ctx context.Context, sess *session, method, path string, body io
 	r.Header.Set("Authorization", "Bearer "+sess.token)
 	if body != nil {
 		r.Header.Set("Content-Type", "application/json")
+	} else {
+		r.Body = http.NoBody // as a server's request has: a standby forwarding it reads it
 	}
 	return r
 }

@@ -27,6 +27,12 @@ func (u *UI) events(w http.ResponseWriter, r *http.Request, sess *session) {
 	} else if after := r.URL.Query().Get("after"); after != "" {
 		req.Header.Set("Last-Event-ID", after)
 	}
+	u.relay(w, req, func(block []string) string { return relayBlock(block, tailStart) })
+}
+
+// relay serves the API's event stream that req asks for, event by event, each
+// as edit makes it; an answer of the API other than 200 is passed on as it is.
+func (u *UI) relay(w http.ResponseWriter, req *http.Request, edit func(block []string) string) {
 	pr, pw := io.Pipe()
 	sw := &streamWriter{header: http.Header{}, pw: pw, started: make(chan int, 1)}
 	go func() {
@@ -59,7 +65,7 @@ func (u *UI) events(w http.ResponseWriter, r *http.Request, sess *session) {
 			block = append(block, line)
 			continue
 		}
-		if _, err := io.WriteString(w, relayBlock(block, tailStart)+"\n"); err != nil {
+		if _, err := io.WriteString(w, edit(block)+"\n"); err != nil {
 			return
 		}
 		flusher.Flush()

@@ -24,6 +24,9 @@ var funcs = template.FuncMap{
 	"add":      func(a, b int) int { return a + b },
 	"jsonText": func(v any) string { b, _ := json.MarshalIndent(v, "", "  "); return string(b) },
 	"dict":     dict,
+	"until":    until,
+	"started":  targetStarted,
+	"counts":   countList,
 }
 
 // dict makes a map of its key, value pairs, to pass several values to a
@@ -57,6 +60,22 @@ func ago(t time.Time) string {
 		return strconv.Itoa(int(d.Hours())) + "h ago"
 	}
 	return strconv.Itoa(int(d.Hours()/24)) + "d ago"
+}
+
+// until says how long after now t is, in the largest whole unit.
+func until(t time.Time) string {
+	d := time.Until(t)
+	switch {
+	case d < time.Second:
+		return "now"
+	case d < time.Minute:
+		return "in " + strconv.Itoa(int(d.Seconds())) + "s"
+	case d < time.Hour:
+		return "in " + strconv.Itoa(int(d.Minutes())) + "m"
+	case d < 48*time.Hour:
+		return "in " + strconv.Itoa(int(d.Hours())) + "h"
+	}
+	return "in " + strconv.Itoa(int(d.Hours()/24)) + "d"
 }
 
 // elapsed is a task's run time so far, or to its end.

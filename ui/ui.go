@@ -4,7 +4,8 @@
 // the API's roles hold on the pages too, and in a group of orchestrators a
 // standby forwards a submit or a cancel to the leader as it does for the CLI.
 // Each page reads without JavaScript; with it, a task's page follows the task's
-// event stream and the home page refreshes its lists.
+// event stream, a batch's page the batch's, and the home page refreshes its
+// lists.
 package ui
 
 import (
@@ -72,7 +73,8 @@ func New(opts Options) (*UI, error) {
 	}
 	u := &UI{api: opts.API, path: opts.Path, auth: opts.Authenticate, secure: opts.Secure, log: opts.Logger,
 		sessions: newSessions(opts.SessionTTL), pages: map[string]*template.Template{}}
-	for _, name := range []string{"login", "home", "tasks", "task", "agents", "agent", "submit", "error"} {
+	for _, name := range []string{"login", "home", "tasks", "task", "agents", "agent", "submit", "error",
+		"batches", "batch", "schedules", "remove"} {
 		t, err := template.New("base.html").Funcs(funcs).ParseFS(templateFS, "templates/base.html", "templates/partials.html", "templates/"+name+".html")
 		if err != nil {
 			return nil, fmt.Errorf("ui: template %s: %w", name, err)
@@ -99,6 +101,14 @@ func New(opts Options) (*UI, error) {
 	m.HandleFunc("GET /agents/{id}", u.signedIn(u.agent))
 	m.HandleFunc("GET /submit", u.signedIn(u.submitPage))
 	m.HandleFunc("POST /submit", u.signedIn(u.submit))
+	m.HandleFunc("GET /batches", u.signedIn(u.batches))
+	m.HandleFunc("GET /batches/{id}", u.signedIn(u.batch))
+	m.HandleFunc("GET /batches/{id}/events", u.signedIn(u.batchEvents))
+	m.HandleFunc("GET /schedules", u.signedIn(u.schedules))
+	m.HandleFunc("POST /schedules/{name}/pause", u.signedIn(u.pauseSchedule(true)))
+	m.HandleFunc("POST /schedules/{name}/resume", u.signedIn(u.pauseSchedule(false)))
+	m.HandleFunc("GET /schedules/{name}/remove", u.signedIn(u.removePage))
+	m.HandleFunc("POST /schedules/{name}/remove", u.signedIn(u.removeSchedule))
 	u.mux = m
 	return u, nil
 }

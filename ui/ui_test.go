@@ -8,7 +8,9 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"regexp"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 	"unicode/utf8"
@@ -24,13 +26,49 @@ const (
 	viewerToken   = "viewer-token-0123456789abcdef01"
 )
 
-// fakeAPI answers the few API calls the pages make, and records the tokens it
-// was called with.
-func fakeAPI(t *testing.T, seen *[]string) http.Handler {
+// apiLog records the API's calls: the token and the method and path of each.
+type apiLog struct {
+	mu     sync.Mutex
+	tokens []string
+	calls  []string
+}
+
+func (l *apiLog) add(r *http.Request) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.tokens = append(l.tokens, r.Header.Get("Authorization"))
+	l.calls = append(l.calls, r.Method+" "+r.URL.Path)
+}
+
+// lastToken is the Authorization of the latest call.
+func (l *apiLog) lastToken() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if len(l.tokens) == 0 {
+		return ""
+	}
+	return l.tokens[len(l.tokens)-1]
+}
+
+// called reports whether the API got call, a method and a path.
+func (l *apiLog) called(call string) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return slices.Contains(l.calls, call)
+}
+
+// fakeAPI answers the few API calls the pages make (fleetAPI those of batches
+// and schedules), and records them.
+func fakeAPI(t *testing.T, seen *apiLog) http.Handler {
+	fleet := fleetAPI()
 	m := http.NewServeMux()
 	m.HandleFunc("/api/v1/", func(w http.ResponseWriter, r *http.Request) {
-		*seen = append(*seen, r.Header.Get("Authorization"))
+		seen.add(r)
 		w.Header().Set("Content-Type", "application/json")
+		if _, pattern := fleet.Handler(r); pattern != "" {
+			fleet.ServeHTTP(w, r) // which sets the path's values
+			return
+		}
 		switch {
 		case r.URL.Path == "/api/v1/agents":
 			_ = json.NewEncoder(w).Encode([]orchestrator.AgentInfo{{ID: "code-1", Type: "code", State: "online", Breaker: "closed", WorkTypes: []string{"echo"}}})
@@ -53,9 +91,9 @@ func fakeAPI(t *testing.T, seen *[]string) http.Handler {
 }
 
 // newServer serves the dashboard at path, over a fake API.
-func newServer(t *testing.T, path string) (*httptest.Server, *[]string) {
+func newServer(t *testing.T, path string) (*httptest.Server, *apiLog) {
 	t.Helper()
-	seen := &[]string{}
+	seen := &apiLog{}
 	auth := func(tok string) (string, bool) {
 		switch tok {
 		case operatorToken:
@@ -164,8 +202,8 @@ func TestSessionCookieKeepsTheTokenOnTheServer(t *testing.T) {
 			t.Errorf("cookie %q: want HttpOnly, SameSite=Strict, Path=/ui/", raw)
 		}
 	}
-	if len(*seen) == 0 || (*seen)[len(*seen)-1] != "Bearer "+operatorToken {
-		t.Fatalf("the API was called with %q", *seen)
+	if got := seen.lastToken(); got != "Bearer "+operatorToken {
+		t.Fatalf("the API was last called with %q", got)
 	}
 	if resp, _ := post(t, c, base+"logout", url.Values{"csrf": {csrf}}); resp.StatusCode != http.StatusSeeOther {
 		t.Fatalf("sign-out: %d", resp.StatusCode)

@@ -15,10 +15,11 @@ func newSubmitCmd() *cobra.Command {
 		to, workType, paramsJS string
 		params, hints          []string
 		wait                   bool
+		bf                     batchFlags
 	)
 	cmd := &cobra.Command{
-		Use:   "submit --to TYPE --work-type W [--param k=v]... [--wait]",
-		Short: "Submit a task and print its id; with --wait, follow it to the end",
+		Use:   "submit --to TYPE --work-type W [--param k=v]... [--all | --label k=v | --agents a,b] [--wait]",
+		Short: "Submit a task (with --all, a batch: one task per agent) and print its id; with --wait, follow it",
 		Long: `Submits a task to the orchestrator and prints its id.
 
 --param k=v sets a string parameter and --param k:=JSON any JSON value; --params-json
@@ -28,7 +29,21 @@ agent_id (to pin the task to one agent).
 With --wait it shows live progress (a bar on a terminal, plain lines into a pipe, JSON
 lines with --json), prints the output, and exits with the task's exit code.
 
-` + followExitCodes,
+` + followExitCodes + `
+
+With --all it submits a batch instead: one task on every agent of type --to, each
+pinned to its agent, and prints the batch's id. --label k=v (repeatable) keeps the
+agents that carry every label given, --agents a,b those named; either implies --all.
+--max-parallel N runs at most N of the tasks at once, --stop-on-failure starts no more
+once one did not succeed. --hint agent_id is refused with a batch. The agents that get
+no task (offline, unknown, or not offering the work type) are listed on stderr.
+
+With --all --wait it follows the batch: one live line per agent (agent, state,
+progress, task) on a terminal, a line per change of an agent's state into a pipe, a
+JSON line per change of the batch with --json; then a summary of the agents by state.
+See also chiffon batch ID and chiffon batches.
+
+` + batchExitCodes,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			req := orchestrator.SubmitRequest{ToAgent: envelope.AgentType(to), WorkType: workType}
@@ -44,11 +59,18 @@ lines with --json), prints the output, and exits with the task's exit code.
 				req.Hints = &orchestrator.Hints{MaxDurationSeconds: h.MaxDurationSeconds, MaxMemoryMB: h.MaxMemoryMB, AgentID: h.AgentID}
 			}
 			if err := req.Validate(); err != nil {
-				return usagef(err.Error())
+				return fieldUsage(err)
+			}
+			batch, err := bf.request(req)
+			if err != nil {
+				return err
 			}
 			c, err := cf.client()
 			if err != nil {
 				return err
+			}
+			if batch != nil {
+				return submitBatch(cmd, fleetAPI{c}, *batch, cf.jsonOut, wait)
 			}
 			task, err := c.Submit(cmd.Context(), req)
 			if err != nil {
@@ -74,7 +96,8 @@ lines with --json), prints the output, and exits with the task's exit code.
 	f.StringArrayVar(&params, "param", nil, "parameter k=v (string) or k:=JSON; repeatable")
 	f.StringVar(&paramsJS, "params-json", "", "parameters as one JSON object")
 	f.StringArrayVar(&hints, "hint", nil, "hint k=v: max_duration_seconds, max_memory_mb, agent_id; repeatable")
-	f.BoolVar(&wait, "wait", false, "follow the task to its end and exit with its exit code")
+	f.BoolVar(&wait, "wait", false, "follow the task (or batch) to its end and exit with its exit code")
+	bf.add(f)
 	_ = cmd.MarkFlagRequired("to")
 	_ = cmd.MarkFlagRequired("work-type")
 	return cmd

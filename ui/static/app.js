@@ -1,6 +1,7 @@
 // Chiffon's dashboard script: every page works without it; with it a task's page
 // follows the task's event stream (progress, step, state, and the output tail,
-// kept to its last 64 KiB), and the home page refreshes its lists.
+// kept to its last 64 KiB), a batch's page the batch's (each agent's state,
+// progress and task), and the home page refreshes its lists.
 "use strict";
 (function () {
   const TAIL = 64 * 1024;
@@ -47,6 +48,55 @@
     for (const type of ["state", "status", "result", "error", "retry"]) { src.addEventListener(type, onEvent); }
   }
 
+  function setState(span, state) {
+    span.textContent = state;
+    span.className = "state " + state;
+  }
+
+  // followBatch shows each "batch" event (the whole batch) in the page's rows,
+  // and reloads the page once the batch's end is stored.
+  function followBatch(el) {
+    const script = JSON.parse(el.dataset.script || "{}");
+    const notes = script.notes || {};
+    const order = script.order || [];
+    const src = new EventSource(el.dataset.events);
+    src.addEventListener("batch", function (msg) {
+      let b;
+      try { b = JSON.parse(msg.data); } catch (e) { return; }
+      setState(document.getElementById("batch-state"), b.state);
+      const counts = document.getElementById("batch-counts");
+      const states = order.filter(function (s) { return b.counts && b.counts[s] > 0; })
+        .concat(Object.keys(b.counts || {}).sort().filter(function (s) { return !order.includes(s) && b.counts[s] > 0; }));
+      counts.replaceChildren();
+      states.forEach(function (s, i) {
+        if (i) { counts.append(", "); }
+        const span = document.createElement("span");
+        setState(span, s);
+        span.textContent = b.counts[s] + " " + s;
+        counts.append(span);
+      });
+      for (const t of b.targets || []) {
+        const row = el.querySelector('tr[data-agent="' + CSS.escape(t.agent_id) + '"]');
+        if (!row) { continue; }
+        setState(row.querySelector('[data-field="state"]'), t.state);
+        const started = !!t.task_id && t.state !== "waiting" && t.state !== "skipped";
+        const bar = row.querySelector("progress");
+        const pct = row.querySelector(".pct");
+        bar.value = t.progress_percent; bar.textContent = t.progress_percent + "%"; bar.hidden = !started;
+        pct.textContent = t.progress_percent + "%"; pct.hidden = !started;
+        const link = row.querySelector("a.task");
+        if (link) { link.hidden = !started; }
+        const note = row.querySelector(".note");
+        note.textContent = started ? "" : (notes[t.state] || "");
+        note.hidden = started;
+      }
+      if (b.finished_at) {
+        src.close();
+        setTimeout(function () { location.reload(); }, 300); // the finished batch, from the server
+      }
+    });
+  }
+
   function refresh(el) {
     const every = Number(el.dataset.refresh) * 1000;
     setInterval(function () {
@@ -65,6 +115,8 @@
   document.addEventListener("DOMContentLoaded", function () {
     const task = document.getElementById("task");
     if (task && task.dataset.final !== "true") { followTask(task); }
+    const batch = document.getElementById("batch");
+    if (batch && batch.dataset.final !== "true") { followBatch(batch); }
     const r = document.querySelector("[data-refresh]");
     if (r) { refresh(r); }
   });

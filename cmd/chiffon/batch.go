@@ -1,0 +1,383 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"slices"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/chiffon-dev/chiffon/orchestrator"
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+)
+
+// newBatchCmd is `chiffon batch ID`, one batch (the list: newBatchesCmd; making
+// one: submit --all).
+func newBatchCmd() *cobra.Command {
+	var (
+		cf   clientFlags
+		wait bool
+	)
+	cmd := &cobra.Command{
+		Use:   "batch ID [--wait]",
+		Short: "Show a batch (a task on each matching agent): its state and each agent's task",
+		Long: `Shows a batch, made by submit --all or by a schedule: its state, what it runs and on
+which agents, then one row per agent with the state and progress of its task.
+An agent that got no task shows offline, unknown (never heard from), unsupported (it
+does not offer the work type) or skipped (not started, for --stop-on-failure); waiting
+is a task waiting for room under --max-parallel.
+
+With --wait it follows the batch to its end as submit --all --wait does (a live line
+per agent on a terminal, a line per change into a pipe, JSON lines with --json) and
+exits with the batch's state.
+
+` + batchExitCodes,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := cf.client()
+			if err != nil {
+				return err
+			}
+			api := fleetAPI{c}
+			if wait {
+				return followBatch(cmd, api, args[0], cf.jsonOut)
+			}
+			b, err := api.batch(cmd.Context(), args[0])
+			if err != nil {
+				return err
+			}
+			if cf.jsonOut {
+				return printJSON(cmd.OutOrStdout(), b)
+			}
+			return printBatch(cmd.OutOrStdout(), b)
+		},
+	}
+	cf.add(cmd)
+	cmd.Flags().BoolVar(&wait, "wait", false, "follow the batch to its end and exit 0 only if it succeeded")
+	return cmd
+}
+
+// newBatchesCmd is `chiffon batches`, the list of batches.
+func newBatchesCmd() *cobra.Command {
+	var (
+		cf    clientFlags
+		limit int
+	)
+	cmd := &cobra.Command{
+		Use:   "batches [--limit N]",
+		Short: "List batches, newest first, with their agents counted by state",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if limit < 1 || limit > 1000 {
+				return usagef("--limit: must be from 1 to 1000")
+			}
+			c, err := cf.client()
+			if err != nil {
+				return err
+			}
+			bs, err := fleetAPI{c}.batches(cmd.Context(), limit)
+			if err != nil {
+				return err
+			}
+			if cf.jsonOut {
+				return printJSON(cmd.OutOrStdout(), bs)
+			}
+			return printBatchTable(cmd.OutOrStdout(), bs, time.Now())
+		},
+	}
+	cf.add(cmd)
+	cmd.Flags().IntVar(&limit, "limit", 50, "at most this many batches")
+	return cmd
+}
+
+// printBatchTable is the table of `chiffon batches`.
+func printBatchTable(w io.Writer, bs []*orchestrator.Batch, now time.Time) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tSTATE\tWORK\tTARGETS\tCREATED")
+	for _, b := range bs {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s ago\n", b.ID, b.State, workText(b.ToAgent, b.WorkType), countsText(b.Counts), age(now, b.CreatedAt))
+	}
+	return tw.Flush()
+}
+
+// printBatch shows one batch: its header lines, then its agents.
+func printBatch(w io.Writer, b *orchestrator.Batch) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	row := func(k, v string) { fmt.Fprintf(tw, "%s:\t%s\n", k, v) }
+	row("ID", b.ID)
+	row("State", string(b.State))
+	batchRequestRows(row, &b.BatchRequest)
+	if b.Schedule != "" {
+		s := b.Schedule
+		if b.FireTime != nil {
+			s += ", fired for " + b.FireTime.Local().Format(time.DateTime)
+		}
+		row("Schedule", s)
+	}
+	row("Targets", countsText(b.Counts))
+	row("Created", b.CreatedAt.Local().Format(time.DateTime))
+	if b.FinishedAt != nil {
+		row("Finished", fmt.Sprintf("%s (in %s)", b.FinishedAt.Local().Format(time.DateTime),
+			b.FinishedAt.Sub(b.CreatedAt).Round(time.Millisecond)))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintln(w)
+	return printTargets(w, b.Targets)
+}
+
+// printTargets is the table of a batch's agents.
+func printTargets(w io.Writer, targets []orchestrator.BatchTarget) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "AGENT\tSTATE\tPROGRESS\tTASK")
+	for _, t := range targets {
+		fmt.Fprintf(tw, "%s\t%s\t%d%%\t%s\n", t.AgentID, t.State, t.ProgressPercent, dash(t.TaskID))
+	}
+	return tw.Flush()
+}
+
+// batchRequestRows adds the rows of what a batch runs and where.
+func batchRequestRows(row func(k, v string), req *orchestrator.BatchRequest) {
+	row("Work", workText(req.ToAgent, req.WorkType))
+	if len(req.Parameters) > 0 {
+		row("Parameters", compactJSON(req.Parameters))
+	}
+	if h := req.Hints; h != nil && *h != (orchestrator.Hints{}) {
+		row("Hints", compactJSON(h))
+	}
+	row("Selector", selectorText(req))
+	mp := "0 (all at once)"
+	if req.MaxParallel > 0 {
+		mp = fmt.Sprint(req.MaxParallel)
+	}
+	row("Max parallel", mp)
+	row("Stop on failure", yesNo(req.StopOnFailure))
+}
+
+// workText is a work type and the agent type it goes to.
+func workText[T ~string](to T, workType string) string { return string(to) + "/" + workType }
+
+// selectorText says which agents a batch is for.
+func selectorText(req *orchestrator.BatchRequest) string {
+	s := fmt.Sprintf("every %s agent", req.ToAgent)
+	if len(req.Agents) > 0 {
+		s = fmt.Sprintf("%s agents %s", req.ToAgent, strings.Join(req.Agents, ","))
+	}
+	if len(req.Labels) > 0 {
+		s += " labelled " + labelList(req.Labels)
+	}
+	return s
+}
+
+// targetOrder is the order the states of a batch's agents are counted in:
+// what goes on, what went well, what did not, what got no task.
+var targetOrder = []string{
+	string(orchestrator.StateRunning), string(orchestrator.StateDispatched), string(orchestrator.StatePending),
+	orchestrator.TargetWaiting, string(orchestrator.StateSucceeded), string(orchestrator.StateFailed),
+	string(orchestrator.StateError), string(orchestrator.StateCancelled), orchestrator.TargetSkipped,
+	orchestrator.TargetOffline, orchestrator.TargetUnknown, orchestrator.TargetUnsupported,
+}
+
+// countsText is counts by state, such as "3 succeeded, 1 offline".
+func countsText(counts map[string]int) string {
+	var parts []string
+	add := func(state string) {
+		if n := counts[state]; n > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", n, state))
+		}
+	}
+	for _, s := range targetOrder {
+		add(s)
+	}
+	for _, s := range slices.Sorted(maps.Keys(counts)) {
+		if !slices.Contains(targetOrder, s) {
+			add(s)
+		}
+	}
+	if len(parts) == 0 {
+		return "-"
+	}
+	return strings.Join(parts, ", ")
+}
+
+// noTask lists, on w, the agents of b that get no task, and why.
+func noTask(w io.Writer, b *orchestrator.Batch) {
+	var skipped []orchestrator.BatchTarget
+	for _, t := range b.Targets {
+		if t.TaskID == "" {
+			skipped = append(skipped, t)
+		}
+	}
+	if len(skipped) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "%d of %s get no task:\n", len(skipped), plural(len(b.Targets), "agent"))
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	for _, t := range skipped {
+		why := t.State
+		switch t.State {
+		case orchestrator.TargetOffline:
+			why = "offline"
+		case orchestrator.TargetUnknown:
+			why = "unknown: never heard from"
+		case orchestrator.TargetUnsupported:
+			why = "unsupported: it does not offer " + b.WorkType
+		}
+		fmt.Fprintf(tw, "  %s\t%s\n", t.AgentID, why)
+	}
+	_ = tw.Flush()
+}
+
+// batchFlags are the flags that make a batch of a task: submit's and schedule
+// add's.
+type batchFlags struct {
+	all           bool
+	labels        []string
+	agents        []string
+	maxParallel   int
+	stopOnFailure bool
+	flags         *pflag.FlagSet
+}
+
+// add defines the batch flags on f.
+func (bf *batchFlags) add(f *pflag.FlagSet) {
+	bf.flags = f
+	f.BoolVar(&bf.all, "all", false, "a batch: one task on every agent of the type (--label and --agents narrow it)")
+	f.StringArrayVar(&bf.labels, "label", nil, "a batch on the agents carrying label k=v; repeatable (all must match)")
+	f.StringSliceVar(&bf.agents, "agents", nil, "a batch on these agents only, by id: a,b")
+	f.IntVar(&bf.maxParallel, "max-parallel", 0, "with a batch: at most N of its tasks at once (0: all at once)")
+	f.BoolVar(&bf.stopOnFailure, "stop-on-failure", false, "with a batch: start no more tasks once one did not succeed")
+}
+
+// batch reports whether the flags ask for a batch.
+func (bf *batchFlags) batch() bool { return bf.all || len(bf.labels) > 0 || len(bf.agents) > 0 }
+
+// request makes the batch of task the flags ask for, nil when they ask for
+// none, and checks it; a mistake is a usage error naming the flag.
+func (bf *batchFlags) request(task orchestrator.SubmitRequest) (*orchestrator.BatchRequest, error) {
+	if !bf.batch() {
+		for _, name := range []string{"max-parallel", "stop-on-failure"} {
+			if bf.flags.Changed(name) {
+				return nil, usagef("--" + name + " is for a batch: add --all, --label or --agents")
+			}
+		}
+		return nil, nil
+	}
+	if task.Hints != nil && task.Hints.AgentID != "" {
+		return nil, usagef("--hint agent_id is not for a batch (--all, --label, --agents): each agent gets its own task; name the agents with --agents")
+	}
+	req := &orchestrator.BatchRequest{ToAgent: task.ToAgent, WorkType: task.WorkType, Parameters: task.Parameters,
+		Hints: task.Hints, Agents: bf.agents, MaxParallel: bf.maxParallel, StopOnFailure: bf.stopOnFailure}
+	for _, kv := range bf.labels {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || k == "" {
+			return nil, usagef(fmt.Sprintf("--label: %q: want key=value", kv))
+		}
+		if req.Labels == nil {
+			req.Labels = map[string]string{}
+		}
+		if old, dup := req.Labels[k]; dup && old != v {
+			return nil, usagef(fmt.Sprintf("--label: %s given twice, as %q and %q: an agent carries one", k, old, v))
+		}
+		req.Labels[k] = v
+	}
+	if err := req.Validate(); err != nil {
+		return nil, fieldUsage(err)
+	}
+	return req, nil
+}
+
+// fieldUsage turns a request's field error into a usage error naming the flag
+// (or argument) that gives the field.
+func fieldUsage(err error) error {
+	var fe *orchestrator.FieldError
+	if !errors.As(err, &fe) {
+		return usagef(err.Error())
+	}
+	field := strings.TrimPrefix(strings.TrimPrefix(fe.Field, "task."), "batch.")
+	msg := fe.Message
+	var flag string
+	switch {
+	case field == "name":
+		flag = "NAME"
+	case field == "cron":
+		flag = "--cron"
+	case field == "tz":
+		flag = "--tz"
+	case field == "catch_up":
+		flag = "--catch-up"
+	case field == "to_agent":
+		flag = "--to"
+	case field == "work_type":
+		flag = "--work-type"
+	case field == "parameters":
+		flag = "--param"
+	case strings.HasPrefix(field, "hints."):
+		flag = "--hint " + strings.TrimPrefix(field, "hints.")
+	case field == "labels":
+		flag = "--label"
+	case strings.HasPrefix(field, "agents"):
+		flag = "--agents"
+		if field != "agents" {
+			msg = field + ": " + msg
+		}
+	case field == "max_parallel":
+		flag = "--max-parallel"
+	default:
+		flag = fe.Field
+	}
+	return usagef(flag + ": " + msg)
+}
+
+// compactJSON is v as one line of JSON.
+func compactJSON(v any) string {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Sprint(v)
+	}
+	return string(b)
+}
+
+// yesNo is b as yes or no.
+func yesNo(b bool) string {
+	if b {
+		return "yes"
+	}
+	return "no"
+}
+
+// submitBatch makes batch req and prints its id, or its JSON; with wait it
+// follows it to its end.
+func submitBatch(cmd *cobra.Command, api fleetAPI, req orchestrator.BatchRequest, jsonOut, wait bool) error {
+	b, err := api.createBatch(cmd.Context(), req)
+	if err != nil {
+		return err
+	}
+	stderr := cmd.ErrOrStderr()
+	if !wait {
+		if jsonOut {
+			return printJSON(cmd.OutOrStdout(), b)
+		}
+		noTask(stderr, b)
+		_, err := fmt.Fprintln(cmd.OutOrStdout(), b.ID)
+		return err
+	}
+	if !jsonOut {
+		fmt.Fprintf(stderr, "batch %s: %s\n", b.ID, plural(len(b.Targets), "agent"))
+	}
+	return followBatch(cmd, api, b.ID, jsonOut)
+}
+
+// plural is n things, such as "1 agent" or "3 agents".
+func plural(n int, thing string) string {
+	if n == 1 {
+		return "1 " + thing
+	}
+	return fmt.Sprintf("%d %ss", n, thing)
+}

@@ -1,0 +1,353 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"text/tabwriter"
+	"time"
+
+	"github.com/chiffon-dev/chiffon/envelope"
+	"github.com/chiffon-dev/chiffon/orchestrator"
+	"github.com/spf13/cobra"
+)
+
+// newScheduleCmd is `chiffon schedule`: add, list, show, pause, resume and rm.
+func newScheduleCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "schedule",
+		Short: "Schedules: a task, or a batch, made at the times of a cron expression",
+		Long: `A schedule makes a task, or a batch (one task per matching agent), at each time its
+cron expression names, in its time zone. The orchestrator that leads runs them; each
+firing is made once, even across a restart or a change of leader.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
+	}
+	cmd.AddCommand(newScheduleAddCmd(), newScheduleListCmd(), newScheduleShowCmd(),
+		newSchedulePauseCmd(true), newSchedulePauseCmd(false), newScheduleRmCmd())
+	return cmd
+}
+
+// newScheduleAddCmd is `chiffon schedule add NAME`.
+func newScheduleAddCmd() *cobra.Command {
+	var (
+		cf                     clientFlags
+		cron, tz, catchUp      string
+		paused                 bool
+		to, workType, paramsJS string
+		params, hints          []string
+		bf                     batchFlags
+	)
+	cmd := &cobra.Command{
+		Use:   "add NAME --cron EXPR --to TYPE --work-type W [--param k=v]... [--all | --label k=v | --agents a,b]",
+		Short: "Add a schedule of a task, or with --all/--label/--agents of a batch",
+		Long: `Adds schedule NAME (1 to 63 of a-z, 0-9, '_' and '-'): at each time of --cron it
+makes the task that --to, --work-type, --param, --params-json and --hint describe, as
+submit does. With --all, --label or --agents it makes a batch instead, one task per
+matching agent (--max-parallel and --stop-on-failure as for submit --all).
+
+--cron takes five fields (minute hour day-of-month month day-of-week), six with seconds
+first, or a descriptor such as @daily, @hourly or "@every 10m". It is read in the IANA
+time zone --tz (default UTC). --catch-up says what to do about the firings missed while
+no orchestrator ran: none (the default) skips them, latest makes the last one, all
+makes each (the last 100 at most). --paused adds it paused: it fires once resumed.
+
+Prints the schedule's next firing, or with --json the schedule. A schedule of the same
+name must be removed first (schedule rm).`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			task := orchestrator.SubmitRequest{ToAgent: envelope.AgentType(to), WorkType: workType}
+			var err error
+			if task.Parameters, err = parseKeyValues(paramsJS, params); err != nil {
+				return usagef("--param: " + err.Error())
+			}
+			if len(task.Parameters) == 0 {
+				task.Parameters = nil
+			}
+			if len(hints) > 0 {
+				h, err := parseHints(hints)
+				if err != nil {
+					return usagef("--hint: " + err.Error())
+				}
+				task.Hints = &orchestrator.Hints{MaxDurationSeconds: h.MaxDurationSeconds, MaxMemoryMB: h.MaxMemoryMB, AgentID: h.AgentID}
+			}
+			spec := orchestrator.ScheduleSpec{Name: args[0], Cron: cron, TZ: tz,
+				CatchUp: orchestrator.CatchUp(catchUp), Paused: paused}
+			batch, err := bf.request(task)
+			if err != nil {
+				return err
+			}
+			if batch != nil {
+				spec.Batch = batch
+			} else {
+				spec.Task = &task
+			}
+			if err := spec.Validate(); err != nil {
+				return fieldUsage(err)
+			}
+			c, err := cf.client()
+			if err != nil {
+				return err
+			}
+			s, err := fleetAPI{c}.addSchedule(cmd.Context(), spec)
+			if err != nil {
+				return err
+			}
+			if cf.jsonOut {
+				return printJSON(cmd.OutOrStdout(), s)
+			}
+			_, err = fmt.Fprintf(cmd.OutOrStdout(), "schedule %s added; %s\n", s.Name, nextText(s))
+			return err
+		},
+	}
+	cf.add(cmd)
+	f := cmd.Flags()
+	f.StringVar(&cron, "cron", "", `when it fires: "MIN HOUR DOM MON DOW", six fields with seconds first, or @daily, "@every 10m"...`)
+	f.StringVar(&tz, "tz", "", "IANA time zone the cron expression is read in, such as Europe/Paris (default UTC)")
+	f.StringVar(&catchUp, "catch-up", string(orchestrator.CatchUpNone), "the firings missed while no orchestrator ran: none, latest or all")
+	f.BoolVar(&paused, "paused", false, "add it paused")
+	f.StringVar(&to, "to", "", "agent type: infra, desktop, code, research")
+	f.StringVar(&workType, "work-type", "", "work type, such as run_playbook")
+	f.StringArrayVar(&params, "param", nil, "parameter k=v (string) or k:=JSON; repeatable")
+	f.StringVar(&paramsJS, "params-json", "", "parameters as one JSON object")
+	f.StringArrayVar(&hints, "hint", nil, "hint k=v: max_duration_seconds, max_memory_mb, agent_id (not with a batch); repeatable")
+	bf.add(f)
+	_ = cmd.MarkFlagRequired("cron")
+	_ = cmd.MarkFlagRequired("to")
+	_ = cmd.MarkFlagRequired("work-type")
+	return cmd
+}
+
+// newScheduleListCmd is `chiffon schedule list`.
+func newScheduleListCmd() *cobra.Command {
+	var cf clientFlags
+	cmd := &cobra.Command{
+		Use:     "list",
+		Aliases: []string{"ls"},
+		Short:   "List the schedules: cron, time zone, state, next and last firing",
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c, err := cf.client()
+			if err != nil {
+				return err
+			}
+			ss, err := fleetAPI{c}.schedules(cmd.Context())
+			if err != nil {
+				return err
+			}
+			if cf.jsonOut {
+				return printJSON(cmd.OutOrStdout(), ss)
+			}
+			return printScheduleTable(cmd.OutOrStdout(), ss)
+		},
+	}
+	cf.add(cmd)
+	return cmd
+}
+
+// newScheduleShowCmd is `chiffon schedule show NAME`.
+func newScheduleShowCmd() *cobra.Command {
+	var cf clientFlags
+	cmd := &cobra.Command{
+		Use:   "show NAME",
+		Short: "Show a schedule: when it fires, what it makes, its next and last firing",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := cf.client()
+			if err != nil {
+				return err
+			}
+			s, err := fleetAPI{c}.schedule(cmd.Context(), args[0])
+			if err != nil {
+				return err
+			}
+			if cf.jsonOut {
+				return printJSON(cmd.OutOrStdout(), s)
+			}
+			return printSchedule(cmd.OutOrStdout(), s)
+		},
+	}
+	cf.add(cmd)
+	return cmd
+}
+
+// newSchedulePauseCmd is `schedule pause NAME`, or with pause false `schedule
+// resume NAME`.
+func newSchedulePauseCmd(pause bool) *cobra.Command {
+	var cf clientFlags
+	use, short, done := "resume NAME", "Resume a paused schedule: it fires at its times from now on (missed ones are not made)", "resumed"
+	if pause {
+		use, short, done = "pause NAME", "Pause a schedule: it does not fire until resumed", "paused"
+	}
+	cmd := &cobra.Command{
+		Use:   use,
+		Short: short,
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := cf.client()
+			if err != nil {
+				return err
+			}
+			s, err := fleetAPI{c}.pauseSchedule(cmd.Context(), args[0], pause)
+			if err != nil {
+				return err
+			}
+			if cf.jsonOut {
+				return printJSON(cmd.OutOrStdout(), s)
+			}
+			if s.Paused {
+				_, err = fmt.Fprintf(cmd.OutOrStdout(), "schedule %s %s: it does not fire until resumed\n", s.Name, done)
+			} else {
+				_, err = fmt.Fprintf(cmd.OutOrStdout(), "schedule %s %s; %s\n", s.Name, done, nextText(s))
+			}
+			return err
+		},
+	}
+	cf.add(cmd)
+	return cmd
+}
+
+// scheduleRemoved is what `schedule rm --json` prints.
+type scheduleRemoved struct {
+	Name    string `json:"name"`
+	Removed bool   `json:"removed"`
+}
+
+// newScheduleRmCmd is `chiffon schedule rm NAME`.
+func newScheduleRmCmd() *cobra.Command {
+	var cf clientFlags
+	cmd := &cobra.Command{
+		Use:     "rm NAME",
+		Aliases: []string{"remove"},
+		Short:   "Remove a schedule; the tasks and batches it made stay",
+		Long: `Removes a schedule: it fires no more. The tasks and batches it made stay, and go on.
+With --json it prints {"name": NAME, "removed": true}.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := cf.client()
+			if err != nil {
+				return err
+			}
+			if err := (fleetAPI{c}).removeSchedule(cmd.Context(), args[0]); err != nil {
+				return err
+			}
+			if cf.jsonOut {
+				return printJSON(cmd.OutOrStdout(), scheduleRemoved{Name: args[0], Removed: true})
+			}
+			_, err = fmt.Fprintf(cmd.OutOrStdout(), "schedule %s removed\n", args[0])
+			return err
+		},
+	}
+	cf.add(cmd)
+	return cmd
+}
+
+// printScheduleTable is the table of `chiffon schedule list`.
+func printScheduleTable(w io.Writer, ss []*orchestrator.Schedule) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "NAME\tCRON\tTZ\tCATCH-UP\tSTATE\tNEXT\tLAST\tWORK")
+	for _, s := range ss {
+		last := "-"
+		if s.Last != nil {
+			last = s.Last.At.Local().Format(time.DateTime)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", s.Name, s.Cron, tzText(s.TZ), catchUpText(s.CatchUp),
+			scheduleState(s), timeText(s.Next), last, scheduleWork(s))
+	}
+	return tw.Flush()
+}
+
+// printSchedule shows one schedule.
+func printSchedule(w io.Writer, s *orchestrator.Schedule) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	row := func(k, v string) { fmt.Fprintf(tw, "%s:\t%s\n", k, v) }
+	row("Name", s.Name)
+	row("State", scheduleState(s))
+	row("Cron", s.Cron)
+	row("TZ", tzText(s.TZ))
+	row("Catch-up", catchUpText(s.CatchUp))
+	switch {
+	case s.Batch != nil:
+		row("Makes", "a batch")
+		batchRequestRows(row, s.Batch)
+	case s.Task != nil:
+		row("Makes", "a task")
+		row("Work", workText(s.Task.ToAgent, s.Task.WorkType))
+		if len(s.Task.Parameters) > 0 {
+			row("Parameters", compactJSON(s.Task.Parameters))
+		}
+		if h := s.Task.Hints; h != nil && *h != (orchestrator.Hints{}) {
+			row("Hints", compactJSON(h))
+		}
+	}
+	row("Created", s.CreatedAt.Local().Format(time.DateTime))
+	if s.ResumedAt != nil {
+		row("Resumed", s.ResumedAt.Local().Format(time.DateTime))
+	}
+	row("Next", timeText(s.Next))
+	last := "never"
+	if l := s.Last; l != nil {
+		last = l.At.Local().Format(time.DateTime)
+		switch {
+		case l.BatchID != "":
+			last += ": batch " + l.BatchID
+		case l.TaskID != "":
+			last += ": task " + l.TaskID
+		}
+	}
+	row("Last", last)
+	return tw.Flush()
+}
+
+// scheduleState is active or paused.
+func scheduleState(s *orchestrator.Schedule) string {
+	if s.Paused {
+		return "paused"
+	}
+	return "active"
+}
+
+// scheduleWork says what a schedule makes: task or batch, and its work.
+func scheduleWork(s *orchestrator.Schedule) string {
+	switch {
+	case s.Batch != nil:
+		return "batch " + workText(s.Batch.ToAgent, s.Batch.WorkType)
+	case s.Task != nil:
+		return "task " + workText(s.Task.ToAgent, s.Task.WorkType)
+	}
+	return "-"
+}
+
+// nextText says when a schedule fires next.
+func nextText(s *orchestrator.Schedule) string {
+	if s.Next == nil {
+		if s.Paused {
+			return "paused: it does not fire until resumed"
+		}
+		return "no next firing"
+	}
+	return "next at " + s.Next.Local().Format(time.DateTime)
+}
+
+// tzText is a schedule's time zone, UTC when none is given.
+func tzText(tz string) string {
+	if tz == "" {
+		return "UTC"
+	}
+	return tz
+}
+
+// catchUpText is a schedule's catch-up mode, none when none is given.
+func catchUpText(c orchestrator.CatchUp) string {
+	if c == "" {
+		return string(orchestrator.CatchUpNone)
+	}
+	return string(c)
+}
+
+// timeText is t in local time, or "-".
+func timeText(t *time.Time) string {
+	if t == nil {
+		return "-"
+	}
+	return t.Local().Format(time.DateTime)
+}
