@@ -46,7 +46,10 @@ func (o *Orchestrator) newAPI() http.Handler {
 	}))
 	api("GET /api/v1/tasks/{id}/output", o.withTask(o.apiOutput))
 	api("GET /api/v1/tasks/{id}/events", o.withTask(o.serveEvents))
+	api("GET /api/v1/tasks/{id}/history", o.withTask(o.apiHistory))
 	api("POST /api/v1/tasks/{id}/cancel", operatorOnly(o.leaderOnly(o.withTask(o.apiCancel))))
+	api("POST /api/v1/tasks/{id}/approve", operatorOnly(o.leaderOnly(o.withTask(o.apiDecide(true)))))
+	api("POST /api/v1/tasks/{id}/reject", operatorOnly(o.leaderOnly(o.withTask(o.apiDecide(false)))))
 	api("GET /api/v1/agents", o.leaderOnly(func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, http.StatusOK, o.Agents()) }))
 	api("GET /api/v1/webhooks/deliveries", o.leaderOnly(o.apiDeliveries))
 	o.routeFleet(api)
@@ -90,13 +93,13 @@ type Readiness struct {
 func (o *Orchestrator) requireToken(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-		role, known := o.Authenticate(got)
+		name, role, known := o.identify(got)
 		if !ok || !known {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="chiffon"`)
 			writeError(w, http.StatusUnauthorized, "unauthorized", "Authorization", "a valid bearer token is required")
 			return
 		}
-		h.ServeHTTP(w, r.WithContext(WithRole(r.Context(), role)))
+		h.ServeHTTP(w, r.WithContext(WithCaller(WithRole(r.Context(), role), name)))
 	})
 }
 
@@ -233,6 +236,42 @@ func (o *Orchestrator) apiCancel(w http.ResponseWriter, r *http.Request, id stri
 		writeTaskErr(w, err)
 	default:
 		writeJSON(w, http.StatusAccepted, t)
+	}
+}
+
+// apiHistory answers a task's audit trail: its stored events but its progress
+// reports, oldest first.
+func (o *Orchestrator) apiHistory(w http.ResponseWriter, _ *http.Request, id string) {
+	evs, err := o.History(id)
+	if err != nil {
+		writeTaskErr(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, evs)
+}
+
+// apiDecide approves or rejects a task waiting for approval.
+func (o *Orchestrator) apiDecide(approve bool) func(http.ResponseWriter, *http.Request, string) {
+	return func(w http.ResponseWriter, r *http.Request, id string) {
+		var req DecisionRequest // the body is optional
+		dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxBody))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&req); err != nil && !errors.Is(err, io.EOF) {
+			writeDecodeErr(w, err)
+			return
+		}
+		t, err := o.Decide(r.Context(), id, approve, req.Note)
+		var fe *FieldError
+		switch {
+		case errors.As(err, &fe):
+			writeError(w, http.StatusBadRequest, "invalid_field", fe.Field, fe.Message)
+		case errors.Is(err, ErrNotAwaitingApproval):
+			writeError(w, http.StatusConflict, "not_awaiting_approval", "id", fmt.Sprintf("the task is %s, not awaiting approval", t.State))
+		case err != nil:
+			writeTaskErr(w, err)
+		default:
+			writeJSON(w, http.StatusOK, t)
+		}
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"strconv"
 	"time"
@@ -24,6 +25,8 @@ func (o *Orchestrator) routeFleet(api func(string, http.HandlerFunc)) {
 		writeJSON(w, http.StatusOK, b)
 	}))
 	api("GET /api/v1/batches/{id}/events", o.withBatch(o.serveBatchEvents))
+	api("POST /api/v1/batches/{id}/approve", operatorOnly(o.leaderOnly(o.withBatch(o.apiDecideBatch(true)))))
+	api("POST /api/v1/batches/{id}/reject", operatorOnly(o.leaderOnly(o.withBatch(o.apiDecideBatch(false)))))
 	api("POST /api/v1/schedules", operatorOnly(o.leaderOnly(o.apiAddSchedule)))
 	api("GET /api/v1/schedules", func(w http.ResponseWriter, _ *http.Request) {
 		list, err := o.Schedules()
@@ -86,7 +89,7 @@ func (o *Orchestrator) apiCreateBatch(w http.ResponseWriter, r *http.Request) {
 	if !decodeBody(w, r, &req) {
 		return
 	}
-	b, err := o.CreateBatch(req)
+	b, err := o.CreateBatch(r.Context(), req)
 	switch {
 	case errors.Is(err, ErrBatchNoTargets):
 		writeError(w, http.StatusUnprocessableEntity, "no_agents", "",
@@ -176,6 +179,28 @@ func (o *Orchestrator) serveBatchEvents(w http.ResponseWriter, req *http.Request
 		}
 		if b, err = o.GetBatch(b.ID); err != nil {
 			return
+		}
+	}
+}
+
+// apiDecideBatch approves or rejects a batch waiting for approval.
+func (o *Orchestrator) apiDecideBatch(approve bool) func(http.ResponseWriter, *http.Request, *Batch) {
+	return func(w http.ResponseWriter, r *http.Request, b *Batch) {
+		var req DecisionRequest // the body is optional
+		dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxBody))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&req); err != nil && !errors.Is(err, io.EOF) {
+			writeDecodeErr(w, err)
+			return
+		}
+		got, err := o.DecideBatch(r.Context(), b.ID, approve, req.Note)
+		switch {
+		case errors.Is(err, ErrNotAwaitingApproval):
+			writeError(w, http.StatusConflict, "not_awaiting_approval", "id", fmt.Sprintf("the batch is %s, not awaiting approval", b.State))
+		case err != nil:
+			writeRequestErr(w, err)
+		default:
+			writeJSON(w, http.StatusOK, got)
 		}
 	}
 }

@@ -1,6 +1,7 @@
 package orchestrator
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"github.com/chiffon-dev/chiffon/envelope"
+	"github.com/chiffon-dev/chiffon/orchestrator/webhook"
 )
 
 // A batch runs one task on each agent of a type that matches (a fan-out): its
@@ -88,7 +90,17 @@ const (
 	BatchRunning   BatchState = "running"
 	BatchSucceeded BatchState = "succeeded"
 	BatchFailed    BatchState = "failed"
+	// BatchAwaitingApproval: no task is made until an operator approves the
+	// batch (once for all of them); BatchRejected: one said no, or nobody
+	// answered in time.
+	BatchAwaitingApproval BatchState = "awaiting_approval"
+	BatchRejected         BatchState = "rejected"
 )
+
+// final reports whether s ends a batch.
+func (s BatchState) final() bool {
+	return s == BatchSucceeded || s == BatchFailed || s == BatchRejected
+}
 
 // Target states that are not a task's: the agent gets no task.
 const (
@@ -115,6 +127,11 @@ type Batch struct {
 	FireTime *time.Time `json:"fire_time,omitempty"`
 	// Targets are the agents the batch was made for, by id.
 	Targets []BatchTarget `json:"targets"`
+	// Approval is set for a batch that needed an operator's yes: asked once,
+	// for all its tasks.
+	Approval *Approval `json:"approval,omitempty"`
+	// CreatedBy names the API token that made it, or the schedule.
+	CreatedBy string `json:"created_by,omitempty"`
 	// Counts counts the targets by state.
 	Counts     map[string]int `json:"counts"`
 	CreatedAt  time.Time      `json:"created_at"`
@@ -152,7 +169,7 @@ const batchRecord = "batch"
 
 // CreateBatch makes a batch of req over the agents that match it now and starts
 // it. Agents that match and are offline are listed, and get no task.
-func (o *Orchestrator) CreateBatch(req BatchRequest) (*Batch, error) {
+func (o *Orchestrator) CreateBatch(ctx context.Context, req BatchRequest) (*Batch, error) {
 	if err := req.Validate(); err != nil {
 		return nil, err
 	}
@@ -160,16 +177,16 @@ func (o *Orchestrator) CreateBatch(req BatchRequest) (*Batch, error) {
 	if err := o.checkSize(&sr); err != nil {
 		return nil, err
 	}
-	return o.createBatch(req, envelope.NewID(), "", nil)
+	return o.createBatch(req, envelope.NewID(), "", nil, CallerOf(ctx))
 }
 
 // createBatch makes the batch id of req, or returns the one stored under id.
-func (o *Orchestrator) createBatch(req BatchRequest, id, schedule string, fireTime *time.Time) (*Batch, error) {
+func (o *Orchestrator) createBatch(req BatchRequest, id, schedule string, fireTime *time.Time, by string) (*Batch, error) {
 	if old, err := o.storedBatch(id); err == nil || !errors.Is(err, ErrNotFound) {
 		return old, err
 	}
 	b := &Batch{ID: id, State: BatchRunning, BatchRequest: req, Schedule: schedule, FireTime: fireTime,
-		CreatedAt: time.Now().UTC()}
+		CreatedBy: by, CreatedAt: time.Now().UTC()}
 	if err := o.call(func() { b.Targets = o.batchTargets(&req) }); err != nil {
 		return nil, ErrClosed
 	}
@@ -181,12 +198,19 @@ func (o *Orchestrator) createBatch(req BatchRequest, id, schedule string, fireTi
 			t.TaskID, t.State = derivedID("batch-task", id, t.AgentID), TargetWaiting
 		}
 	}
-	b.count()
+	if why := o.batchApprovalNeeded(b); why != "" {
+		b.Approval = o.newApproval(why, b.CreatedAt)
+	}
 	if err := o.putBatch(b); err != nil {
 		return nil, err
 	}
+	if b.Approval != nil && o.hooks != nil {
+		o.hooks.Send(webhook.ApprovalRequested, b)
+	}
+	view := *b // the runner owns b from now on
+	view.Targets = slices.Clone(b.Targets)
 	o.fleet.batchMade(o, b)
-	return b, nil
+	return &view, o.refresh(&view)
 }
 
 // batchTargets lists the agents req matches, by id: the online ones offering
@@ -305,6 +329,11 @@ func (o *Orchestrator) Batches(limit int) ([]*Batch, error) {
 // its state: a stored finished batch holds its final view already.
 func (o *Orchestrator) refresh(b *Batch) error {
 	if b.State != BatchRunning {
+		return nil
+	}
+	if a := b.Approval; a != nil && a.State == ApprovalWaiting {
+		b.State = BatchAwaitingApproval
+		b.count()
 		return nil
 	}
 	failed := false

@@ -90,7 +90,7 @@ func TestBatchRunsOnEveryMatchingAgent(t *testing.T) {
 	}
 	agentState(t, o, "code-3", "offline")
 
-	b, err := o.CreateBatch(orchestrator.BatchRequest{ToAgent: envelope.Code, WorkType: "echo",
+	b, err := o.CreateBatch(context.Background(), orchestrator.BatchRequest{ToAgent: envelope.Code, WorkType: "echo",
 		Parameters: map[string]any{"text": "hi"}})
 	if err != nil {
 		t.Fatal(err)
@@ -132,7 +132,7 @@ func TestBatchRunsOnEveryMatchingAgent(t *testing.T) {
 	}
 
 	// Labels select: only code-1 is at the attic.
-	b, err = o.CreateBatch(orchestrator.BatchRequest{ToAgent: envelope.Code, WorkType: "echo",
+	b, err = o.CreateBatch(context.Background(), orchestrator.BatchRequest{ToAgent: envelope.Code, WorkType: "echo",
 		Labels: map[string]string{"site": "attic"}})
 	if err != nil {
 		t.Fatal(err)
@@ -147,7 +147,7 @@ func TestBatchRunsOnEveryMatchingAgent(t *testing.T) {
 	}
 	noWork(t, a2, 100*time.Millisecond)
 
-	if _, err := o.CreateBatch(orchestrator.BatchRequest{ToAgent: envelope.Code, WorkType: "echo",
+	if _, err := o.CreateBatch(context.Background(), orchestrator.BatchRequest{ToAgent: envelope.Code, WorkType: "echo",
 		Labels: map[string]string{"site": "cellar"}}); !errors.Is(err, orchestrator.ErrBatchNoTargets) {
 		t.Fatalf("a batch no agent matches: %v", err)
 	}
@@ -167,7 +167,7 @@ func TestBatchMaxParallelAndStopOnFailure(t *testing.T) {
 		agents = append(agents, a)
 	}
 	req := orchestrator.BatchRequest{ToAgent: envelope.Code, WorkType: "echo", MaxParallel: 1}
-	b, err := o.CreateBatch(req)
+	b, err := o.CreateBatch(context.Background(), req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -183,7 +183,7 @@ func TestBatchMaxParallelAndStopOnFailure(t *testing.T) {
 	}
 
 	req.StopOnFailure = true
-	b, err = o.CreateBatch(req)
+	b, err = o.CreateBatch(context.Background(), req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -214,7 +214,7 @@ func TestBatchGoesOnAfterARestart(t *testing.T) {
 			a.listen()
 			a.register(2)
 		}
-		b, err := o.CreateBatch(orchestrator.BatchRequest{ToAgent: envelope.Code, WorkType: "echo", MaxParallel: 1})
+		b, err := o.CreateBatch(context.Background(), orchestrator.BatchRequest{ToAgent: envelope.Code, WorkType: "echo", MaxParallel: 1})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -45,13 +45,16 @@ func (o *Orchestrator) runBatch(ctx context.Context, b *Batch, wake <-chan struc
 // and stored, 0 to wait for a task to end, or how long to wait before trying
 // again after a failure.
 func (o *Orchestrator) stepBatch(b *Batch, log *slog.Logger) time.Duration {
+	if a := b.Approval; a != nil && a.State == ApprovalWaiting {
+		return o.awaitBatchApproval(b, log)
+	}
 	view := *b
 	view.Targets = slices.Clone(b.Targets)
 	if err := o.refresh(&view); err != nil {
 		log.Warn("batch: read its tasks", "err", err)
 		return batchRetry
 	}
-	if view.State != BatchRunning {
+	if view.State.final() {
 		now := time.Now().UTC()
 		view.FinishedAt = &now
 		if err := o.putBatch(&view); err != nil {
@@ -78,7 +81,7 @@ func (o *Orchestrator) stepBatch(b *Batch, log *slog.Logger) time.Duration {
 			break
 		}
 		org := origin{id: t.TaskID, requestID: derivedID("batch-request", b.ID, t.AgentID),
-			batchID: b.ID, schedule: b.Schedule, fireTime: b.FireTime}
+			batchID: b.ID, schedule: b.Schedule, fireTime: b.FireTime, by: b.CreatedBy, approval: b.Approval}
 		if _, _, err := o.submit(b.task(t.AgentID), org); err != nil {
 			log.Warn("batch: make a task", "agent_id", t.AgentID, "err", err)
 			return batchRetry

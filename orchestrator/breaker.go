@@ -32,7 +32,10 @@ func (o *Orchestrator) newBreaker(a *agentEntry) *gobreaker.TwoStepCircuitBreake
 		// gobreaker's default trips on the 6th failure; the protocol says 5.
 		ReadyToTrip:  func(c gobreaker.Counts) bool { return c.ConsecutiveFailures >= failures },
 		IsSuccessful: func(err error) bool { return err == nil || !tripsBreaker(err) },
-		IsExcluded:   func(err error) bool { return errors.Is(err, errNeverReached) },
+		IsExcluded: func(err error) bool {
+			var blip *errLinkBlip
+			return errors.Is(err, errNeverReached) || errors.As(err, &blip)
+		},
 		OnStateChange: func(_ string, from, to gobreaker.State) {
 			o.post(func() {
 				if a.breaker == cb { // not one resetBreaker replaced, reached by a late outcome

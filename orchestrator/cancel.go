@@ -24,7 +24,7 @@ type CancelRequest struct {
 // told to cancel it. A running task's agent is told to cancel it; the task ends
 // cancelled with the agent's result, or at once when the agent says it is not running
 // it or cannot be reached. reason, when not "", says why (see CancelRequest).
-func (o *Orchestrator) Cancel(_ context.Context, id, reason string) (*Task, error) {
+func (o *Orchestrator) Cancel(ctx context.Context, id, reason string) (*Task, error) {
 	if len(reason) > maxCancelReason {
 		return nil, &FieldError{Field: "reason", Message: fmt.Sprintf("must be at most %d bytes", maxCancelReason)}
 	}
@@ -43,7 +43,7 @@ func (o *Orchestrator) Cancel(_ context.Context, id, reason string) (*Task, erro
 			snap, end = cloneTask(r.t), r.written
 			return
 		}
-		for _, eff := range o.deliver(r, cancelRequested{reason: reason, answered: answered}) {
+		for _, eff := range o.deliver(r, cancelRequested{reason: reason, by: CallerOf(ctx), answered: answered}) {
 			if c, ok := eff.(cancelAgent); ok && c.answered != nil {
 				asked = true
 			}

@@ -145,6 +145,24 @@ func (c *Client) Cancel(ctx context.Context, id, reason string) (*Task, error) {
 	return &t, c.getJSON(ctx, http.MethodPost, "/api/v1/tasks/"+url.PathEscape(id)+"/cancel", CancelRequest{Reason: reason}, &t)
 }
 
+// Decide approves (approve) or rejects a task waiting for approval, with an
+// optional note, and returns it.
+func (c *Client) Decide(ctx context.Context, id string, approve bool, note string) (*Task, error) {
+	op := "/reject"
+	if approve {
+		op = "/approve"
+	}
+	var t Task
+	return &t, c.getJSON(ctx, http.MethodPost, "/api/v1/tasks/"+url.PathEscape(id)+op, DecisionRequest{Note: note}, &t)
+}
+
+// History returns a task's audit trail: its events but its progress reports,
+// oldest first.
+func (c *Client) History(ctx context.Context, id string) ([]*Event, error) {
+	var evs []*Event
+	return evs, c.getJSON(ctx, http.MethodGet, "/api/v1/tasks/"+url.PathEscape(id)+"/history", nil, &evs)
+}
+
 // Agents lists the agents the orchestrator knows.
 func (c *Client) Agents(ctx context.Context) ([]AgentInfo, error) {
 	var as []AgentInfo
@@ -174,20 +192,49 @@ func (c *Client) Readiness(ctx context.Context) (*Readiness, error) {
 	return &r, nil
 }
 
+// FollowGiveUp is how long Events goes on trying to reach an orchestrator that
+// went away (a restart, a failover) before it returns the error. One it never
+// reached is an error at once.
+var FollowGiveUp = 2 * time.Minute
+
 // Events streams a task's events to fn: its history first, then live events until
 // the task ends (Events then returns nil), ctx ends, or fn returns an error. A
-// dropped stream is resumed from the last event seen.
+// dropped stream is resumed from the last event seen; while the orchestrator
+// cannot be reached, or answers 5xx, it tries again with a growing wait, for at
+// most FollowGiveUp.
 func (c *Client) Events(ctx context.Context, id string, fn func(*Event) error) error {
 	var last int64
 	wait := time.Duration(0)
+	var answered time.Time // the last answer; zero: never reached
+	// away reports whether err says an orchestrator reached before is away for
+	// now (try again) rather than that the request is wrong.
+	away := func(err error) bool {
+		var se *streamError
+		var ae *APIError
+		if errors.As(err, &se) && se.open {
+			answered = time.Now() // it answered, then the stream broke
+		}
+		return ctx.Err() == nil && !answered.IsZero() && time.Since(answered) < FollowGiveUp &&
+			(errors.As(err, &se) || errors.As(err, &ae) && ae.Status >= 500)
+	}
 	for {
 		before := last
 		final, err := c.events(ctx, id, &last, fn)
-		if err != nil || final {
+		switch {
+		case final:
+			return err
+		case err == nil:
+			answered = time.Now()
+		case !away(err):
+			var se *streamError
+			if errors.As(err, &se) {
+				return se.err
+			}
 			return err
 		}
 		// A stream that keeps ending with nothing new (a proxy cutting it, a server
-		// that is shutting down) is retried with a growing wait, not in a tight loop.
+		// that is shutting down or away) is tried again with a growing wait, not in a
+		// tight loop.
 		if last > before {
 			wait = 0
 		} else {
@@ -200,8 +247,13 @@ func (c *Client) Events(ctx context.Context, id string, fn func(*Event) error) e
 		}
 		t, err := c.Get(ctx, id)
 		if err != nil {
-			return err
+			var ae *APIError
+			if errors.As(err, &ae) && ae.Status < 500 || ctx.Err() != nil || time.Since(answered) >= FollowGiveUp {
+				return err
+			}
+			continue // away: try the stream again
 		}
+		answered = time.Now()
 		if t.State.Final() {
 			// The stream ended at the task's end; fetch anything not seen.
 			if _, err := c.events(ctx, id, &last, fn); err != nil {
@@ -211,6 +263,16 @@ func (c *Client) Events(ctx context.Context, id string, fn func(*Event) error) e
 		}
 	}
 }
+
+// streamError is a failure to reach the orchestrator or to read its stream
+// (open): it may pass.
+type streamError struct {
+	err  error
+	open bool
+}
+
+func (e *streamError) Error() string { return e.err.Error() }
+func (e *streamError) Unwrap() error { return e.err }
 
 func (c *Client) events(ctx context.Context, id string, last *int64, fn func(*Event) error) (bool, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimSuffix(c.BaseURL, "/")+"/api/v1/tasks/"+url.PathEscape(id)+"/events", nil)
@@ -228,7 +290,7 @@ func (c *Client) events(ctx context.Context, id string, last *int64, fn func(*Ev
 	}
 	resp, err := hc.Do(req)
 	if err != nil {
-		return false, err
+		return false, &streamError{err: err}
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
@@ -260,7 +322,7 @@ func (c *Client) events(ctx context.Context, id string, last *int64, fn func(*Ev
 		}
 	}
 	if err := sc.Err(); err != nil && ctx.Err() == nil {
-		return false, err
+		return false, &streamError{err: err, open: true}
 	}
 	return final, ctx.Err()
 }

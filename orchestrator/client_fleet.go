@@ -24,6 +24,17 @@ func (c *Client) Batch(ctx context.Context, id string) (*Batch, error) {
 	return &b, c.getJSON(ctx, http.MethodGet, "/api/v1/batches/"+url.PathEscape(id), nil, &b)
 }
 
+// DecideBatch approves (approve) or rejects a batch waiting for approval, with
+// an optional note, and returns it.
+func (c *Client) DecideBatch(ctx context.Context, id string, approve bool, note string) (*Batch, error) {
+	op := "/reject"
+	if approve {
+		op = "/approve"
+	}
+	var b Batch
+	return &b, c.getJSON(ctx, http.MethodPost, "/api/v1/batches/"+url.PathEscape(id)+op, DecisionRequest{Note: note}, &b)
+}
+
 // Batches lists batches, newest first, at most limit (0: the server's default).
 func (c *Client) Batches(ctx context.Context, limit int) ([]*Batch, error) {
 	path := "/api/v1/batches"

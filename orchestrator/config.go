@@ -53,6 +53,11 @@ type Config struct {
 	// HA runs this orchestrator as one of several sharing the JetStream store,
 	// one of them leading (see ha.go).
 	HA HAConfig `yaml:"ha"`
+	// WorkTypes holds, per work type, limits for every agent and whether it
+	// waits for approval (governance.go).
+	WorkTypes map[string]WorkTypeConfig `yaml:"work_types"`
+	// Approval says how long a task waits for approval.
+	Approval ApprovalConfig `yaml:"approval"`
 
 	// APIToken and each AgentConfig's tokens may be set directly (by tests or an
 	// embedding program) instead of naming files.
@@ -110,6 +115,17 @@ type AgentConfig struct {
 	// the files.
 	Token             string `yaml:"-"`
 	OrchestratorToken string `yaml:"-"`
+	// AllowedWorkTypes, when set, are the only work types the agent is sent: a
+	// registration offering more is trimmed to them (with a warning).
+	AllowedWorkTypes []string `yaml:"allowed_work_types"`
+	// MaxConcurrency caps the tasks it is sent at once, below what it registers
+	// with; 0 means what it registers with.
+	MaxConcurrency int `yaml:"max_concurrency"`
+	// Limits bound how often and how large the work sent to it is.
+	Limits `yaml:",inline"`
+	// ApprovalRequired are work types that wait for an operator's yes before
+	// they are sent to this agent.
+	ApprovalRequired []string `yaml:"approval_required"`
 }
 
 // TimeoutConfig bounds how long a dispatched task may stay silent.
@@ -262,6 +278,9 @@ func (c Config) Validate() error {
 		return err // it names the key
 	}
 	if err := c.HA.validate(c); err != nil {
+		return err // it names the key
+	}
+	if err := c.validateGovernance(); err != nil {
 		return err // it names the key
 	}
 	seen := map[string]bool{}

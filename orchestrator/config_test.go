@@ -44,6 +44,16 @@ func TestConfigErrorsNameTheKey(t *testing.T) {
 		base + "store:\n  jetstream:\n    stream: 'a.b'\n":                 "store.jetstream.stream",
 		base + "store:\n  jetstream:\n    subject_prefix: 'a.>'\n":         "store.jetstream.subject_prefix",
 		base + "store:\n  jetstream:\n    replicas: 2\n":                   "store.jetstream.replicas",
+		// Governance: limits per agent and per work type.
+		base + "work_types:\n  Echo: {rate_limit: 5/s}\n":                            "work_types.Echo",
+		base + "work_types:\n  echo: {rate_limit: 5/d}\n":                            "work_types.echo.rate_limit",
+		base + "work_types:\n  echo: {rate_limit: 0/s}\n":                            "work_types.echo.rate_limit",
+		base + "work_types:\n  echo: {max_request_bytes: -1}\n":                      "work_types.echo.max_request_bytes",
+		base + "work_types:\n  echo: {rate: 5/s}\n":                                  "rate",
+		base + "agents:\n  - {id: a, type: code, rate_limit: fast}\n":                "agents[0].rate_limit",
+		base + "agents:\n  - {id: a, type: code, max_request_bytes: -5}\n":           "agents[0].max_request_bytes",
+		base + "agents:\n  - {id: a, type: code, max_concurrency: -1}\n":             "agents[0].max_concurrency",
+		base + "agents:\n  - {id: a, type: code, allowed_work_types: [echo, 'B']}\n": "agents[0].allowed_work_types[1]",
 	}
 	for in, key := range cases {
 		_, err := orchestrator.ParseConfig([]byte(in))

@@ -77,6 +77,8 @@ func (o *Orchestrator) do(r *run, eff effect) {
 		o.metrics.retries.WithLabelValues(strconv.Itoa(e.code)).Inc()
 	case rejected:
 		o.metrics.invalid.Inc()
+	case asked:
+		o.askApproval(r)
 	case forget:
 		if e.uncount {
 			o.metrics.tasks.WithLabelValues(string(r.t.State)).Dec()
@@ -104,11 +106,11 @@ func (r *run) stopTimers() {
 	}
 }
 
-// settle reports outcome to the breaker of r's attempt, once.
+// settle reports outcome to the breaker of r's attempt, once (see blame).
 func (o *Orchestrator) settle(r *run, outcome error) {
 	if done := r.done; done != nil {
 		r.done = nil
-		done(outcome)
+		done(o.blame(r, outcome))
 	}
 }
 

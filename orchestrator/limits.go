@@ -1,6 +1,7 @@
 package orchestrator
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -16,17 +17,25 @@ const headerRoom = 1024
 // ErrTooLarge is what every *TooLargeError is (errors.Is).
 var ErrTooLarge = errors.New("task too large for one broker message")
 
-// TooLargeError says a task's work_request would not fit in one broker message. A
-// submission refused with it was neither stored nor sent.
+// TooLargeError says a task's work_request would not fit in one broker message,
+// or is over a max_request_bytes of the config. A submission refused with it was
+// neither stored nor sent.
 type TooLargeError struct {
 	// Size is the encoded work_request, in bytes.
 	Size int
-	// Limit is the largest work_request the broker and the agents accept, in bytes.
+	// Limit is the largest work_request accepted, in bytes.
 	Limit int
+	// Source is the config key of the limit, such as
+	// "work_types.build.max_request_bytes" or "agents[code-1].max_request_bytes";
+	// "" for the broker's max payload.
+	Source string
 }
 
-// Error names the size and the limit.
+// Error names the size and the limit, and where the limit comes from.
 func (e *TooLargeError) Error() string {
+	if e.Source != "" {
+		return fmt.Sprintf("work_request would be %d bytes, over %s (%d bytes)", e.Size, e.Source, e.Limit)
+	}
 	return fmt.Sprintf("work_request would be %d bytes, over the limit of %d bytes (one broker message less %d for headers)",
 		e.Size, e.Limit, headerRoom)
 }
@@ -46,28 +55,86 @@ func (o *Orchestrator) maxWorkRequest() int {
 
 // checkSize refuses a valid submission whose work_request would not fit in one
 // broker message, before anything is stored: sent, it would fail every attempt and
-// feed its agent's breaker. It measures the envelope dispatch sends: ids have a fixed
-// length, and the timestamp is given its longest form (nine fraction digits).
+// feed its agent's breaker. It refuses one over its work type's max_request_bytes
+// too, and one pinned (hints.agent_id) to an agent whose max_request_bytes it is
+// over. The tightest of these limits is the one named. An unpinned task over
+// some agents' max_request_bytes goes to the others (pick).
 func (o *Orchestrator) checkSize(req *SubmitRequest) error {
-	limit := o.maxWorkRequest()
+	limit, source := o.requestLimit(req)
 	if n, ok := paramsBound(req.Parameters); ok && n+envelopeRoom <= limit {
 		return nil // the common case: far from the limit, no need to encode it
 	}
-	env := envelope.New(envelope.Orchestrator, req.ToAgent, envelope.NewID(), envelope.NewID(),
-		&envelope.WorkRequest{TaskID: envelope.NewID(), WorkType: req.WorkType, Parameters: req.Parameters,
-			Hints: hintsEnvelope(req.Hints)})
-	env.Timestamp = env.Timestamp.Truncate(time.Second).Add(time.Second - time.Nanosecond)
-	data, err := envelope.Encode(env)
+	size, err := workRequestSize(req.ToAgent, req.WorkType, req.Parameters, req.Hints)
 	if err != nil {
 		return &FieldError{"parameters", "cannot be encoded: " + err.Error()}
 	}
-	if len(data) > limit {
+	if size > limit {
 		o.metrics.tooLarge.Inc()
 		o.log.Info("task refused: work_request too large", "to_agent", req.ToAgent, "work_type", req.WorkType,
-			"size", len(data), "limit", limit)
-		return &TooLargeError{Size: len(data), Limit: limit}
+			"size", size, "limit", limit, "limit_key", cmp.Or(source, "broker max_payload"))
+		return &TooLargeError{Size: size, Limit: limit, Source: source}
 	}
 	return nil
+}
+
+// requestLimit is the largest work_request req may have, and the config key
+// that sets it ("" for the broker's max payload).
+func (o *Orchestrator) requestLimit(req *SubmitRequest) (limit int, source string) {
+	limit = o.maxWorkRequest()
+	if n := o.cfg.WorkTypes[req.WorkType].MaxRequestBytes; n > 0 && n < int64(limit) {
+		limit, source = int(n), "work_types."+req.WorkType+".max_request_bytes"
+	}
+	if req.Hints != nil && req.Hints.AgentID != "" {
+		if ac := o.cfg.agentConfig(req.Hints.AgentID); ac != nil && ac.MaxRequestBytes > 0 && ac.MaxRequestBytes < int64(limit) {
+			limit, source = int(ac.MaxRequestBytes), "agents["+ac.ID+"].max_request_bytes"
+		}
+	}
+	return limit, source
+}
+
+// workRequestSize is the encoded size of the work_request dispatch sends for a
+// task of these members: ids have a fixed length, and the timestamp is given
+// its longest form (nine fraction digits).
+func workRequestSize(to envelope.AgentType, workType string, params map[string]any, hints *Hints) (int, error) {
+	env := envelope.New(envelope.Orchestrator, to, envelope.NewID(), envelope.NewID(),
+		&envelope.WorkRequest{TaskID: envelope.NewID(), WorkType: workType, Parameters: params,
+			Hints: hintsEnvelope(hints)})
+	env.Timestamp = env.Timestamp.Truncate(time.Second).Add(time.Second - time.Nanosecond)
+	data, err := envelope.Encode(env)
+	return len(data), err
+}
+
+// taskSize measures a task's work_request for routing, at most once: most
+// tasks are far below any agent's max_request_bytes, which paramsBound shows
+// without encoding them.
+type taskSize struct {
+	t *Task
+	// bound is paramsBound's bound of the whole work_request, or -1 when it has
+	// none; n is the encoded size once measured (-1: it cannot be encoded).
+	bound, n          int
+	bounded, measured bool
+}
+
+// over reports whether the task's work_request is over limit bytes.
+func (s *taskSize) over(limit int64) bool {
+	if !s.bounded {
+		s.bounded, s.bound = true, -1
+		if b, ok := paramsBound(s.t.Parameters); ok {
+			s.bound = b + envelopeRoom
+		}
+	}
+	if s.bound >= 0 && int64(s.bound) <= limit {
+		return false
+	}
+	if !s.measured {
+		s.measured = true
+		n, err := workRequestSize(s.t.ToAgent, s.t.WorkType, s.t.Parameters, s.t.Hints)
+		if err != nil {
+			n = -1 // it fails at dispatch, as it would without the limit
+		}
+		s.n = n
+	}
+	return int64(s.n) > limit
 }
 
 // envelopeRoom bounds a work_request's encoding without its parameters: the

@@ -90,8 +90,16 @@ type machine struct {
 type event interface{ isEvent() }
 
 type (
-	// submitted: a new task, not stored yet.
-	submitted struct{}
+	// submitted: a new task, not stored yet, submitted by the API token named by.
+	submitted struct{ by string }
+	// approvalDecided: an operator (the API token named by) approved the task
+	// waiting for it, or rejected it, saying note.
+	approvalDecided struct {
+		approve  bool
+		by, note string
+	}
+	// approvalExpired: nobody answered the approval in time.
+	approvalExpired struct{}
 	// resumed: an unfinished task read from the store at Open.
 	resumed struct{}
 	// routed: where routing sent the task (see Orchestrator.route): to agentID,
@@ -139,8 +147,8 @@ type (
 	// cancelRequested: an operator cancels the task. answered, when not nil, is
 	// handed to the agent's answer (cancelAnswer) if the task waits for one.
 	cancelRequested struct {
-		reason   string
-		answered chan struct{}
+		reason, by string
+		answered   chan struct{}
 	}
 	// cancelAnswer: what the agent said to a cancel (err when it could not be
 	// asked).
@@ -172,6 +180,8 @@ type (
 )
 
 func (submitted) isEvent()       {}
+func (approvalDecided) isEvent() {}
+func (approvalExpired) isEvent() {}
 func (resumed) isEvent()         {}
 func (routed) isEvent()          {}
 func (stored) isEvent()          {}
@@ -202,6 +212,7 @@ const (
 	timerDeadline                  // hints.max_duration_seconds
 	timerRetry                     // the wait before a retry
 	timerQueue                     // a resumed task's wait for its agents
+	timerApproval                  // the wait for an approval
 	timerKinds
 )
 
@@ -274,6 +285,8 @@ type (
 	retried struct{ code int }
 	// rejected counts an output piece refused.
 	rejected struct{}
+	// asked tells the webhook receivers the task waits for approval.
+	asked struct{}
 	// forget removes the ended task from the live ones and ends its streams;
 	// uncount takes it out of the tasks-by-state gauge (it was never stored).
 	forget struct{ uncount bool }
@@ -299,6 +312,7 @@ func (acknowledged) isEffect() {}
 func (retried) isEffect()      {}
 func (rejected) isEffect()     {}
 func (forget) isEffect()       {}
+func (asked) isEffect()        {}
 
 // ---- Transitions ----
 
@@ -315,8 +329,20 @@ func (m *machine) apply(r *run, ev event) []effect {
 	switch e := ev.(type) {
 	case submitted:
 		r.fresh = true
-		m.record(r, &Event{Type: EventState, Message: "submitted"})
+		waits := r.t.Approval != nil && r.t.Approval.State == ApprovalWaiting
+		if waits {
+			r.t.State = StateAwaitingApproval
+		}
+		m.record(r, &Event{Type: EventState, Message: "submitted", By: e.by})
+		if waits {
+			m.awaitApproval(r)
+			break
+		}
 		m.emit(route{})
+	case approvalDecided:
+		m.decide(r, e)
+	case approvalExpired:
+		m.expire(r)
 	case resumed:
 		m.resume(r)
 	case routed:
@@ -668,8 +694,13 @@ func (m *machine) resend(r *run, e agentReplaced) {
 // not is queued until the agents register.
 func (m *machine) resume(r *run) {
 	t := r.t
-	if t.CancelRequested && t.State == StatePending {
+	if t.CancelRequested && (t.State == StatePending || t.State == StateAwaitingApproval) {
 		m.finish(r, StateCancelled, nil, "cancelled", nil)
+		return
+	}
+	if t.State == StateAwaitingApproval {
+		m.save(r, &Event{Type: EventState, Message: "resumed after orchestrator restart: still awaiting approval"})
+		m.emit(arm{timerApproval, max(t.Approval.ExpiresAt.Sub(m.now()), 0), approvalExpired{}})
 		return
 	}
 	m.save(r, &Event{Type: EventState, Message: "resumed after orchestrator restart"})
@@ -704,18 +735,21 @@ func (m *machine) cancel(r *run, e cancelRequested) {
 	t.CancelRequested = true
 	r.cancelWhy = e.reason
 	reason := cancelReason(e.reason)
-	if t.State == StatePending {
+	ended := func(msg string) *Event {
+		return &Event{Type: EventState, Message: because(e.reason, msg), By: e.by}
+	}
+	if t.State == StatePending || t.State == StateAwaitingApproval {
 		if r.pinned != "" {
 			r.log.Info("task cancelled between attempts", "agent_id", r.pinned)
 			m.emit(cancelAgent{agentID: r.pinned, reason: reason})
-			m.finish(r, StateCancelled, nil, because(e.reason, "cancelled between attempts"), nil)
+			m.finish(r, StateCancelled, ended("cancelled between attempts"), "", nil)
 			return
 		}
 		r.log.Info("task cancelled before dispatch")
-		m.finish(r, StateCancelled, nil, because(e.reason, "cancelled before dispatch"), nil)
+		m.finish(r, StateCancelled, ended("cancelled before dispatch"), "", nil)
 		return
 	}
-	m.save(r, &Event{Type: EventState, Message: because(e.reason, "cancel requested")})
+	m.save(r, ended("cancel requested"))
 	m.emit(cancelAgent{agentID: t.AgentID, reason: reason, answered: e.answered})
 }
 

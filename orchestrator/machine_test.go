@@ -277,6 +277,31 @@ func stResumedPinned(t *testing.T, m *machine) *run {
 	return r
 }
 
+// withApproval: a new task that needs an operator's yes, asked now for an hour.
+func withApproval(t *Task) *Task {
+	t.Approval = &Approval{State: ApprovalWaiting, Why: "work type shell requires approval", RequestedAt: mtNow,
+		ExpiresAt: mtNow.Add(time.Hour)}
+	return t
+}
+
+func stNewApproval(*testing.T, *machine) *run { return newTestRun(withApproval(freshTask())) }
+
+// stAwaiting: submitted, waiting for its approval.
+func stAwaiting(t *testing.T, m *machine) *run {
+	r := stNewApproval(t, m)
+	mustApply(t, m, r, submitted{by: "op"}, StateAwaitingApproval)
+	return r
+}
+
+// stStoredAwaiting: read from the store, waiting for its approval for 30 more
+// minutes.
+func stStoredAwaiting(*testing.T, *machine) *run {
+	return storedRun(2, func(t *Task) {
+		withApproval(t)
+		t.State, t.Approval.ExpiresAt = StateAwaitingApproval, mtNow.Add(30*time.Minute)
+	})
+}
+
 // machineStates are the starting states of the tables, by name.
 var machineStates = map[string]func(*testing.T, *machine) *run{
 	"new":                   stNew,
@@ -302,6 +327,9 @@ var machineStates = map[string]func(*testing.T, *machine) *run{
 	"stored-unreached":      stStoredUnreached,
 	"resumed-queued":        stResumedQueued,
 	"resumed-pinned":        stResumedPinned,
+	"new-approval":          stNewApproval,
+	"awaiting":              stAwaiting,
+	"stored-awaiting":       stStoredAwaiting,
 }
 
 // TestMachineStartingStates checks what each starting state is, so that a row's
@@ -331,6 +359,9 @@ func TestMachineStartingStates(t *testing.T) {
 		"stored-unreached":      "pending attempt=0",
 		"resumed-queued":        "pending attempt=0 queued",
 		"resumed-pinned":        "dispatched attempt=0 pinned=a1 stick=a1",
+		"new-approval":          "pending attempt=0",
+		"awaiting":              "awaiting_approval attempt=0",
+		"stored-awaiting":       "awaiting_approval attempt=0",
 	}
 	for _, name := range stateNames() {
 		t.Run(name, func(t *testing.T) {
@@ -431,6 +462,8 @@ func describe(effs []effect) []string {
 			s = "retried(" + strconv.Itoa(e.code) + ")"
 		case rejected:
 			s = "rejected"
+		case asked:
+			s = "asked"
 		case forget:
 			s = "forget"
 			if e.uncount {
@@ -458,7 +491,7 @@ func outcomeName(err error) string {
 }
 
 func timerName(k timerKind) string {
-	return [...]string{"silence", "deadline", "retry", "queue"}[k]
+	return [...]string{"silence", "deadline", "retry", "queue", "approval"}[k]
 }
 
 // runFlags renders the run's flags that the rows check.
@@ -1266,7 +1299,39 @@ var finishedRows = []machineRow{
 // but the commit of its final write.
 func TestMachineFinishedRunTakesOnlyItsFinalWrite(t *testing.T) { runRows(t, finishedRows) }
 
-var machineTables = [][]machineRow{routeRows, publishRows, messageRows, noResponderRows, timerRows, cancelRows, agentRows, resumeRows, finishedRows}
+var approvalRows = []machineRow{
+	{name: "a task that needs approval waits, stored, sent nowhere", from: "new-approval", ev: submitted{by: "op"},
+		state: StateAwaitingApproval, flags: "attempt=0",
+		effs:  effList("write(record,2 events)", "notify(state)", "arm(approval,1h0m0s)", "asked"),
+		check: wantEvent(EventState, "awaiting approval: work type shell requires approval")},
+	{name: "approved, it is routed", from: "awaiting", ev: approvalDecided{approve: true, by: "op", note: "ok"},
+		state: StatePending, flags: "attempt=0", effs: effList("stop(approval)", "route"),
+		check: wantTask("approved by op", func(tk *Task) bool {
+			a := tk.Approval
+			return a.State == ApprovalApproved && a.By == "op" && a.Note == "ok" && a.DecidedAt != nil
+		})},
+	{name: "rejected, it ends", from: "awaiting", ev: approvalDecided{by: "op", note: "no"},
+		state: StateRejected, flags: "attempt=0 finished", effs: effCat(effList("stop(approval)"), endEffs),
+		check: allOf(wantEvent(EventState, "rejected: no"), wantFinal,
+			wantTask("rejected by op", func(tk *Task) bool { return tk.Approval.State == ApprovalRejected }))},
+	{name: "nobody answered: it ends rejected", from: "awaiting", ev: approvalExpired{},
+		state: StateRejected, flags: "attempt=0 finished", effs: endEffs,
+		check: wantTask("expired", func(tk *Task) bool { return tk.Approval.State == ApprovalExpired })},
+	{name: "cancelled while it waits", from: "awaiting", ev: cancelRequested{by: "op"},
+		state: StateCancelled, flags: "attempt=0 finished", effs: endEffs,
+		check: wantEvent(EventState, "cancelled before dispatch")},
+	{name: "resumed, it waits the rest of its time", from: "stored-awaiting", ev: resumed{},
+		state: StateAwaitingApproval, flags: "attempt=0",
+		effs: effList("write(record,1 event)", "notify(state)", "arm(approval,30m0s)")},
+	ignoreRow("an approval of a task that does not wait", "running", approvalDecided{approve: true}),
+	ignoreRow("a late expiry", "dispatched", approvalExpired{}),
+}
+
+// TestMachineHoldsWorkForApproval: a task that needs approval waits until
+// approved, rejected, expired or cancelled, across a restart.
+func TestMachineHoldsWorkForApproval(t *testing.T) { runRows(t, approvalRows) }
+
+var machineTables = [][]machineRow{routeRows, publishRows, messageRows, noResponderRows, timerRows, cancelRows, agentRows, resumeRows, finishedRows, approvalRows}
 
 // ---- Walks ----
 

@@ -21,6 +21,7 @@ type metrics struct {
 	authFailures prometheus.Counter
 	invalid      prometheus.Counter
 	tooLarge     prometheus.Counter
+	rateLimited  *prometheus.CounterVec
 	leader       prometheus.Gauge
 }
 
@@ -42,12 +43,14 @@ func newMetrics() *metrics {
 		invalid: prometheus.NewCounter(prometheus.CounterOpts{Name: "chiffon_orchestrator_invalid_messages_total",
 			Help: "Messages or output pieces refused as invalid."}),
 		tooLarge: prometheus.NewCounter(prometheus.CounterOpts{Name: "chiffon_orchestrator_tasks_too_large_total",
-			Help: "Submissions refused because their work_request would not fit in one broker message."}),
+			Help: "Submissions refused because their work_request would not fit in one broker message, or is over a max_request_bytes of the config."}),
+		rateLimited: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "chiffon_orchestrator_rate_limited_total",
+			Help: "Routing decisions that left a task queued while the agent's rate limit (its own or its work type's) held it back, by agent."}, []string{"agent_id"}),
 		leader: prometheus.NewGauge(prometheus.GaugeOpts{Name: "chiffon_orchestrator_leader",
 			Help: "1 while this orchestrator leads its group (ha.enabled) or runs alone, 0 on a standby."}),
 	}
 	m.leader.Set(1)
-	m.reg.MustRegister(m.tasks, m.latency, m.retries, m.breaker, m.messages, m.authFailures, m.invalid, m.tooLarge, m.leader,
+	m.reg.MustRegister(m.tasks, m.latency, m.retries, m.breaker, m.messages, m.authFailures, m.invalid, m.tooLarge, m.rateLimited, m.leader,
 		buildinfo.Gauge("chiffon_build_info"), collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }

@@ -73,10 +73,13 @@ type Orchestrator struct {
 	subsClosed bool
 	// ha is this orchestrator's part in a group of them (ha.enabled), or nil.
 	ha *haState
+	// link follows the connection to the broker (link.go).
+	link link
 	// fleet runs the batches and the schedules while the core runs.
 	fleet fleet
-	// schedMu orders the changes this orchestrator makes to schedules.
-	schedMu sync.Mutex
+	// schedMu orders the changes this orchestrator makes to schedules, batchMu
+	// those to batches waiting for approval.
+	schedMu, batchMu sync.Mutex
 
 	// The loop (loop.go) owns the rest: only its jobs touch them.
 	mail     *mailbox
@@ -149,7 +152,9 @@ func Open(cfg Config, opts Options) (*Orchestrator, error) {
 		}
 		o.ownConn = true
 		cc := cfg.NATS.ConnConfig("chiffon-orchestrator-" + id)
-		cc.Logger, cc.OnReconnect = o.log, func(*nats.Conn) { o.discover() }
+		cc.Logger = o.log
+		cc.OnDisconnect = func(*nats.Conn, error) { o.link.down() }
+		cc.OnReconnect = func(*nats.Conn) { o.link.up(); o.discover() }
 		cc.InboxPrefix = o.subj.Inbox(broker.RoleOrchestrator, "")
 		o.nc, err = broker.Connect(cc)
 		if err != nil {

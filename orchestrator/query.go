@@ -64,3 +64,21 @@ func (o *Orchestrator) Tasks(opts ListOptions) ([]*Task, error) {
 	}
 	return tasks[opts.Offset:], nil
 }
+
+// History returns task id's audit trail: each stored event but its progress
+// reports (status events), oldest first, saying what changed the task, when,
+// and by which API token when a request did.
+func (o *Orchestrator) History(id string) ([]*Event, error) {
+	if _, err := o.Task(id); err != nil {
+		return nil, err
+	}
+	o.waitWritten(id)
+	out := []*Event{}
+	err := o.st.Events(id, 0, func(ev *Event) error {
+		if ev.Type != EventStatus {
+			out = append(out, ev)
+		}
+		return nil
+	})
+	return out, err
+}

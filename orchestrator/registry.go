@@ -50,6 +50,10 @@ type agentEntry struct {
 	// resend holds the attempts in flight on the process a new one replaced; they
 	// are sent again to the new one with its first heartbeat (resendInFlight).
 	resend []inFlight
+	// conf is its entry in the config: what it may be sent (governance.go).
+	conf *AgentConfig
+	// rl are its rate limiters (ratelimit.go).
+	rl rateLimits
 }
 
 // inFlight is one attempt of a task: r's attempt number attempt.
@@ -65,6 +69,7 @@ func (a *agentEntry) stopTimers() {
 	if a.ping != nil {
 		a.ping.Stop()
 	}
+	a.stopWake()
 }
 
 func (a *agentEntry) offers(workType string) bool { return slices.Contains(a.workTypes, workType) }
@@ -91,6 +96,10 @@ type AgentInfo struct {
 	Resources *envelope.Resources `json:"resources,omitempty"`
 	// Labels are the agent's, from its registration.
 	Labels map[string]string `json:"labels,omitempty"`
+	// Limits are those its config sets: nil when it sets none. Capacity is
+	// already within Limits.MaxConcurrency, and WorkTypes within
+	// Limits.AllowedWorkTypes.
+	Limits *AgentLimits `json:"limits,omitempty"`
 }
 
 // Agents lists every known or configured agent, by id.
@@ -107,14 +116,16 @@ func (o *Orchestrator) agentInfos() []AgentInfo {
 	for id := range o.sec.agents {
 		a := o.agents[id]
 		if a == nil {
-			out = append(out, AgentInfo{ID: id, State: "unknown", Breaker: gobreaker.StateClosed.String()})
+			out = append(out, AgentInfo{ID: id, State: "unknown", Breaker: gobreaker.StateClosed.String(),
+				Limits: limitsOf(o.cfg.agentConfig(id))})
 			continue
 		}
 		reg := a.registeredAt
 		info := AgentInfo{ID: id, Type: a.typ, Name: a.name, State: "offline", Status: a.status,
 			Load: a.inflight, Capacity: a.capacity, ReportedActive: a.reported,
 			Breaker: a.breaker.State().String(), LastHeartbeat: a.lastHB, ProtocolVersion: a.version,
-			WorkTypes: a.workTypes, RegisteredAt: &reg, Resources: a.resources, Labels: a.labels}
+			WorkTypes: a.workTypes, RegisteredAt: &reg, Resources: a.resources, Labels: a.labels,
+			Limits: limitsOf(a.conf)}
 		if a.online {
 			info.State = "online"
 		}
@@ -197,15 +208,18 @@ func (o *Orchestrator) accept(msg *nats.Msg, env *envelope.Envelope, reg *envelo
 	if err := o.publish(msg.Reply, "", agentID, rep); err != nil {
 		o.log.Warn("send register_ack", "agent_id", agentID, "err", err)
 	}
+	a := o.agents[agentID]
 	o.log.Info("agent registered", "agent_id", agentID, "agent_type", env.FromAgent,
-		"protocol_version", version, "work_types", reg.WorkTypes, "max_concurrency", reg.MaxConcurrency)
+		"protocol_version", version, "work_types", a.workTypes, "max_concurrency", reg.MaxConcurrency,
+		"capacity", a.capacity)
 }
 
 // register records a registration. A process the registry knew (it registers
 // again after a reconnect) stays routable; a new one becomes routable with its
 // first heartbeat, which it sends once it is subscribed to its work subject: work
 // sent sooner would find nobody there. Either way the agent is reachable again and
-// its breaker closed.
+// its breaker closed. The work types it offers are trimmed to those its config
+// allows, and its capacity to its config's max_concurrency (governance.go).
 func (o *Orchestrator) register(typ envelope.AgentType, reg *envelope.Register, instance, version string, known bool) {
 	now := time.Now().UTC()
 	a := o.agents[reg.AgentID]
@@ -226,7 +240,14 @@ func (o *Orchestrator) register(typ envelope.AgentType, reg *envelope.Register, 
 	o.resetBreaker(a)
 	a.instance = instance
 	a.typ, a.name, a.versions, a.version = typ, reg.Name, reg.SupportedVersions, version
-	a.workTypes, a.capacity = reg.WorkTypes, max(reg.MaxConcurrency, 1)
+	a.conf = o.cfg.agentConfig(a.id)
+	a.setRateLimits(a.conf)
+	kept, dropped := allowedOf(a.conf, reg.WorkTypes)
+	if len(dropped) > 0 {
+		o.log.Warn("agent offers work types its config does not allow: it is not sent them",
+			"agent_id", a.id, "dropped", dropped, "allowed_work_types", a.conf.AllowedWorkTypes)
+	}
+	a.workTypes, a.capacity = kept, capped(a.conf, reg.MaxConcurrency)
 	a.resources, a.labels = reg.Resources, reg.Labels
 	a.hbInterval = time.Duration(reg.HeartbeatIntervalMS) * time.Millisecond
 	if a.hbInterval <= 0 {
@@ -318,7 +339,7 @@ func (o *Orchestrator) heartbeat(agentID, instance string, hb *envelope.Heartbea
 		a.resources = hb.Resources
 	}
 	if hb.MaxConcurrency > 0 {
-		a.capacity = hb.MaxConcurrency
+		a.capacity = capped(a.conf, hb.MaxConcurrency)
 	}
 	o.seen(a, now)
 	o.resendInFlight(a)

@@ -3,6 +3,7 @@ package orchestrator
 import (
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/chiffon-dev/chiffon/envelope"
 	"github.com/chiffon-dev/chiffon/errcodes"
@@ -12,25 +13,33 @@ import (
 // pickResult is what routing decided for a task.
 type pickResult struct {
 	agent *agentEntry
-	// queue is set when candidates exist but all are at capacity.
+	// queue is set when candidates exist but all are at capacity or held back
+	// by their rate limits.
 	queue bool
+	// held are the candidates with room that their rate limits held back.
+	held []rateHold
 	// err is set when the task cannot be routed now; failFast says not to retry.
 	err      *errcodes.Error
 	failFast bool
 }
 
 // pick chooses the agent for r: among the online agents of the task's type that offer
-// its work type (or the one pinned by hints.agent_id), skipping unreachable agents,
-// open breakers and draining agents, the one with the fewest tasks running wins.
-// avoid, when other candidates exist, is passed over. When the only agents that
-// could take r are unreachable, r is queued until one registers again.
+// its work type (or the one pinned by hints.agent_id), skipping agents whose
+// max_request_bytes the task is over, unreachable agents, open breakers, draining
+// agents and agents whose rate limits hold a dispatch back now, the one with the
+// fewest tasks running wins. avoid, when other candidates exist, is passed over.
+// When the only agents that could take r are unreachable, r is queued until one
+// registers again; when they are held back by rate limits, until the earliest
+// allows (see dispatchOrHold). pick takes no rate limit's token: its caller does
+// for the agent chosen.
 func (o *Orchestrator) pick(r *run) pickResult {
 	t := r.t
 	pinned := ""
 	if t.Hints != nil {
 		pinned = t.Hints.AgentID
 	}
-	var candidates, open, unreachable []*agentEntry
+	var candidates, open, unreachable, tooSmall, asking []*agentEntry
+	size := taskSize{t: t}
 	typeOnline, offered := false, false
 	for _, a := range o.agents {
 		if a.typ == t.ToAgent && a.online {
@@ -38,6 +47,14 @@ func (o *Orchestrator) pick(r *run) pickResult {
 			offered = offered || a.offers(t.WorkType)
 		}
 		if a.typ != t.ToAgent || !a.online || !a.offers(t.WorkType) || pinned != "" && a.id != pinned {
+			continue
+		}
+		if a.conf != nil && a.conf.MaxRequestBytes > 0 && size.over(a.conf.MaxRequestBytes) {
+			tooSmall = append(tooSmall, a)
+			continue
+		}
+		if a.conf != nil && slices.Contains(a.conf.ApprovalRequired, t.WorkType) && !approved(t) {
+			asking = append(asking, a) // approval.go: only approved work goes there
 			continue
 		}
 		if a.unreachable {
@@ -68,11 +85,25 @@ func (o *Orchestrator) pick(r *run) pickResult {
 			e := errcodes.NewAgentUnavailable(fmt.Sprintf("every %s agent offering %q has an open circuit breaker", t.ToAgent, t.WorkType), open[0].id, open[0].lastHB)
 			return pickResult{err: e, failFast: true}
 		}
+		if len(tooSmall) > 0 {
+			return pickResult{err: tooLargeFor(t, tooSmall, size.n), failFast: true}
+		}
+		if len(asking) > 0 {
+			e := errcodes.NewAgentUnavailable(fmt.Sprintf("every %s agent offering %q requires approval for it (approval_required): "+
+				"pin the task to one with hints.agent_id, and it waits for an operator's yes", t.ToAgent, t.WorkType), asking[0].id, nil)
+			return pickResult{err: e, failFast: true}
+		}
 		return pickResult{err: errcodes.NewAgentUnavailable(what, pinned, nil)}
 	}
 	var best *agentEntry
+	var held []rateHold
+	now := time.Now()
 	for _, a := range candidates {
 		if a.inflight >= a.capacity || a.status == "draining" {
+			continue
+		}
+		if h, ok := o.rateHeld(a, t.WorkType, now); ok {
+			held = append(held, h)
 			continue
 		}
 		if best == nil || better(a, best, r.avoid) {
@@ -80,9 +111,30 @@ func (o *Orchestrator) pick(r *run) pickResult {
 		}
 	}
 	if best == nil {
-		return pickResult{queue: true}
+		return pickResult{queue: true, held: held}
 	}
 	return pickResult{agent: best}
+}
+
+// tooLargeFor is the error of task t, of size bytes, which every agent that
+// could take it refuses for their max_request_bytes (tooSmall): 5005 naming the
+// largest of those limits. Not retried: waiting makes it no smaller.
+func tooLargeFor(t *Task, tooSmall []*agentEntry, size int) *errcodes.Error {
+	big := tooSmall[0]
+	for _, a := range tooSmall[1:] {
+		if a.conf.MaxRequestBytes > big.conf.MaxRequestBytes || a.conf.MaxRequestBytes == big.conf.MaxRequestBytes && a.id < big.id {
+			big = a
+		}
+	}
+	key := "agents[" + big.id + "].max_request_bytes"
+	e := errcodes.NewResourceLimitExceeded(key, big.conf.MaxRequestBytes, int64(size))
+	who := fmt.Sprintf("every online %s agent offering %q", t.ToAgent, t.WorkType)
+	if len(tooSmall) == 1 {
+		who = "agent " + big.id
+	}
+	e.Message = fmt.Sprintf("work_request of %d bytes is over the max_request_bytes of %s (%s: %d bytes)",
+		size, who, key, big.conf.MaxRequestBytes)
+	return e
 }
 
 // offeredWorkTypes is the sorted union of the work types the online agents of typ
@@ -128,7 +180,37 @@ func (o *Orchestrator) route(r *run) {
 		o.deliver(r, routed{agentID: r.stick, version: version})
 		return
 	}
-	o.deliver(r, o.pick(r).routed())
+	o.dispatchOrHold(r, o.pick(r), false)
+}
+
+// dispatchOrHold applies pick's answer for r. An agent chosen is charged the
+// dispatch's rate-limit token. A task queued while rate limits held candidates
+// back is counted, logged with the earliest end of those limits, and the queue
+// is drained again then (the agents' wake timers). again says r was queued
+// already and stays so: it is logged at debug level only.
+func (o *Orchestrator) dispatchOrHold(r *run, res pickResult, again bool) {
+	if res.agent != nil {
+		o.charge(res.agent, r.t.WorkType, time.Now())
+	}
+	if !again {
+		o.deliver(r, res.routed())
+	}
+	if res.agent != nil || !res.queue || len(res.held) == 0 {
+		return
+	}
+	first := res.held[0]
+	for _, h := range res.held {
+		o.metrics.rateLimited.WithLabelValues(h.agent.id).Inc()
+		o.wakeAt(h.agent, h.until)
+		if h.until.Before(first.until) {
+			first = h
+		}
+	}
+	if again {
+		r.log.Debug("task still queued: "+first.String(), "agent_id", first.agent.id, "until", first.until)
+	} else {
+		r.log.Info("task queued: "+first.String(), "agent_id", first.agent.id, "until", first.until)
+	}
 }
 
 // routed is the decision as the machine's event.
@@ -150,7 +232,8 @@ func (o *Orchestrator) enqueue(r *run, head bool) {
 }
 
 // drainQueue routes queued tasks of typ, in order, while agents have room. A task
-// that cannot go yet (pinned to a busy agent) keeps its place.
+// that cannot go yet (pinned to a busy agent, held back by a rate limit) keeps its
+// place.
 func (o *Orchestrator) drainQueue(typ envelope.AgentType) {
 	q := o.queues[typ]
 	if len(q) == 0 || o.closed {
@@ -160,6 +243,10 @@ func (o *Orchestrator) drainQueue(typ envelope.AgentType) {
 	// ones kept, which were there first.
 	o.queues[typ] = nil
 	kept := q[:0:0]
+	// stuck are the work types of unpinned tasks that stayed queued: the next
+	// unpinned task of one would too, unless its size decides (max_request_bytes).
+	var stuck map[string]bool
+	sizeMatters := o.sizeLimited(typ)
 	for i, id := range q {
 		if !o.hasRoom(typ) {
 			// Nothing more can go now: keep the rest without routing each of them,
@@ -171,14 +258,37 @@ func (o *Orchestrator) drainQueue(typ envelope.AgentType) {
 		if r == nil || !r.queued {
 			continue
 		}
-		res := o.pick(r)
-		if res.queue {
+		unpinned := r.t.Hints == nil || r.t.Hints.AgentID == ""
+		if unpinned && !sizeMatters && stuck[r.t.WorkType] {
 			kept = append(kept, id)
 			continue
 		}
-		o.deliver(r, res.routed())
+		res := o.pick(r)
+		if res.queue {
+			kept = append(kept, id)
+			if unpinned {
+				if stuck == nil {
+					stuck = map[string]bool{}
+				}
+				stuck[r.t.WorkType] = true
+			}
+			o.dispatchOrHold(r, res, true)
+			continue
+		}
+		o.dispatchOrHold(r, res, false)
 	}
 	o.queues[typ] = append(kept, o.queues[typ]...)
+}
+
+// sizeLimited reports whether an agent of typ has a max_request_bytes: then
+// whether a task may go to it depends on the task's size.
+func (o *Orchestrator) sizeLimited(typ envelope.AgentType) bool {
+	for _, a := range o.agents {
+		if a.typ == typ && a.conf != nil && a.conf.MaxRequestBytes > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // anyOnline reports whether an agent of typ is online.
@@ -192,10 +302,17 @@ func (o *Orchestrator) anyOnline(typ envelope.AgentType) bool {
 }
 
 // hasRoom reports whether an online, reachable, non-draining agent of typ has a free
-// slot.
+// slot and its own rate limit allows a dispatch now. An agent with a slot that its
+// rate limit holds back has its wake timer armed: the queue drains again when the
+// limit allows.
 func (o *Orchestrator) hasRoom(typ envelope.AgentType) bool {
+	now := time.Now()
 	for _, a := range o.agents {
 		if a.typ == typ && a.online && !a.unreachable && a.inflight < a.capacity && a.status != "draining" {
+			if h, held := a.ownHold(now); held {
+				o.wakeAt(a, h.until)
+				continue
+			}
 			return true
 		}
 	}

@@ -132,7 +132,7 @@ func (o *Orchestrator) fire(s *Schedule, at time.Time) (*Firing, error) {
 	f := &Firing{At: at}
 	if s.Task != nil {
 		org := origin{id: derivedID("schedule-task", s.Name, key), requestID: derivedID("schedule-request", s.Name, key),
-			schedule: s.Name, fireTime: &f.At}
+			schedule: s.Name, fireTime: &f.At, by: "schedule " + s.Name}
 		t, made, err := o.submit(*s.Task, org)
 		if err != nil {
 			return nil, err
@@ -143,7 +143,7 @@ func (o *Orchestrator) fire(s *Schedule, at time.Time) (*Firing, error) {
 		}
 		return f, nil
 	}
-	b, err := o.createBatch(*s.Batch, derivedID("schedule-batch", s.Name, key), s.Name, &f.At)
+	b, err := o.createBatch(*s.Batch, derivedID("schedule-batch", s.Name, key), s.Name, &f.At, "schedule "+s.Name)
 	if errors.Is(err, ErrBatchNoTargets) {
 		o.log.Warn("schedule fired: no agent matches its batch; nothing made", "schedule", s.Name, "fire_time", key)
 		return f, nil

@@ -62,14 +62,14 @@ func (req *SubmitRequest) Validate() error {
 // Submit stores a new task and routes it: it is dispatched at once when an agent has
 // room, or queued. It returns once the task is stored; the returned task is a
 // snapshot.
-func (o *Orchestrator) Submit(_ context.Context, req SubmitRequest) (*Task, error) {
+func (o *Orchestrator) Submit(ctx context.Context, req SubmitRequest) (*Task, error) {
 	if err := req.Validate(); err != nil {
 		return nil, err
 	}
 	if err := o.checkSize(&req); err != nil {
 		return nil, err
 	}
-	t, _, err := o.submit(req, origin{})
+	t, _, err := o.submit(req, origin{by: CallerOf(ctx)})
 	return t, err
 }
 
@@ -82,6 +82,10 @@ type origin struct {
 	batchID       string
 	schedule      string
 	fireTime      *time.Time
+	// by names who made it: the caller's API token, or the schedule.
+	by string
+	// approval, when set, is the approval the task was made with (its batch's).
+	approval *Approval
 }
 
 // derivedID is the UUID (version 5) of parts: the same parts give the same id.
@@ -109,6 +113,12 @@ func (o *Orchestrator) submit(req SubmitRequest, org origin) (t *Task, made bool
 	if t.Hints != nil && *t.Hints == (Hints{}) {
 		t.Hints = nil
 	}
+	if org.approval != nil {
+		a := *org.approval
+		t.Approval = &a
+	} else if why := o.approvalNeeded(&req); why != "" {
+		t.Approval = o.newApproval(why, now)
+	}
 	r := o.newRun(t)
 	var c *commit
 	var snap *Task
@@ -121,7 +131,7 @@ func (o *Orchestrator) submit(req SubmitRequest, org origin) (t *Task, made bool
 			return
 		}
 		o.admit(r)
-		o.deliver(r, submitted{})
+		o.deliver(r, submitted{by: org.by})
 		// Routed: dispatched, queued, failed or to be retried, and written so.
 		c, snap, made = r.written, cloneTask(t), true
 	})

@@ -22,6 +22,8 @@ type (
 	Result = task.Result
 	// TaskError is why a task ended in StateError (or the last retryable error).
 	TaskError = task.TaskError
+	// Approval is where a task's approval stands.
+	Approval = task.Approval
 	// Event is one entry of a task's history, as stored and as streamed over SSE.
 	Event = task.Event
 	// TaskStore keeps tasks, their events and their output (see task.Store).
@@ -37,6 +39,17 @@ const (
 	StateFailed     = task.StateFailed
 	StateCancelled  = task.StateCancelled
 	StateError      = task.StateError
+	// StateAwaitingApproval and StateRejected: see approval.go.
+	StateAwaitingApproval = task.StateAwaitingApproval
+	StateRejected         = task.StateRejected
+)
+
+// Approval states.
+const (
+	ApprovalWaiting  = task.ApprovalWaiting
+	ApprovalApproved = task.ApprovalApproved
+	ApprovalRejected = task.ApprovalRejected
+	ApprovalExpired  = task.ApprovalExpired
 )
 
 // States lists every task state.

@@ -66,7 +66,7 @@ func taskEvent(s State) string {
 	case StateCancelled:
 		return webhook.TaskCancelled
 	}
-	return webhook.TaskFailed
+	return webhook.TaskFailed // failed, error, rejected
 }
 
 // Deliveries returns the recorded webhook deliveries, newest first.

@@ -141,6 +141,8 @@ type cluster struct {
 	// breaker is the breaker section of the orchestrator's config: relBreaker, or ""
 	// for none (the defaults of orchestrator.BreakerConfig).
 	breaker string
+	// orchExtra is YAML added to the orchestrator's config by writeOrchConfig.
+	orchExtra string
 	// store is the orchestrator's store.kind: orchestrator.StoreBadger (in its data
 	// dir) or orchestrator.StoreJetStream (the broker then runs JetStream).
 	store string
@@ -340,8 +342,9 @@ agents:
 retry: {max_retries: 5, initial: 500ms, max: 4s}
 store: {kind: %s}
 %s
+%s
 `, clusterOrchID, c.natsSection("orchestrator.nk"), c.secret("api.token"), c.httpAddr,
-		c.orchDataDir(), agents.String(), relAck, relInactivity, c.store, c.breaker)
+		c.orchDataDir(), agents.String(), relAck, relInactivity, c.store, c.breaker, c.orchExtra)
 	c.write("orchestrator.yaml", cfg)
 }
 

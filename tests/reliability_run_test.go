@@ -312,6 +312,9 @@ func (c *cluster) runs() map[string]int {
 	c.t.Helper()
 	runs := map[string]int{}
 	f, err := os.Open(c.runsFile)
+	if errors.Is(err, os.ErrNotExist) {
+		return runs // nothing ran yet
+	}
 	if err != nil {
 		c.t.Fatal(err)
 	}

@@ -35,10 +35,10 @@ var targetOrder = []string{
 
 // scriptData is what the batch page's script needs to show a target as the
 // server does: the notes and the order of the counts, as JSON.
-var scriptData = func() string {
-	b, _ := json.Marshal(map[string]any{"notes": targetNotes, "order": targetOrder}) // strings: it encodes
+func scriptData(notes map[string]string) string {
+	b, _ := json.Marshal(map[string]any{"notes": notes, "order": targetOrder}) // strings: it encodes
 	return string(b)
-}()
+}
 
 // stateCount is how many targets of a batch are in a state.
 type stateCount struct {
@@ -84,7 +84,9 @@ func (u *UI) batch(w http.ResponseWriter, r *http.Request, sess *session) {
 		u.failAPI(w, r, sess, err)
 		return
 	}
-	u.render(w, http.StatusOK, "batch", sess, map[string]any{"Batch": &b, "Notes": targetNotes, "Script": scriptData})
+	notes := batchNotes(&b)
+	u.render(w, http.StatusOK, "batch", sess, map[string]any{"Batch": &b, "Notes": notes, "Script": scriptData(notes),
+		"Waiting": batchWaits(&b)})
 }
 
 // batchEvents relays a batch's event stream (a "batch" event with the whole

@@ -43,8 +43,9 @@ func fakeBatch(finished bool) *orchestrator.Batch {
 	return b
 }
 
-// fleetAPI answers the API's batch and schedule calls as the orchestrator
-// does, with one batch and two schedules.
+// fleetAPI answers the API's batch, schedule and approval calls as the
+// orchestrator does, with one batch and two schedules (and approvalRoutes'
+// tasks and batch).
 func fleetAPI() *http.ServeMux {
 	m := http.NewServeMux()
 	m.HandleFunc("GET /api/v1/batches", func(w http.ResponseWriter, _ *http.Request) {
@@ -69,6 +70,7 @@ func fleetAPI() *http.ServeMux {
 		w.Header().Set("Content-Type", "text/plain")
 	})
 	scheduleRoutes(m)
+	approvalRoutes(m)
 	return m
 }
 

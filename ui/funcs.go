@@ -27,6 +27,7 @@ var funcs = template.FuncMap{
 	"until":    until,
 	"started":  targetStarted,
 	"counts":   countList,
+	"what":     eventWhat,
 }
 
 // dict makes a map of its key, value pairs, to pass several values to a

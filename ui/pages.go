@@ -39,7 +39,8 @@ func (p page) CSRF() string {
 	return p.Session.csrf
 }
 
-// Operator reports whether the signed-in token may submit and cancel.
+// Operator reports whether the signed-in token may submit, cancel, approve
+// and reject.
 func (p page) Operator() bool { return p.Session != nil && p.Session.operator() }
 
 // Role is the signed-in token's role.
@@ -96,6 +97,9 @@ func (u *UI) home(w http.ResponseWriter, r *http.Request, sess *session) {
 		u.failAPI(w, r, sess, err)
 		return
 	}
+	var waiting []*orchestrator.Task
+	waitingErr := u.call(r.Context(), sess, http.MethodGet,
+		"/api/v1/tasks?state="+string(orchestrator.StateAwaitingApproval)+"&limit="+strconv.Itoa(approvalListSize), nil, &waiting)
 	var c counters
 	for _, a := range agents {
 		if a.State == "online" {
@@ -111,6 +115,8 @@ func (u *UI) home(w http.ResponseWriter, r *http.Request, sess *session) {
 	dayAgo := time.Now().Add(-24 * time.Hour)
 	for _, t := range tasks {
 		switch {
+		case t.State == orchestrator.StateAwaitingApproval:
+			// neither running nor queued: listed apart, until an operator decides
 		case t.State == orchestrator.StatePending:
 			c.Queued++
 			active = append(active, t)
@@ -125,9 +131,13 @@ func (u *UI) home(w http.ResponseWriter, r *http.Request, sess *session) {
 		}
 	}
 	slices.Reverse(active) // oldest first: the longest running on top
-	data := map[string]any{"Counters": c, "Active": active, "Finished": finished, "Agents": agents}
+	data := map[string]any{"Counters": c, "Active": active, "Finished": finished, "Agents": agents,
+		"Waiting": waiting, "WaitingMore": len(waiting) >= approvalListSize}
 	if agentsErr != nil {
 		data["AgentsProblem"] = agentsErr.Error()
+	}
+	if waitingErr != nil {
+		data["WaitingProblem"] = waitingErr.Error()
 	}
 	u.render(w, http.StatusOK, "home", sess, data)
 }
@@ -196,6 +206,12 @@ func (u *UI) task(w http.ResponseWriter, r *http.Request, sess *session) {
 	if t.Result != nil && len(t.Result.StructuredOutput) > 0 {
 		data["Structured"] = indentJSON(t.Result.StructuredOutput)
 	}
+	data["Waiting"] = taskWaits(&t)
+	var history []*orchestrator.Event
+	if err := u.call(r.Context(), sess, http.MethodGet, "/api/v1/tasks/"+url.PathEscape(id)+"/history", nil, &history); err != nil {
+		data["HistoryProblem"] = err.Error()
+	}
+	data["History"] = history
 	u.render(w, http.StatusOK, "task", sess, data)
 }
 

@@ -23,7 +23,7 @@ type session struct {
 	expires           time.Time
 }
 
-// operator reports whether the session may submit and cancel.
+// operator reports whether the session may submit, cancel, approve and reject.
 func (s *session) operator() bool { return s.role == "operator" }
 
 // sessions are the signed-in sessions, by id, in memory: a restart signs

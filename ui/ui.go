@@ -2,7 +2,8 @@
 // templates embedded in the binary, over the orchestrator's HTTP API. Every read
 // and every action goes through that API with the signed-in person's token, so
 // the API's roles hold on the pages too, and in a group of orchestrators a
-// standby forwards a submit or a cancel to the leader as it does for the CLI.
+// standby forwards a submit, a cancel or an approval to the leader as it does
+// for the CLI.
 // Each page reads without JavaScript; with it, a task's page follows the task's
 // event stream, a batch's page the batch's, and the home page refreshes its
 // lists.
@@ -97,6 +98,8 @@ func New(opts Options) (*UI, error) {
 	m.HandleFunc("GET /tasks/{id}/events", u.signedIn(u.events))
 	m.HandleFunc("POST /tasks/{id}/cancel", u.signedIn(u.cancel))
 	m.HandleFunc("POST /tasks/{id}/rerun", u.signedIn(u.rerun))
+	m.HandleFunc("POST /tasks/{id}/approve", u.signedIn(u.decide("tasks", true)))
+	m.HandleFunc("POST /tasks/{id}/reject", u.signedIn(u.decide("tasks", false)))
 	m.HandleFunc("GET /agents", u.signedIn(u.agents))
 	m.HandleFunc("GET /agents/{id}", u.signedIn(u.agent))
 	m.HandleFunc("GET /submit", u.signedIn(u.submitPage))
@@ -104,6 +107,8 @@ func New(opts Options) (*UI, error) {
 	m.HandleFunc("GET /batches", u.signedIn(u.batches))
 	m.HandleFunc("GET /batches/{id}", u.signedIn(u.batch))
 	m.HandleFunc("GET /batches/{id}/events", u.signedIn(u.batchEvents))
+	m.HandleFunc("POST /batches/{id}/approve", u.signedIn(u.decide("batches", true)))
+	m.HandleFunc("POST /batches/{id}/reject", u.signedIn(u.decide("batches", false)))
 	m.HandleFunc("GET /schedules", u.signedIn(u.schedules))
 	m.HandleFunc("POST /schedules/{name}/pause", u.signedIn(u.pauseSchedule(true)))
 	m.HandleFunc("POST /schedules/{name}/resume", u.signedIn(u.pauseSchedule(false)))

@@ -1,6 +1,7 @@
 package ui
 
 import (
+	"bytes"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -26,18 +27,35 @@ const (
 	viewerToken   = "viewer-token-0123456789abcdef01"
 )
 
-// apiLog records the API's calls: the token and the method and path of each.
+// apiLog records the API's calls: the token, the method and path, and the
+// body of each.
 type apiLog struct {
 	mu     sync.Mutex
 	tokens []string
 	calls  []string
+	bodies []string
 }
 
 func (l *apiLog) add(r *http.Request) {
+	b, _ := io.ReadAll(r.Body)
+	r.Body = io.NopCloser(bytes.NewReader(b)) // for the fake to read in turn
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.tokens = append(l.tokens, r.Header.Get("Authorization"))
 	l.calls = append(l.calls, r.Method+" "+r.URL.Path)
+	l.bodies = append(l.bodies, string(b))
+}
+
+// body is the body of the latest call, a method and a path, or "".
+func (l *apiLog) body(call string) string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for i := len(l.calls) - 1; i >= 0; i-- {
+		if l.calls[i] == call {
+			return l.bodies[i]
+		}
+	}
+	return ""
 }
 
 // lastToken is the Authorization of the latest call.
@@ -57,8 +75,8 @@ func (l *apiLog) called(call string) bool {
 	return slices.Contains(l.calls, call)
 }
 
-// fakeAPI answers the few API calls the pages make (fleetAPI those of batches
-// and schedules), and records them.
+// fakeAPI answers the few API calls the pages make (fleetAPI those of batches,
+// schedules and approvals), and records them.
 func fakeAPI(t *testing.T, seen *apiLog) http.Handler {
 	fleet := fleetAPI()
 	m := http.NewServeMux()
@@ -73,6 +91,10 @@ func fakeAPI(t *testing.T, seen *apiLog) http.Handler {
 		case r.URL.Path == "/api/v1/agents":
 			_ = json.NewEncoder(w).Encode([]orchestrator.AgentInfo{{ID: "code-1", Type: "code", State: "online", Breaker: "closed", WorkTypes: []string{"echo"}}})
 		case r.URL.Path == "/api/v1/tasks" && r.Method == http.MethodGet:
+			if st := r.URL.Query().Get("state"); st == "" || st == string(orchestrator.StateAwaitingApproval) {
+				_ = json.NewEncoder(w).Encode([]*orchestrator.Task{fakeApprovalTasks()[fakeWaitingTaskID]})
+				return
+			}
 			_, _ = io.WriteString(w, "[]")
 		case r.URL.Path == "/api/v1/tasks" && r.Method == http.MethodPost:
 			if r.Header.Get("Authorization") != "Bearer "+operatorToken {

@@ -59,15 +59,15 @@ func printLeader(w io.Writer, r orchestrator.Role) {
 
 func printAgentTable(w io.Writer, agents []orchestrator.AgentInfo, now time.Time) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tTYPE\tSTATE\tSTATUS\tLOAD\tBREAKER\tHEARTBEAT\tVERSION\tLABELS")
+	fmt.Fprintln(tw, "ID\tTYPE\tSTATE\tSTATUS\tLOAD\tBREAKER\tHEARTBEAT\tVERSION\tLIMITS\tLABELS")
 	for _, a := range agents {
 		hb := "never"
 		if a.LastHeartbeat != nil {
 			hb = age(now, *a.LastHeartbeat) + " ago"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d/%d\t%s\t%s\t%s\t%s\n",
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d/%d\t%s\t%s\t%s\t%s\t%s\n",
 			a.ID, dash(string(a.Type)), a.State, dash(a.Status), a.Load, a.Capacity, a.Breaker, hb, dash(a.ProtocolVersion),
-			dash(labelList(a.Labels)))
+			dash(limitList(a.Limits)), dash(labelList(a.Labels)))
 	}
 	return tw.Flush()
 }
@@ -79,4 +79,38 @@ func labelList(labels map[string]string) string {
 		parts = append(parts, k+"="+labels[k])
 	}
 	return strings.Join(parts, ",")
+}
+
+// limitList is an agent's limits, compactly: "5/s, ≤64KiB, cap 2, only build,test"
+// (its rate, its largest request, its capacity's cap, its allowed work types).
+func limitList(l *orchestrator.AgentLimits) string {
+	if l == nil {
+		return ""
+	}
+	var parts []string
+	if l.RateLimit != "" {
+		parts = append(parts, l.RateLimit)
+	}
+	if l.MaxRequestBytes > 0 {
+		parts = append(parts, "≤"+sizeUnits(l.MaxRequestBytes))
+	}
+	if l.MaxConcurrency > 0 {
+		parts = append(parts, fmt.Sprintf("cap %d", l.MaxConcurrency))
+	}
+	if len(l.AllowedWorkTypes) > 0 {
+		parts = append(parts, "only "+strings.Join(l.AllowedWorkTypes, ","))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// sizeUnits is n bytes in the largest binary unit that divides it: 64KiB,
+// 1MiB, 1500B.
+func sizeUnits(n int64) string {
+	switch {
+	case n%(1<<20) == 0:
+		return fmt.Sprintf("%dMiB", n>>20)
+	case n%(1<<10) == 0:
+		return fmt.Sprintf("%dKiB", n>>10)
+	}
+	return fmt.Sprintf("%dB", n)
 }

@@ -119,6 +119,9 @@ func printBatch(w io.Writer, b *orchestrator.Batch) error {
 		}
 		row("Schedule", s)
 	}
+	if a := b.Approval; a != nil {
+		row("Approval", approvalText(a))
+	}
 	row("Targets", countsText(b.Counts))
 	row("Created", b.CreatedAt.Local().Format(time.DateTime))
 	if b.FinishedAt != nil {

@@ -30,6 +30,7 @@ func exitCode(code int, err error) error { return &exitError{code: code, err: er
 const (
 	exitTaskError     = 69  // the task ended in error: timeout, no agent, invalid, refused
 	exitTaskCancelled = 130 // the task was cancelled
+	exitTaskRejected  = 77  // the task was rejected: nobody approved it
 	exitNotFinished   = 75  // the watch stopped before the task finished
 )
 
@@ -53,6 +54,8 @@ func taskExitCode(t *orchestrator.Task) int {
 		return exitTaskCancelled
 	case orchestrator.StateError:
 		return exitTaskError
+	case orchestrator.StateRejected:
+		return exitTaskRejected
 	}
 	return exitNotFinished
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/chiffon-dev/chiffon/orchestrator"
@@ -16,6 +17,10 @@ func followTask(cmd *cobra.Command, c *orchestrator.Client, id string, jsonOut b
 	ctx := cmd.Context()
 	view := newProgressView(jsonOut, cmd.OutOrStdout(), cmd.ErrOrStderr())
 	err := c.Events(ctx, id, func(e *orchestrator.Event) error {
+		if !jsonOut && e.Type == orchestrator.EventState && e.State == orchestrator.StateAwaitingApproval &&
+			strings.HasPrefix(e.Message, "awaiting approval") {
+			fmt.Fprintf(cmd.ErrOrStderr(), "%s; waiting until an operator runs chiffon approve %s (or reject)\n", e.Message, id)
+		}
 		view.event(e)
 		return nil
 	})

@@ -48,6 +48,8 @@ func newRootCmd() *cobra.Command {
 		newOutputCmd(),
 		newWatchCmd(),
 		newCancelCmd(),
+		newDecideCmd(true),
+		newDecideCmd(false),
 		newAgentsCmd(),
 		newWebhooksCmd(),
 		newBenchCmd(),

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -17,7 +18,7 @@ func newTaskCmd() *cobra.Command {
 	var cf clientFlags
 	cmd := &cobra.Command{
 		Use:   "task ID",
-		Short: "Show a task: state, agent, steps, result and last error",
+		Short: "Show a task: state, agent, steps, result, last error, and its history (who did what, when)",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c, err := cf.client()
@@ -31,7 +32,14 @@ func newTaskCmd() *cobra.Command {
 			if cf.jsonOut {
 				return printJSON(cmd.OutOrStdout(), t)
 			}
-			return printTask(cmd.OutOrStdout(), t)
+			if err := printTask(cmd.OutOrStdout(), t); err != nil {
+				return err
+			}
+			h, err := c.History(cmd.Context(), args[0])
+			if err != nil {
+				return err
+			}
+			return printHistory(cmd.OutOrStdout(), h)
 		},
 	}
 	cf.add(cmd)
@@ -64,6 +72,9 @@ func printTask(w io.Writer, t *orchestrator.Task) error {
 	if e := t.Error; e != nil {
 		row("Error", fmt.Sprintf("%d %s", e.Code, e.Message))
 	}
+	if a := t.Approval; a != nil {
+		row("Approval", approvalText(a))
+	}
 	if err := tw.Flush(); err != nil {
 		return err
 	}
@@ -95,6 +106,27 @@ func printTask(w io.Writer, t *orchestrator.Task) error {
 	fmt.Fprintln(tw, "  #\tNAME\tSTATUS")
 	for _, s := range t.Steps {
 		fmt.Fprintf(tw, "  %d\t%s\t%s\n", s.Number, s.Name, s.Status)
+	}
+	return tw.Flush()
+}
+
+// printHistory shows a task's audit trail: each change, when, and by which API
+// token when a request made it.
+func printHistory(w io.Writer, evs []*orchestrator.Event) error {
+	if len(evs) == 0 {
+		return nil
+	}
+	fmt.Fprintln(w, "\nHistory:")
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	for _, ev := range evs {
+		what := ev.Message
+		if ev.Error != nil {
+			what = strings.TrimSpace(fmt.Sprintf("%s %d %s", what, ev.Error.Code, ev.Error.Message))
+		}
+		if ev.Type == orchestrator.EventResult && ev.Result != nil {
+			what = fmt.Sprintf("result %s, exit %d", ev.Result.Status, ev.Result.ExitCode)
+		}
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\n", ev.At.Local().Format(time.DateTime), ev.State, dash(ev.By), what)
 	}
 	return tw.Flush()
 }

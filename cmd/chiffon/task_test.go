@@ -32,6 +32,14 @@ func oneTaskAPI(t *testing.T) (args []string, cancels func() []string) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case "/api/v1/tasks/t1":
+		case "/api/v1/tasks/t1/history":
+			w.Header().Set("Content-Type", "application/json")
+			_ = json.NewEncoder(w).Encode([]orchestrator.Event{
+				{Seq: 1, Type: orchestrator.EventState, At: at, State: orchestrator.StatePending, Message: "submitted", By: "alice"},
+				{Seq: 2, Type: orchestrator.EventResult, At: at, State: orchestrator.StateFailed,
+					Result: &envelope.WorkResult{Status: envelope.ResultFailed, ExitCode: 3}},
+			})
+			return
 		case "/api/v1/tasks/t1/cancel":
 			b, _ := io.ReadAll(r.Body)
 			mu.Lock()
@@ -64,7 +72,8 @@ func TestTaskShowsStructuredOutput(t *testing.T) {
 		want []string
 	}{
 		{"human", nil, []string{"Structured output:", `"down": [`, `"web-2"`, `"n": 12345678901234567890`,
-			"Failed attempts:", "1  code-1  5001 no message for 30s  1s"}},
+			"Failed attempts:", "1  code-1  5001 no message for 30s  1s",
+			"History:", "pending  alice  submitted", "failed   -      result failed, exit 3"}},
 		{"json", []string{"--json"}, []string{`"structured_output": {`, `"n": 12345678901234567890`}},
 	}
 	for _, c := range cases {

@@ -112,6 +112,10 @@ func (w *recordWriter) task(t *task.Task) {
 	w.Int(t.OutputBytes)
 	w.Raw(`,"output_complete":`)
 	w.Bool(t.OutputComplete)
+	if t.Approval != nil {
+		w.Raw(`,"approval":`)
+		w.approval(t.Approval)
+	}
 	if t.CancelRequested {
 		w.Raw(`,"cancel_requested":true`)
 	}
@@ -238,6 +242,30 @@ func (w *recordWriter) resources(r *envelope.ResourcesUsed) {
 	w.Raw("}")
 }
 
+func (w *recordWriter) approval(a *task.Approval) {
+	w.Raw(`{"state":`)
+	w.String(a.State)
+	w.Raw(`,"why":`)
+	w.String(a.Why)
+	w.Raw(`,"requested_at":`)
+	w.Time(a.RequestedAt)
+	w.Raw(`,"expires_at":`)
+	w.Time(a.ExpiresAt)
+	if a.By != "" {
+		w.Raw(`,"by":`)
+		w.String(a.By)
+	}
+	if a.Note != "" {
+		w.Raw(`,"note":`)
+		w.String(a.Note)
+	}
+	if a.DecidedAt != nil {
+		w.Raw(`,"decided_at":`)
+		w.Time(*a.DecidedAt)
+	}
+	w.Raw("}")
+}
+
 func (w *recordWriter) taskError(e *task.TaskError) {
 	w.Raw(`{"code":`)
 	w.Int(int64(e.Code))
@@ -284,6 +312,10 @@ func (w *recordWriter) event(ev *task.Event, outputLen int64) {
 		w.Raw(`,"message":`)
 		w.String(ev.Message)
 	}
+	if ev.By != "" {
+		w.Raw(`,"by":`)
+		w.String(ev.By)
+	}
 	if outputLen != 0 {
 		w.Raw(`,"output_len":`)
 		w.Int(outputLen)
@@ -318,6 +350,9 @@ const (
 	resultFixed       = len(`,"result":{"status":"","exit_code":,"output_truncated":true,"output_total_bytes":,"at":}`) +
 		2*jsonw.IntSize + jsonw.TimeSize + resourcesFixed
 	errorFixed = len(`,"error":{"code":,"message":"","context":}`) + jsonw.IntSize
+	// approvalFixed is an approval with every member.
+	approvalFixed = len(`,"approval":{"state":"","why":"","requested_at":,"expires_at":,"by":"","note":"","decided_at":}`) +
+		3*jsonw.TimeSize
 
 	eventFixed = len(`{"seq":,"type":"","at":,"state":"","message":""}`) + jsonw.IntSize + jsonw.TimeSize
 	// offsetFixed is what the output_offset of a status event and the output_len of
@@ -362,6 +397,10 @@ func taskSize(t *task.Task) int {
 	if t.Error != nil {
 		n += errorSize(t.Error)
 	}
+	if a := t.Approval; a != nil {
+		n += approvalFixed
+		text += len(a.State) + len(a.Why) + len(a.By) + len(a.Note)
+	}
 	return n + jsonw.TextSize(text)
 }
 
@@ -383,7 +422,10 @@ func errorSize(e *task.TaskError) int {
 
 func eventSize(ev *task.Event) int {
 	n := eventFixed
-	text := len(ev.Type) + len(ev.State) + len(ev.Message)
+	text := len(ev.Type) + len(ev.State) + len(ev.Message) + len(ev.By)
+	if ev.By != "" {
+		n += len(`,"by":""`)
+	}
 	if ev.OutputOffset != nil {
 		n += offsetFixed
 	}

@@ -202,6 +202,7 @@ func widestRecords(text string) (*task.Task, *task.Event) {
 	off := int64(math.MinInt64)
 	rec := &task.Task{ID: text, State: task.StateError, ToAgent: "infra", WorkType: text, AgentID: text, RequestID: text, TraceID: text,
 		BatchID: text, Schedule: text, FireTime: &at,
+		Approval: &task.Approval{State: text, Why: text, RequestedAt: at, ExpiresAt: at, By: text, Note: text, DecidedAt: &at},
 		Hints:    &task.Hints{MaxDurationSeconds: math.MinInt64, MaxMemoryMB: math.MinInt64, AgentID: text},
 		Attempts: math.MinInt, ProgressPercent: math.MinInt, OutputBytes: math.MinInt64, OutputComplete: true, CancelRequested: true,
 		Retries: []task.Retry{{Attempt: math.MinInt, Code: math.MinInt, Message: text, AgentID: text, WaitMS: math.MinInt64, At: at},
@@ -212,7 +213,7 @@ func widestRecords(text string) (*task.Task, *task.Event) {
 		Error:     &task.TaskError{Code: math.MinInt, Message: text},
 		CreatedAt: at, UpdatedAt: at, FirstDispatchAt: &at, LastAttemptAt: &at, FinishedAt: &at,
 	}
-	event := &task.Event{Seq: math.MinInt64, Type: text, At: at, State: task.StateError, OutputOffset: &off, Message: text,
+	event := &task.Event{Seq: math.MinInt64, Type: text, At: at, State: task.StateError, OutputOffset: &off, Message: text, By: text,
 		Status: &envelope.WorkStatus{TaskID: text, Status: text, ProgressPercent: math.MinInt,
 			Step: envelope.Step{Number: math.MinInt64, Name: text, Output: text, OutputChunk: text}},
 		Result: &envelope.WorkResult{TaskID: text, Status: text, ExitCode: math.MinInt64, Output: text,

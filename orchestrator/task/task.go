@@ -15,8 +15,12 @@ import (
 // State is where a task is in its life.
 type State string
 
-// Task states. Pending, Dispatched and Running are unfinished; the rest are final.
+// Task states. AwaitingApproval, Pending, Dispatched and Running are unfinished;
+// the rest are final.
 const (
+	// StateAwaitingApproval: stored, waiting for an operator's yes before any
+	// dispatch (see Approval).
+	StateAwaitingApproval State = "awaiting_approval"
 	// StatePending: stored, waiting for an agent (queued, or between retries).
 	StatePending State = "pending"
 	// StateDispatched: sent to an agent, not acknowledged yet.
@@ -32,15 +36,19 @@ const (
 	// StateError: no result could be obtained (a protocol error, or retries spent);
 	// Task.Error says why.
 	StateError State = "error"
+	// StateRejected: an operator said no to it, or nobody answered in time; it
+	// never reached an agent.
+	StateRejected State = "rejected"
 )
 
 // States lists every task state.
-var States = []State{StatePending, StateDispatched, StateRunning, StateSucceeded, StateFailed, StateCancelled, StateError}
+var States = []State{StateAwaitingApproval, StatePending, StateDispatched, StateRunning, StateSucceeded, StateFailed,
+	StateCancelled, StateError, StateRejected}
 
 // Final reports whether s ends a task.
 func (s State) Final() bool {
 	switch s {
-	case StateSucceeded, StateFailed, StateCancelled, StateError:
+	case StateSucceeded, StateFailed, StateCancelled, StateError, StateRejected:
 		return true
 	}
 	return false
@@ -98,7 +106,9 @@ type Task struct {
 	// OutputBytes is the length of the output held so far.
 	OutputBytes int64 `json:"output_bytes"`
 	// OutputComplete is true once the whole output is held, with no gap.
-	OutputComplete  bool       `json:"output_complete"`
+	OutputComplete bool `json:"output_complete"`
+	// Approval is set for a task that needed an operator's yes.
+	Approval        *Approval  `json:"approval,omitempty"`
 	CancelRequested bool       `json:"cancel_requested,omitempty"`
 	CreatedAt       time.Time  `json:"created_at"`
 	UpdatedAt       time.Time  `json:"updated_at"`
@@ -106,6 +116,29 @@ type Task struct {
 	LastAttemptAt   *time.Time `json:"last_attempt_at,omitempty"`
 	FinishedAt      *time.Time `json:"finished_at,omitempty"`
 }
+
+// Approval is where a task's approval stands.
+type Approval struct {
+	// State is waiting, approved, rejected or expired.
+	State string `json:"state"`
+	// Why says what asked for it: the work type's config, or the agent's.
+	Why         string    `json:"why"`
+	RequestedAt time.Time `json:"requested_at"`
+	// ExpiresAt is when the task is rejected if nobody answered.
+	ExpiresAt time.Time `json:"expires_at"`
+	// By names the API token that answered, Note is what it said.
+	By        string     `json:"by,omitempty"`
+	Note      string     `json:"note,omitempty"`
+	DecidedAt *time.Time `json:"decided_at,omitempty"`
+}
+
+// Approval states.
+const (
+	ApprovalWaiting  = "waiting"
+	ApprovalApproved = "approved"
+	ApprovalRejected = "rejected"
+	ApprovalExpired  = "expired"
+)
 
 // Retry records one retry of a task.
 type Retry struct {
@@ -172,6 +205,9 @@ type Event struct {
 	Error *TaskError `json:"error,omitempty"`
 	// Message describes a "state" event.
 	Message string `json:"message,omitempty"`
+	// By names the API token whose request made the event (a submit, a cancel,
+	// an approval); "" for the orchestrator's own.
+	By string `json:"by,omitempty"`
 }
 
 // Event types.

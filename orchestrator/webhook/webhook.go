@@ -46,10 +46,13 @@ const (
 	// BatchFinished: every task of a batch ended (or was skipped); the data is
 	// the batch.
 	BatchFinished = "batch.finished"
+	// ApprovalRequested: a task waits for an operator's yes; the data is the
+	// task.
+	ApprovalRequested = "approval.requested"
 )
 
 // Events are every event name a receiver may list.
-var Events = []string{TaskSucceeded, TaskFailed, TaskCancelled, TaskFinished, BatchFinished}
+var Events = []string{TaskSucceeded, TaskFailed, TaskCancelled, TaskFinished, BatchFinished, ApprovalRequested}
 
 // Receiver is one receiver of deliveries.
 type Receiver struct {

@@ -1,7 +1,8 @@
 // Chiffon's dashboard script: every page works without it; with it a task's page
 // follows the task's event stream (progress, step, state, and the output tail,
 // kept to its last 64 KiB), a batch's page the batch's (each agent's state,
-// progress and task), and the home page refreshes its lists.
+// progress and task), each reloads once its approval is decided, and the home
+// page refreshes its lists.
 "use strict";
 (function () {
   const TAIL = 64 * 1024;
@@ -40,7 +41,9 @@
           }
         }
       }
-      if (ev.type === "result" || ["succeeded", "failed", "cancelled", "error"].includes(ev.state)) {
+      // A decision on its approval, or an end: the server's page shows it.
+      const decided = el.dataset.awaiting === "true" && ev.state && ev.state !== "awaiting_approval";
+      if (decided || ev.type === "result" || ["succeeded", "failed", "cancelled", "error", "rejected"].includes(ev.state)) {
         src.close();
         setTimeout(function () { location.reload(); }, 300); // the result, from the server
       }
@@ -90,7 +93,7 @@
         note.textContent = started ? "" : (notes[t.state] || "");
         note.hidden = started;
       }
-      if (b.finished_at) {
+      if (b.finished_at || (el.dataset.awaiting === "true" && b.state !== "awaiting_approval")) {
         src.close();
         setTimeout(function () { location.reload(); }, 300); // the finished batch, from the server
       }
@@ -102,7 +105,7 @@
     setInterval(function () {
       fetch(location.href, { credentials: "same-origin" }).then(function (r) { return r.text(); }).then(function (html) {
         const doc = new DOMParser().parseFromString(html, "text/html");
-        for (const id of ["counters"]) {
+        for (const id of ["approvals", "counters"]) {
           const fresh = doc.getElementById(id);
           if (fresh) { document.getElementById(id).replaceWith(fresh); }
         }

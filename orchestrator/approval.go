@@ -1,0 +1,249 @@
+package orchestrator
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"time"
+
+	"github.com/chiffon-dev/chiffon/orchestrator/webhook"
+)
+
+// Approvals: a task whose work type the config marks `approval: required`, or
+// pinned to an agent whose approval_required lists its work type, waits in
+// StateAwaitingApproval, stored and sent nowhere, until an operator approves it
+// (it is then routed as a new task is), rejects it, or approval.expires_after
+// passes (it ends rejected). An unpinned task is never sent to an agent that
+// requires approval for its work type unless it was approved.
+
+// ErrNotAwaitingApproval is returned when approving or rejecting a task that does
+// not wait for it.
+var ErrNotAwaitingApproval = errors.New("task does not await approval")
+
+// maxApprovalNote bounds an approval's note, in bytes.
+const maxApprovalNote = 1024
+
+// DecisionRequest is the optional body of an approval or a rejection.
+type DecisionRequest struct {
+	// Note says why; it is kept on the task.
+	Note string `json:"note,omitempty"`
+}
+
+// approvalNeeded says why req needs an approval, or "" when it does not.
+func (o *Orchestrator) approvalNeeded(req *SubmitRequest) string {
+	if wt, ok := o.cfg.WorkTypes[req.WorkType]; ok && wt.Approval == ApprovalRequired {
+		return fmt.Sprintf("work type %s requires approval (work_types.%s.approval)", req.WorkType, req.WorkType)
+	}
+	if req.Hints != nil && req.Hints.AgentID != "" && o.agentRequiresApproval(req.Hints.AgentID, req.WorkType) {
+		return fmt.Sprintf("agent %s requires approval for %s (approval_required)", req.Hints.AgentID, req.WorkType)
+	}
+	return ""
+}
+
+// agentRequiresApproval reports whether agent id's config asks for approval of
+// workType.
+func (o *Orchestrator) agentRequiresApproval(id, workType string) bool {
+	for _, a := range o.cfg.Agents {
+		if a.ID == id {
+			return slices.Contains(a.ApprovalRequired, workType)
+		}
+	}
+	return false
+}
+
+// approved reports whether t may go to an agent that requires approval for it.
+func approved(t *Task) bool { return t.Approval != nil && t.Approval.State == ApprovalApproved }
+
+// newApproval is a waiting approval asked now, for why.
+func (o *Orchestrator) newApproval(why string, now time.Time) *Approval {
+	return &Approval{State: ApprovalWaiting, Why: why, RequestedAt: now, ExpiresAt: now.Add(o.cfg.Approval.expiresAfter())}
+}
+
+// Decide approves (approve) or rejects the task id waiting for approval, on
+// behalf of ctx's caller, and returns it once the decision is stored. A task
+// that does not wait for approval is returned with ErrNotAwaitingApproval.
+func (o *Orchestrator) Decide(ctx context.Context, id string, approve bool, note string) (*Task, error) {
+	if len(note) > maxApprovalNote {
+		return nil, &FieldError{Field: "note", Message: fmt.Sprintf("must be at most %d bytes", maxApprovalNote)}
+	}
+	var (
+		r    *run
+		snap *Task
+		c    *commit
+		not  bool
+	)
+	err := o.call(func() {
+		if r = o.runs[id]; r == nil || o.closed {
+			return
+		}
+		snap = cloneTask(r.t)
+		if r.finished || r.t.State != StateAwaitingApproval {
+			not = true
+			return
+		}
+		o.deliver(r, approvalDecided{approve: approve, by: CallerOf(ctx), note: note})
+		snap, c = cloneTask(r.t), r.written
+	})
+	switch {
+	case err != nil:
+		return nil, err
+	case r == nil:
+		t, err := o.st.Task(id)
+		if err != nil {
+			return nil, err
+		}
+		return t, ErrNotAwaitingApproval
+	case snap == nil:
+		return nil, ErrClosed
+	case not:
+		return snap, ErrNotAwaitingApproval
+	}
+	if err := c.wait(); err != nil {
+		return nil, err
+	}
+	return snap, nil
+}
+
+// awaitApproval holds a new task for its approval: stored, sent nowhere, with
+// the timer that rejects it when nobody answers.
+func (m *machine) awaitApproval(r *run) {
+	t := r.t
+	t.State = StateAwaitingApproval
+	m.save(r, &Event{Type: EventState, Message: "awaiting approval: " + t.Approval.Why})
+	m.emit(arm{timerApproval, max(t.Approval.ExpiresAt.Sub(m.now()), 0), approvalExpired{}}, asked{})
+	r.log.Info("task awaits approval", "why", t.Approval.Why, "expires_at", t.Approval.ExpiresAt)
+}
+
+// decide applies an operator's approval or rejection.
+func (m *machine) decide(r *run, e approvalDecided) {
+	t := r.t
+	if t.State != StateAwaitingApproval {
+		return
+	}
+	now := m.now()
+	a := t.Approval
+	a.By, a.Note, a.DecidedAt = e.by, e.note, &now
+	m.emit(stop{timerApproval})
+	if !e.approve {
+		a.State = ApprovalRejected
+		r.log.Info("task rejected", "by", e.by)
+		m.finish(r, StateRejected, &Event{Type: EventState, Message: because(e.note, "rejected"), By: e.by}, "", nil)
+		return
+	}
+	a.State = ApprovalApproved
+	t.State = StatePending
+	r.log.Info("task approved", "by", e.by)
+	m.record(r, &Event{Type: EventState, Message: because(e.note, "approved"), By: e.by})
+	m.emit(route{})
+}
+
+// expire rejects a task whose approval nobody gave in time.
+func (m *machine) expire(r *run) {
+	t := r.t
+	if t.State != StateAwaitingApproval {
+		return
+	}
+	now := m.now()
+	t.Approval.State, t.Approval.DecidedAt = ApprovalExpired, &now
+	r.log.Info("task rejected: its approval expired")
+	m.finish(r, StateRejected, nil, "rejected: nobody approved it by "+t.Approval.ExpiresAt.Format(time.RFC3339), nil)
+}
+
+// askApproval tells the webhook receivers that a task waits for approval.
+func (o *Orchestrator) askApproval(r *run) {
+	if o.hooks != nil {
+		o.hooks.Send(webhook.ApprovalRequested, cloneTask(r.t))
+	}
+}
+
+// batchApprovalNeeded says why batch b needs an approval, or "": its work type
+// does, or one of the agents it makes a task for does.
+func (o *Orchestrator) batchApprovalNeeded(b *Batch) string {
+	req := b.task("")
+	if why := o.approvalNeeded(&req); why != "" {
+		return why
+	}
+	for _, t := range b.Targets {
+		if t.State == TargetWaiting && o.agentRequiresApproval(t.AgentID, b.WorkType) {
+			return fmt.Sprintf("agent %s requires approval for %s (approval_required)", t.AgentID, b.WorkType)
+		}
+	}
+	return ""
+}
+
+// DecideBatch approves or rejects batch id, waiting for approval, on behalf of
+// ctx's caller: approved, its runner makes its tasks (approved with it);
+// rejected, it ends rejected and makes none.
+func (o *Orchestrator) DecideBatch(ctx context.Context, id string, approve bool, note string) (*Batch, error) {
+	if len(note) > maxApprovalNote {
+		return nil, &FieldError{Field: "note", Message: fmt.Sprintf("must be at most %d bytes", maxApprovalNote)}
+	}
+	o.batchMu.Lock()
+	defer o.batchMu.Unlock()
+	b, err := o.storedBatch(id)
+	if err != nil {
+		return nil, err
+	}
+	if b.State != BatchRunning || b.Approval == nil || b.Approval.State != ApprovalWaiting {
+		return b, ErrNotAwaitingApproval
+	}
+	now := time.Now().UTC()
+	a := b.Approval
+	a.By, a.Note, a.DecidedAt = CallerOf(ctx), note, &now
+	a.State = ApprovalApproved
+	if !approve {
+		a.State = ApprovalRejected
+		o.rejectBatch(b, now)
+	}
+	if err := o.putBatch(b); err != nil {
+		return nil, err
+	}
+	o.fleet.taskEnded(id) // wakes its runner
+	return o.GetBatch(id)
+}
+
+// rejectBatch ends b rejected at now: none of its tasks is made.
+func (o *Orchestrator) rejectBatch(b *Batch, now time.Time) {
+	b.State, b.FinishedAt = BatchRejected, &now
+	for i := range b.Targets {
+		if t := &b.Targets[i]; t.State == TargetWaiting || t.State == "" {
+			t.State = TargetSkipped
+		}
+	}
+	b.count()
+}
+
+// awaitBatchApproval is a batch runner's step while b waits for approval: it
+// reads the decision, rejects b once the approval expired, and otherwise waits
+// (woken by DecideBatch) at most until then.
+func (o *Orchestrator) awaitBatchApproval(b *Batch, log *slog.Logger) time.Duration {
+	o.batchMu.Lock()
+	defer o.batchMu.Unlock()
+	stored, err := o.storedBatch(b.ID)
+	if err != nil {
+		log.Warn("batch: read its approval", "err", err)
+		return batchRetry
+	}
+	*b = *stored
+	a := b.Approval
+	switch {
+	case b.State.final():
+		return -1
+	case a.State != ApprovalWaiting:
+		return time.Nanosecond // decided: go on at once
+	}
+	now := time.Now().UTC()
+	if left := a.ExpiresAt.Sub(now); left > 0 {
+		return left
+	}
+	a.State, a.DecidedAt = ApprovalExpired, &now
+	o.rejectBatch(b, now)
+	if err := o.putBatch(b); err != nil {
+		log.Warn("batch: store its rejection", "err", err)
+		return batchRetry
+	}
+	log.Info("batch rejected: its approval expired")
+	return -1
+}

@@ -1,0 +1,84 @@
+package ui
+
+import (
+	"errors"
+	"fmt"
+	"maps"
+	"net/http"
+	"net/url"
+	"strings"
+
+	"github.com/chiffon-dev/chiffon/orchestrator"
+)
+
+// approvalListSize is how many tasks waiting for approval the home page lists:
+// the newest.
+const approvalListSize = 50
+
+// decide approves (approve) or rejects the task or batch (kind: "tasks" or
+// "batches") the path's {id} names, with the form's note, through the API, and
+// goes back to its page.
+func (u *UI) decide(kind string, approve bool) func(http.ResponseWriter, *http.Request, *session) {
+	op := "/reject"
+	if approve {
+		op = "/approve"
+	}
+	return func(w http.ResponseWriter, r *http.Request, sess *session) {
+		id := url.PathEscape(r.PathValue("id"))
+		req := orchestrator.DecisionRequest{Note: strings.TrimSpace(r.PostFormValue("note"))}
+		if err := u.call(r.Context(), sess, http.MethodPost, "/api/v1/"+kind+"/"+id+op, req, nil); err != nil {
+			var ae *apiError
+			if errors.As(err, &ae) && ae.code == "not_awaiting_approval" {
+				ae.message += ". Someone decided already, or nobody did in time: its page says which."
+			}
+			u.failAPI(w, r, sess, err)
+			return
+		}
+		http.Redirect(w, r, u.path+kind+"/"+id, http.StatusSeeOther)
+	}
+}
+
+// taskWaits reports whether t waits for an operator's approval now.
+func taskWaits(t *orchestrator.Task) bool {
+	return t.State == orchestrator.StateAwaitingApproval && t.Approval != nil && t.Approval.State == orchestrator.ApprovalWaiting
+}
+
+// batchWaits reports whether b waits for an operator's approval now.
+func batchWaits(b *orchestrator.Batch) bool {
+	return b.State == orchestrator.BatchAwaitingApproval && b.Approval != nil && b.Approval.State == orchestrator.ApprovalWaiting
+}
+
+// batchNotes are targetNotes as they read for b: its agents wait for its
+// approval, not for room; those a rejection kept from starting were skipped
+// for it, not for a failure.
+func batchNotes(b *orchestrator.Batch) map[string]string {
+	notes := targetNotes
+	switch {
+	case batchWaits(b):
+		notes = maps.Clone(targetNotes)
+		notes[orchestrator.TargetWaiting] = "waits for the batch's approval"
+	case b.State == orchestrator.BatchRejected:
+		notes = maps.Clone(targetNotes)
+		notes[orchestrator.TargetSkipped] = "not started: the batch was rejected"
+	}
+	return notes
+}
+
+// eventWhat says what an event of a task's history did: its message, its
+// error, or its result.
+func eventWhat(ev *orchestrator.Event) string {
+	what := ev.Message
+	if e := ev.Error; e != nil {
+		if what != "" {
+			what += "; "
+		}
+		what += fmt.Sprintf("%s %d: %s", ev.Type, e.Code, e.Message)
+	}
+	if r := ev.Result; r != nil && ev.Type == orchestrator.EventResult {
+		what = fmt.Sprintf("result %s, exit code %d", r.Status, r.ExitCode)
+	}
+	if what == "" {
+		return ev.Type
+	}
+	return what
+}
