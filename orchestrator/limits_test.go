@@ -108,6 +108,22 @@ func TestAgentRateLimitSpacesDispatches(t *testing.T) {
 	if info := agentInfo(t, e.client(o), "code-1"); info.Limits == nil || info.Limits.RateLimit != "5/s" {
 		t.Errorf("code-1's limits shown as %+v, want rate_limit 5/s", info.Limits)
 	}
+	// The last task waited longest: its history says why and until when.
+	tasks, err := o.Tasks(orchestrator.ListOptions{Limit: 1})
+	if err != nil || len(tasks) != 1 {
+		t.Fatalf("tasks: %v", err)
+	}
+	evs, err := o.History(tasks[0].ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	held := false
+	for _, ev := range evs {
+		held = held || regexp.MustCompile(`^queued: rate limit of agent code-1 \(5/s\) until 20\d\d-`).MatchString(ev.Message)
+	}
+	if !held {
+		t.Errorf("the history of a task the limit held back does not say so: %+v", evs)
+	}
 }
 
 // TestWorkTypeRateLimitIsPerAgent: work_types.echo.rate_limit 5/s holds on each

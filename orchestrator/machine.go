@@ -103,10 +103,12 @@ type (
 	// resumed: an unfinished task read from the store at Open.
 	resumed struct{}
 	// routed: where routing sent the task (see Orchestrator.route): to agentID,
-	// to its type's queue, or nowhere, with err (failFast: do not retry).
+	// to its type's queue (why, when a limit holds it back), or nowhere, with err
+	// (failFast: do not retry).
 	routed struct {
 		agentID, version string
 		queue            bool
+		why              string
 		err              *errcodes.Error
 		failFast         bool
 	}
@@ -441,7 +443,7 @@ func (m *machine) routed(r *run, e routed) {
 	case e.agentID != "":
 		m.dispatch(r, e.agentID, e.version)
 	case e.queue:
-		m.enqueue(r)
+		m.enqueue(r, e.why)
 	case e.failFast:
 		m.finishError(r, e.err)
 	default:
@@ -647,7 +649,7 @@ func (m *machine) noResponders(r *run, e noResponders) {
 	r.stick, r.avoid = "", t.AgentID
 	t.State = StatePending
 	m.save(r, &Event{Type: EventState, Error: taskError(err), Message: fmt.Sprintf("%s did not receive it (no responders): queued again", t.AgentID)})
-	m.enqueue(r)
+	m.enqueue(r, "")
 	m.emit(drain{})
 }
 
@@ -718,7 +720,7 @@ func (m *machine) resume(r *run) {
 	// retry (5002 "no online agent") for no fault of theirs. When it is still queued
 	// after the ack timeout, it is routed as a new task would be.
 	r.log.Info("resuming task: queued until its agents register", "state", t.State)
-	m.enqueue(r)
+	m.enqueue(r, "")
 	m.emit(arm{timerQueue, m.timeouts.Ack, queueWaitDue{}})
 }
 
@@ -859,17 +861,23 @@ func (m *machine) finish(r *run, state State, ev *Event, msg string, replace *st
 	r.log.Info("task finished", "state", state, "attempts", t.Attempts, "agent_id", t.AgentID)
 }
 
-// enqueue puts r in its type's queue, writing what is unwritten (a new task).
-func (m *machine) enqueue(r *run) {
+// enqueue puts r in its type's queue, writing what is unwritten (a new task), and
+// why it waits when a limit holds it back (its history says so).
+func (m *machine) enqueue(r *run, why string) {
 	if r.queued {
 		return
 	}
 	r.queued = true
 	m.emit(enqueue{head: r.t.Attempts > 0})
+	if why != "" {
+		m.record(r, &Event{Type: EventState, Message: "queued: " + why})
+	}
 	if len(r.unwritten) > 0 {
 		m.write(r, write{record: true})
 	}
-	r.log.Info("task queued: no candidate agent can take it now", "agent_type", r.t.ToAgent)
+	if why == "" {
+		r.log.Info("task queued: no candidate agent can take it now", "agent_type", r.t.ToAgent)
+	}
 }
 
 func (m *machine) unqueue(r *run) {

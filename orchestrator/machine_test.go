@@ -836,6 +836,11 @@ var routeRows = []machineRow{
 					t.Errorf("task %+v fresh %v", *tk, r.fresh)
 				}
 			})},
+	{name: "held back by a limit, the queued task's history says why", from: "routing",
+		ev:    routed{queue: true, why: "rate limit of agent a1 (5/s) until T"},
+		state: StatePending, flags: "attempt=0 queued",
+		effs:  effList("enqueue(tail)", "write(record,2 events)"),
+		check: wantMessages("submitted", "queued: rate limit of agent a1 (5/s) until T")},
 	{name: "routed to the queue writes the new task", from: "routing", ev: routed{queue: true},
 		state: StatePending, flags: "attempt=0 queued",
 		effs: effList("enqueue(tail)", "write(record,1 event)"),

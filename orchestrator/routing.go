@@ -195,16 +195,13 @@ func (o *Orchestrator) dispatchOrHold(r *run, res pickResult, again bool) {
 	if !again {
 		o.deliver(r, res.routed())
 	}
-	if res.agent != nil || !res.queue || len(res.held) == 0 {
+	first, held := res.earliestHold()
+	if res.agent != nil || !held {
 		return
 	}
-	first := res.held[0]
 	for _, h := range res.held {
 		o.metrics.rateLimited.WithLabelValues(h.agent.id).Inc()
 		o.wakeAt(h.agent, h.until)
-		if h.until.Before(first.until) {
-			first = h
-		}
 	}
 	if again {
 		r.log.Debug("task still queued: "+first.String(), "agent_id", first.agent.id, "until", first.until)
@@ -218,7 +215,25 @@ func (res pickResult) routed() routed {
 	if res.agent != nil {
 		return routed{agentID: res.agent.id, version: res.agent.version}
 	}
-	return routed{queue: res.queue, err: res.err, failFast: res.failFast}
+	why := ""
+	if h, ok := res.earliestHold(); ok {
+		why = h.String()
+	}
+	return routed{queue: res.queue, why: why, err: res.err, failFast: res.failFast}
+}
+
+// earliestHold is the rate limit holding the task back that ends first.
+func (res pickResult) earliestHold() (rateHold, bool) {
+	if !res.queue || len(res.held) == 0 {
+		return rateHold{}, false
+	}
+	first := res.held[0]
+	for _, h := range res.held[1:] {
+		if h.until.Before(first.until) {
+			first = h
+		}
+	}
+	return first, true
 }
 
 // enqueue puts r at the end of its type's queue, or at its head.
