@@ -2,8 +2,11 @@ package orchestrator_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"io"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -11,6 +14,7 @@ import (
 	"github.com/chiffon-dev/chiffon/broker"
 	"github.com/chiffon-dev/chiffon/envelope"
 	"github.com/chiffon-dev/chiffon/orchestrator"
+	"github.com/chiffon-dev/chiffon/orchestrator/webhook"
 )
 
 // approvalEnv is an env whose echo work type needs approval, with a viewer
@@ -268,4 +272,37 @@ func TestUnpinnedWorkAvoidsAgentsAskingApproval(t *testing.T) {
 		a2.result(a2.next(), envelope.ResultSuccess, 0, "", nil)
 	}
 	noWork(t, a1, 100*time.Millisecond)
+}
+
+// TestApprovalRequestedIsAWebhookEvent: a receiver of approval.requested gets the
+// task as it starts waiting, signed.
+func TestApprovalRequestedIsAWebhookEvent(t *testing.T) {
+	got := make(chan orchestrator.Task, 1)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		if !webhook.Verify([]byte("s"), body, r.Header.Get(webhook.HeaderSignature)) {
+			t.Errorf("a delivery with a wrong signature")
+		}
+		var d struct {
+			Event string
+			Data  orchestrator.Task
+		}
+		if err := json.Unmarshal(body, &d); err != nil || d.Event != webhook.ApprovalRequested {
+			t.Errorf("delivery %s: %v", body, err)
+		}
+		got <- d.Data
+	}))
+	t.Cleanup(srv.Close)
+	e, _ := approvalEnv(t, orchestrator.StoreBadger)
+	e.cfg.Webhooks = []orchestrator.WebhookConfig{{URL: srv.URL, Events: []string{webhook.ApprovalRequested}, Secret: "s"}}
+	o := e.open()
+	tk := submit(t, o, nil)
+	select {
+	case d := <-got:
+		if d.ID != tk.ID || d.State != orchestrator.StateAwaitingApproval || d.Approval == nil {
+			t.Fatalf("approval.requested for %s %s %+v", d.ID, d.State, d.Approval)
+		}
+	case <-time.After(wait):
+		t.Fatal("no approval.requested delivery")
+	}
 }
