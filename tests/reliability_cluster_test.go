@@ -503,11 +503,15 @@ func (c *cluster) waitAgentOnline(id string, since time.Time) {
 
 // waitAgentRoom waits until the orchestrator lists agent id online with a free slot:
 // it would route the next task there.
-func (c *cluster) waitAgentRoom(id string) {
+func (c *cluster) waitAgentRoom(id string) { c.waitAgentSlots(id, 1) }
+
+// waitAgentSlots waits until the orchestrator lists agent id online with n free
+// slots.
+func (c *cluster) waitAgentSlots(id string, n int) {
 	c.t.Helper()
-	c.waitFor("agent "+id+" online with a free slot", 30*time.Second, func() bool {
+	c.waitFor(fmt.Sprintf("agent %s online with %d free slots", id, n), 30*time.Second, func() bool {
 		a, ok := c.agentInfo(id)
-		return ok && a.State == "online" && a.Load < a.Capacity
+		return ok && a.State == "online" && a.Load <= a.Capacity-n
 	})
 }
 

@@ -110,7 +110,9 @@ func TestReliabilityBlipsWithDefaultBreaker(t *testing.T) {
 		interrupted: true,
 		inject: func(c *cluster, w *watch) {
 			w.atFraction(0.2)
-			c.waitAgentRoom("code-1")
+			// Two slots free: one stays free for the next task however the kill
+			// and the submits interleave, and that task goes into the gap.
+			c.waitAgentSlots("code-1", 2)
 			killAgent(c, "code-1", 2*time.Second)
 			w.atFraction(0.6)
 			restartBroker(c, 1500*time.Millisecond)

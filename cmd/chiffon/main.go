@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+	_ "time/tzdata" // schedules' time zones (--tz) on hosts without a zoneinfo database
 
 	"github.com/chiffon-dev/chiffon/internal/buildinfo"
 	"github.com/spf13/cobra"
