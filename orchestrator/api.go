@@ -218,11 +218,8 @@ func (o *Orchestrator) apiOutput(w http.ResponseWriter, _ *http.Request, id stri
 }
 
 func (o *Orchestrator) apiCancel(w http.ResponseWriter, r *http.Request, id string) {
-	var req CancelRequest // the body is optional
-	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxBody))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&req); err != nil && !errors.Is(err, io.EOF) {
-		writeDecodeErr(w, err)
+	var req CancelRequest
+	if !decodeOptional(w, r, &req) {
 		return
 	}
 	t, err := o.Cancel(r.Context(), id, req.Reason)
@@ -253,11 +250,8 @@ func (o *Orchestrator) apiHistory(w http.ResponseWriter, _ *http.Request, id str
 // apiDecide approves or rejects a task waiting for approval.
 func (o *Orchestrator) apiDecide(approve bool) func(http.ResponseWriter, *http.Request, string) {
 	return func(w http.ResponseWriter, r *http.Request, id string) {
-		var req DecisionRequest // the body is optional
-		dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxBody))
-		dec.DisallowUnknownFields()
-		if err := dec.Decode(&req); err != nil && !errors.Is(err, io.EOF) {
-			writeDecodeErr(w, err)
+		var req DecisionRequest
+		if !decodeOptional(w, r, &req) {
 			return
 		}
 		t, err := o.Decide(r.Context(), id, approve, req.Note)

@@ -68,6 +68,18 @@ func decodeBody(w http.ResponseWriter, r *http.Request, v any) bool {
 	return true
 }
 
+// decodeOptional decodes a request's optional JSON body into v, as decodeBody
+// does; an empty body leaves v as it is.
+func decodeOptional(w http.ResponseWriter, r *http.Request, v any) bool {
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxBody))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil && !errors.Is(err, io.EOF) {
+		writeDecodeErr(w, err)
+		return false
+	}
+	return true
+}
+
 // writeRequestErr answers an error of a request that makes something.
 func writeRequestErr(w http.ResponseWriter, err error) {
 	var fe *FieldError
@@ -186,11 +198,8 @@ func (o *Orchestrator) serveBatchEvents(w http.ResponseWriter, req *http.Request
 // apiDecideBatch approves or rejects a batch waiting for approval.
 func (o *Orchestrator) apiDecideBatch(approve bool) func(http.ResponseWriter, *http.Request, *Batch) {
 	return func(w http.ResponseWriter, r *http.Request, b *Batch) {
-		var req DecisionRequest // the body is optional
-		dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxBody))
-		dec.DisallowUnknownFields()
-		if err := dec.Decode(&req); err != nil && !errors.Is(err, io.EOF) {
-			writeDecodeErr(w, err)
+		var req DecisionRequest
+		if !decodeOptional(w, r, &req) {
 			return
 		}
 		got, err := o.DecideBatch(r.Context(), b.ID, approve, req.Note)
