@@ -194,9 +194,17 @@ func (o *Orchestrator) createBatch(req BatchRequest, id, schedule string, fireTi
 		return nil, ErrBatchNoTargets
 	}
 	for i := range b.Targets {
-		if t := &b.Targets[i]; t.State == "" {
-			t.TaskID, t.State = derivedID("batch-task", id, t.AgentID), TargetWaiting
+		t := &b.Targets[i]
+		if t.State != "" {
+			continue
 		}
+		// Each task as it will be sent: over an agent's max_request_bytes it is
+		// refused now, as a task pinned to that agent would be.
+		tr := req.task(t.AgentID)
+		if err := o.checkSize(&tr); err != nil {
+			return nil, err
+		}
+		t.TaskID, t.State = derivedID("batch-task", id, t.AgentID), TargetWaiting
 	}
 	if why := o.batchApprovalNeeded(b); why != "" {
 		b.Approval = o.newApproval(why, b.CreatedAt)

@@ -252,6 +252,17 @@ func TestOversizedRequestsAreRefused(t *testing.T) {
 	if _, metrics := call(t, c, "GET", "/metrics", "", ""); !strings.Contains(metrics, "chiffon_orchestrator_tasks_too_large_total 4") {
 		t.Errorf("refusals not counted:\n%s", grepLines(metrics, "too_large"))
 	}
+
+	// A batch over both agents whose task is too large for code-1 is refused as
+	// a task pinned there is, and nothing of it is made.
+	_, err = c.CreateBatch(t.Context(), orchestrator.BatchRequest{ToAgent: envelope.Code, WorkType: "big", Parameters: text(5000)})
+	var ae *orchestrator.APIError
+	if !errors.As(err, &ae) || ae.Status != http.StatusRequestEntityTooLarge || !strings.Contains(ae.Message, "agents[code-1].max_request_bytes") {
+		t.Fatalf("a batch too large for code-1: %v, want HTTP 413 naming its limit", err)
+	}
+	if bs, err := c.Batches(t.Context(), 0); err != nil || len(bs) != 0 {
+		t.Fatalf("a refused batch stored: %v %d", err, len(bs))
+	}
 }
 
 // grepLines are the lines of s that hold sub.

@@ -144,8 +144,14 @@ func (o *Orchestrator) fire(s *Schedule, at time.Time) (*Firing, error) {
 		return f, nil
 	}
 	b, err := o.createBatch(*s.Batch, derivedID("schedule-batch", s.Name, key), s.Name, &f.At, "schedule "+s.Name)
-	if errors.Is(err, ErrBatchNoTargets) {
+	var tle *TooLargeError
+	switch {
+	case errors.Is(err, ErrBatchNoTargets):
 		o.log.Warn("schedule fired: no agent matches its batch; nothing made", "schedule", s.Name, "fire_time", key)
+		return f, nil
+	case errors.As(err, &tle):
+		o.log.Warn("schedule fired: its batch's work_request is too large for an agent; nothing made",
+			"schedule", s.Name, "fire_time", key, "err", err)
 		return f, nil
 	}
 	if err != nil {
