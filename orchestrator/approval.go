@@ -200,6 +200,9 @@ func (o *Orchestrator) DecideBatch(ctx context.Context, id string, approve bool,
 	if err := o.putBatch(b); err != nil {
 		return nil, err
 	}
+	if !approve {
+		o.batchFinished(b)
+	}
 	o.fleet.taskEnded(id) // wakes its runner
 	return o.GetBatch(id)
 }
@@ -245,5 +248,6 @@ func (o *Orchestrator) awaitBatchApproval(b *Batch, log *slog.Logger) time.Durat
 		return batchRetry
 	}
 	log.Info("batch rejected: its approval expired")
+	o.batchFinished(b)
 	return -1
 }

@@ -179,7 +179,16 @@ func TestApprovalRejectedOrExpired(t *testing.T) {
 // with no task made. An agent whose config asks approval for the work type makes
 // the batch ask too.
 func TestBatchApprovalAsksOnce(t *testing.T) {
+	finished := make(chan orchestrator.Batch, 8)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var d struct{ Data orchestrator.Batch }
+		body, _ := io.ReadAll(r.Body)
+		_ = json.Unmarshal(body, &d)
+		finished <- d.Data
+	}))
+	t.Cleanup(srv.Close)
 	e := newEnv(t, "code-1", "code-2")
+	e.cfg.Webhooks = []orchestrator.WebhookConfig{{URL: srv.URL, Events: []string{webhook.BatchFinished}, Secret: "s"}}
 	e.cfg.WorkTypes = map[string]orchestrator.WorkTypeConfig{"echo": {Approval: orchestrator.ApprovalRequired}}
 	e.cfg.Agents[1].ApprovalRequired = []string{"deploy"}
 	e.cfg.Approval.ExpiresAfter = time.Second
@@ -238,6 +247,19 @@ func TestBatchApprovalAsksOnce(t *testing.T) {
 	noWork(t, a2, 10*time.Millisecond)
 	if tasks, _ := c.List(ctx, orchestrator.ListOptions{}); len(tasks) != 2 {
 		t.Fatalf("%d tasks, want the approved batch's 2 only", len(tasks))
+	}
+	// batch.finished told of each end: succeeded, rejected, rejected (expired).
+	ends := map[string]orchestrator.BatchState{}
+	for range 3 {
+		select {
+		case d := <-finished:
+			ends[d.ID] = d.State
+		case <-time.After(wait):
+			t.Fatalf("batch.finished deliveries: %v, want 3", ends)
+		}
+	}
+	if ends[b.ID] != orchestrator.BatchSucceeded || ends[rejected.ID] != orchestrator.BatchRejected || ends[expired.ID] != orchestrator.BatchRejected {
+		t.Fatalf("batch.finished deliveries %v", ends)
 	}
 }
 

@@ -42,8 +42,8 @@ func (o *Orchestrator) runBatch(ctx context.Context, b *Batch, wake <-chan struc
 }
 
 // stepBatch makes what b's tasks allow now: it returns -1 once b is finished
-// and stored, 0 to wait for a task to end, or how long to wait before trying
-// again after a failure.
+// and stored, 0 to wait for a task to end, or how long to wait before looking
+// again (after a failure, or while b awaits its approval).
 func (o *Orchestrator) stepBatch(b *Batch, log *slog.Logger) time.Duration {
 	if a := b.Approval; a != nil && a.State == ApprovalWaiting {
 		return o.awaitBatchApproval(b, log)
@@ -62,9 +62,7 @@ func (o *Orchestrator) stepBatch(b *Batch, log *slog.Logger) time.Duration {
 			return batchRetry
 		}
 		log.Info("batch finished", "state", view.State, "counts", fmt.Sprint(view.Counts))
-		if o.hooks != nil {
-			o.hooks.Send(webhook.BatchFinished, &view)
-		}
+		o.batchFinished(&view)
 		return -1
 	}
 	running := 0
@@ -90,6 +88,13 @@ func (o *Orchestrator) stepBatch(b *Batch, log *slog.Logger) time.Duration {
 		o.fleet.bump()
 	}
 	return 0
+}
+
+// batchFinished tells the webhook receivers that b's end is stored.
+func (o *Orchestrator) batchFinished(b *Batch) {
+	if o.hooks != nil {
+		o.hooks.Send(webhook.BatchFinished, b)
+	}
 }
 
 // runningBatches reads the batches whose record says they run.
