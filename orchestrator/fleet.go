@@ -23,7 +23,7 @@ type fleet struct {
 }
 
 // startFleet starts the batch runners of the running batches and the schedules'
-// clock.
+// clock, and sends the webhook deliveries kept from before.
 func (o *Orchestrator) startFleet() error {
 	f := &o.fleet
 	f.mu.Lock()
@@ -34,6 +34,7 @@ func (o *Orchestrator) startFleet() error {
 	f.ctx, f.cancel = context.WithCancel(context.Background())
 	f.batches, f.schedules = map[string]chan struct{}{}, make(chan struct{}, 1)
 	f.mu.Unlock()
+	o.restoreDeliveries()
 	running, err := o.runningBatches()
 	if err != nil {
 		return err

@@ -181,7 +181,7 @@ func Open(cfg Config, opts Options) (*Orchestrator, error) {
 		}
 	}
 	if len(receivers) > 0 { // Close stops it
-		o.hooks = webhook.New(receivers, webhook.Options{Logger: o.log})
+		o.hooks = webhook.New(receivers, webhook.Options{Logger: o.log, Keeper: deliveryKeeper{o.st}})
 	}
 	go o.loop()
 	start := o.start

@@ -1,6 +1,7 @@
 package orchestrator
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -79,4 +80,50 @@ func (o *Orchestrator) Deliveries() []webhook.Delivery {
 
 func (o *Orchestrator) apiDeliveries(w http.ResponseWriter, _ *http.Request) {
 	writeJSON(w, http.StatusOK, o.Deliveries())
+}
+
+// deliveryRecord is the kind of a kept webhook delivery's record in the task
+// store.
+const deliveryRecord = "delivery"
+
+// deliveryKeeper keeps the webhook deliveries not taken yet in the task store,
+// so that a restart (or a new leader) sends them.
+type deliveryKeeper struct{ st TaskStore }
+
+// Keep stores k.
+func (k deliveryKeeper) Keep(v webhook.Kept) error {
+	data, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	return k.st.PutRecord(deliveryRecord, v.ID, data)
+}
+
+// Forget deletes delivery id's record.
+func (k deliveryKeeper) Forget(id string) error { return k.st.PutRecord(deliveryRecord, id, nil) }
+
+// restoreDeliveries hands the kept deliveries to the dispatcher.
+func (o *Orchestrator) restoreDeliveries() {
+	if o.hooks == nil {
+		return
+	}
+	recs, err := o.st.Records(deliveryRecord)
+	if err != nil {
+		o.log.Warn("webhook: read the deliveries kept", "err", err)
+		return
+	}
+	kept := make([]webhook.Kept, 0, len(recs))
+	for id, data := range recs {
+		var k webhook.Kept
+		if err := json.Unmarshal(data, &k); err != nil {
+			o.log.Warn("webhook: a kept delivery is unreadable; it is dropped", "delivery", id, "err", err)
+			_ = o.st.PutRecord(deliveryRecord, id, nil)
+			continue
+		}
+		kept = append(kept, k)
+	}
+	if len(kept) > 0 {
+		o.log.Info("webhook: sending the deliveries kept from before", "deliveries", len(kept))
+	}
+	o.hooks.Restore(kept)
 }

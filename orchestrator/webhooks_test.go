@@ -121,3 +121,51 @@ func TestWebhooksConfigIsChecked(t *testing.T) {
 		}
 	}
 }
+
+// TestWebhookDeliveriesOutliveARestart: a delivery its receiver has not taken
+// when the orchestrator stops is kept in the task store and sent after the next
+// start, with its id.
+func TestWebhookDeliveriesOutliveARestart(t *testing.T) {
+	forEachStore(t, func(t *testing.T, kind string) {
+		var mu sync.Mutex
+		up := false
+		var tries, took []string
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			mu.Lock()
+			defer mu.Unlock()
+			id := r.Header.Get(webhook.HeaderDelivery)
+			tries = append(tries, id)
+			if !up {
+				w.WriteHeader(http.StatusServiceUnavailable)
+				return
+			}
+			took = append(took, id)
+		}))
+		t.Cleanup(srv.Close)
+		e := newStoreEnv(t, kind, "code-1")
+		e.cfg.Webhooks = []orchestrator.WebhookConfig{{URL: srv.URL, Events: []string{webhook.TaskFailed}, Secret: "s"}}
+		e.cfg.Retry.MaxRetries = -1
+		o, a := e.openWithAgent("code-1", 2)
+		tk := submit(t, o, nil)
+		a.result(a.next(), envelope.ResultFailed, 1, "", nil)
+		waitFinal(t, o, tk.ID)
+		waitFor(t, "a first try", func() bool { mu.Lock(); defer mu.Unlock(); return len(tries) > 0 })
+		o.Close()
+		mu.Lock()
+		first := tries[0]
+		up = true
+		mu.Unlock()
+
+		o = e.open()
+		waitFor(t, "the kept delivery taken", func() bool { mu.Lock(); defer mu.Unlock(); return len(took) == 1 })
+		mu.Lock()
+		defer mu.Unlock()
+		if took[0] != first {
+			t.Fatalf("took delivery %s, want the kept %s", took[0], first)
+		}
+		waitFor(t, "the kept delivery forgotten", func() bool {
+			ds := o.Deliveries()
+			return len(ds) == 1 && ds[0].State == webhook.StateDelivered
+		})
+	})
+}

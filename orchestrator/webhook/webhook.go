@@ -92,6 +92,27 @@ type Options struct {
 	Client *http.Client
 	// Logger receives warnings; nil means slog.Default().
 	Logger *slog.Logger
+	// Keeper, when set, keeps the deliveries not taken yet beyond the process:
+	// Restore hands them back to a new dispatcher.
+	Keeper Keeper
+}
+
+// Keeper keeps the deliveries a receiver has not taken yet, so that a restart
+// does not lose them: the dispatcher keeps a delivery before its first attempt
+// and forgets it once taken or dropped. Its errors are logged; delivery goes on.
+type Keeper interface {
+	Keep(k Kept) error
+	Forget(id string) error
+}
+
+// Kept is a delivery as a Keeper keeps it.
+type Kept struct {
+	ID    string `json:"id"`
+	Event string `json:"event"`
+	// Receiver is the receiver's URL without user info.
+	Receiver string    `json:"receiver"`
+	Created  time.Time `json:"created_at"`
+	Body     []byte    `json:"body"`
 }
 
 // Delivery is what the dispatcher knows of one delivery.
@@ -126,6 +147,12 @@ type Dispatcher struct {
 
 	mu     sync.Mutex
 	record []*Delivery // oldest first, at most opts.Record
+
+	// keepOps wait for the keeper goroutine, which calls the Keeper in order
+	// (a Keep before the Forget of the same delivery) without Send waiting.
+	keepMu   sync.Mutex
+	keepOps  []keepOp
+	keepWake chan struct{}
 }
 
 // queue is one receiver's waiting deliveries.
@@ -140,6 +167,12 @@ type queue struct {
 type pending struct {
 	d    *Delivery
 	body []byte
+}
+
+// keepOp is one call to the Keeper: keep k, or forget the delivery id.
+type keepOp struct {
+	k  *Kept
+	id string
 }
 
 // New starts a dispatcher for receivers; Close stops it.
@@ -165,8 +198,12 @@ func New(receivers []Receiver, opts Options) *Dispatcher {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
-	d := &Dispatcher{opts: opts, log: opts.Logger}
+	d := &Dispatcher{opts: opts, log: opts.Logger, keepWake: make(chan struct{}, 1)}
 	d.ctx, d.stop = context.WithCancel(context.Background())
+	if opts.Keeper != nil {
+		d.wg.Add(1)
+		go d.keeper()
+	}
 	for _, r := range receivers {
 		q := &queue{r: r, name: redact(r.URL), wake: make(chan struct{}, 1)}
 		d.queues = append(d.queues, q)
@@ -201,11 +238,13 @@ func (d *Dispatcher) Send(event string, data any) {
 			return
 		}
 		d.keep(del)
+		d.queueKeep(keepOp{k: &Kept{ID: del.ID, Event: event, Receiver: q.name, Created: now, Body: body}})
 		q.mu.Lock()
 		if len(q.wait) >= d.opts.Queue {
 			d.mu.Lock()
 			q.wait[0].d.State = StateDropped
 			d.mu.Unlock()
+			d.queueKeep(keepOp{id: q.wait[0].d.ID})
 			q.wait = q.wait[1:]
 			d.log.Warn("webhook: queue full, oldest delivery dropped", "receiver", q.name)
 		}
@@ -288,6 +327,39 @@ func (d *Dispatcher) deliver(q *queue) {
 			q.wait = q.wait[1:]
 		}
 		q.mu.Unlock()
+		d.forget(next.d.ID) // taken or dropped: nothing to keep
+	}
+}
+
+// Restore queues the deliveries a Keeper kept, oldest first, behind those
+// queued: each to the receiver it was for, with its id (receivers deduplicate
+// by Chiffon-Delivery). One whose receiver is no longer configured is
+// forgotten; one already queued is left as it is.
+func (d *Dispatcher) Restore(kept []Kept) {
+	slices.SortFunc(kept, func(a, b Kept) int { return a.Created.Compare(b.Created) })
+	for _, k := range kept {
+		var q *queue
+		for _, c := range d.queues {
+			if c.name == k.Receiver {
+				q = c
+			}
+		}
+		if q == nil {
+			d.forget(k.ID)
+			continue
+		}
+		q.mu.Lock()
+		queued := slices.ContainsFunc(q.wait, func(p pending) bool { return p.d.ID == k.ID })
+		if !queued {
+			del := &Delivery{ID: k.ID, Event: k.Event, Receiver: q.name, Created: k.Created, State: StatePending}
+			q.wait = append(q.wait, pending{d: del, body: k.Body})
+			d.keep(del)
+		}
+		q.mu.Unlock()
+		select {
+		case q.wake <- struct{}{}:
+		default:
+		}
 	}
 }
 
@@ -346,7 +418,65 @@ func (d *Dispatcher) result(del *Delivery, code int, problem string) {
 	}
 }
 
-// Close stops delivering; what is still queued is dropped.
+// forget tells the Keeper, if any, that delivery id is done with.
+func (d *Dispatcher) forget(id string) {
+	if d.opts.Keeper != nil {
+		d.queueKeep(keepOp{id: id})
+	}
+}
+
+// queueKeep queues op for the keeper goroutine; it never waits.
+func (d *Dispatcher) queueKeep(op keepOp) {
+	if d.opts.Keeper == nil {
+		return
+	}
+	d.keepMu.Lock()
+	d.keepOps = append(d.keepOps, op)
+	d.keepMu.Unlock()
+	select {
+	case d.keepWake <- struct{}{}:
+	default:
+	}
+}
+
+// keeper calls the Keeper with the queued ops, in order, until Close; then it
+// carries out those left, so that what was queued is kept for the next start.
+func (d *Dispatcher) keeper() {
+	defer d.wg.Done()
+	for {
+		d.keepMu.Lock()
+		ops := d.keepOps
+		d.keepOps = nil
+		d.keepMu.Unlock()
+		for _, op := range ops {
+			var err error
+			if op.k != nil {
+				err = d.opts.Keeper.Keep(*op.k)
+			} else {
+				err = d.opts.Keeper.Forget(op.id)
+			}
+			if err != nil {
+				d.log.Warn("webhook: keep the deliveries for after a restart", "err", err)
+			}
+		}
+		if len(ops) > 0 {
+			continue
+		}
+		select {
+		case <-d.keepWake:
+		case <-d.ctx.Done():
+			d.keepMu.Lock()
+			left := len(d.keepOps)
+			d.keepMu.Unlock()
+			if left == 0 {
+				return
+			}
+		}
+	}
+}
+
+// Close stops delivering; what is still queued is dropped here, and kept by
+// the Keeper, if any, for the next start.
 func (d *Dispatcher) Close() {
 	d.stop()
 	d.wg.Wait()

@@ -230,3 +230,80 @@ func TestEventsGoToTheirReceivers(t *testing.T) {
 		t.Fatalf("the batch.finished receiver took %v", batches.got)
 	}
 }
+
+// memKeeper is a Keeper in memory.
+type memKeeper struct {
+	mu   sync.Mutex
+	kept map[string]webhook.Kept
+}
+
+func (k *memKeeper) Keep(v webhook.Kept) error {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.kept[v.ID] = v
+	return nil
+}
+
+func (k *memKeeper) Forget(id string) error {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	delete(k.kept, id)
+	return nil
+}
+
+func (k *memKeeper) list() []webhook.Kept {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	var out []webhook.Kept
+	for _, v := range k.kept {
+		out = append(out, v)
+	}
+	return out
+}
+
+// TestKeptDeliveriesOutliveTheDispatcher: deliveries a receiver that is down
+// has not taken are kept; a new dispatcher (after a restart) restored from the
+// Keeper delivers them, with their ids, and the Keeper forgets each once taken.
+// A kept delivery whose receiver is gone from the config is forgotten.
+func TestKeptDeliveriesOutliveTheDispatcher(t *testing.T) {
+	rc, srv := newReceiver(t, "k", 1<<30) // down
+	k := &memKeeper{kept: map[string]webhook.Kept{}}
+	opts := fast
+	opts.Keeper = k
+	receivers := []webhook.Receiver{{URL: srv.URL, Events: []string{webhook.TaskFailed}, Secret: []byte("k")}}
+	d := webhook.New(receivers, opts)
+	for i := range 3 {
+		d.Send(webhook.TaskFailed, map[string]any{"n": i})
+	}
+	d.Close() // at once: what Send queued for the Keeper is kept before Close returns
+	kept := k.list()
+	if len(kept) != 3 {
+		t.Fatalf("kept %d deliveries, want 3", len(kept))
+	}
+	ids := map[string]bool{}
+	for _, v := range kept {
+		ids[v.ID] = true
+	}
+
+	rc.mu.Lock()
+	rc.fail = 0 // back
+	rc.mu.Unlock()
+	d = webhook.New(receivers, opts)
+	defer d.Close()
+	d.Restore(append(kept, webhook.Kept{ID: "gone", Event: webhook.TaskFailed, Receiver: "http://gone.example/hook", Body: []byte("{}")}))
+	rc.wait(t, 3)
+	rc.mu.Lock()
+	for _, m := range rc.got {
+		if !ids[m["header_delivery"].(string)] {
+			t.Errorf("delivered %v, not one of the kept ids", m["header_delivery"])
+		}
+	}
+	rc.mu.Unlock()
+	deadline := time.Now().Add(10 * time.Second)
+	for len(k.list()) != 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("still kept after delivery: %v", k.list())
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
