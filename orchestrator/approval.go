@@ -45,12 +45,8 @@ func (o *Orchestrator) approvalNeeded(req *SubmitRequest) string {
 // agentRequiresApproval reports whether agent id's config asks for approval of
 // workType.
 func (o *Orchestrator) agentRequiresApproval(id, workType string) bool {
-	for _, a := range o.cfg.Agents {
-		if a.ID == id {
-			return slices.Contains(a.ApprovalRequired, workType)
-		}
-	}
-	return false
+	ac := o.cfg.agentConfig(id)
+	return ac != nil && slices.Contains(ac.ApprovalRequired, workType)
 }
 
 // approved reports whether t may go to an agent that requires approval for it.

@@ -344,19 +344,26 @@ func (o *Orchestrator) refresh(b *Batch) error {
 		b.count()
 		return nil
 	}
+	ids := make([]string, 0, len(b.Targets))
+	for _, t := range b.Targets {
+		if t.TaskID != "" {
+			ids = append(ids, t.TaskID)
+		}
+	}
+	tasks, err := o.tasksByID(ids)
+	if err != nil {
+		return err
+	}
 	failed := false
 	for i := range b.Targets {
 		t := &b.Targets[i]
 		if t.TaskID == "" {
 			continue
 		}
-		tk, err := o.Task(t.TaskID)
-		switch {
-		case errors.Is(err, ErrNotFound):
+		tk := tasks[t.TaskID]
+		if tk == nil { // not made yet
 			t.State, t.ProgressPercent = TargetWaiting, 0
 			continue
-		case err != nil:
-			return err
 		}
 		t.State, t.ProgressPercent = string(tk.State), tk.ProgressPercent
 		failed = failed || tk.State.Final() && tk.State != StateSucceeded

@@ -298,31 +298,74 @@ func (c *Client) events(ctx context.Context, id string, last *int64, fn func(*Ev
 		_ = json.NewDecoder(resp.Body).Decode(&eb)
 		return false, &APIError{Status: resp.StatusCode, APIErrorDetail: eb.Error}
 	}
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(make([]byte, 64<<10), 4<<20)
 	final := false
-	for sc.Scan() {
-		data, ok := strings.CutPrefix(sc.Text(), "data: ")
-		if !ok {
-			continue
-		}
+	err = readSSE(resp.Body, 4<<20, func(_, data string) error {
 		var ev Event
 		dec := json.NewDecoder(strings.NewReader(data))
 		dec.UseNumber()
 		if err := dec.Decode(&ev); err != nil {
-			return false, fmt.Errorf("bad event: %w", err)
+			return &badEventError{fmt.Errorf("bad event: %w", err)}
 		}
 		if ev.Seq <= *last {
-			continue
+			return nil
 		}
 		*last = ev.Seq
 		final = ev.State.Final()
-		if err := fn(&ev); err != nil {
-			return false, err
-		}
-	}
-	if err := sc.Err(); err != nil && ctx.Err() == nil {
+		return fn(&ev)
+	})
+	var bad *badEventError
+	switch {
+	case errors.As(err, &bad):
+		return false, bad.err
+	case err != nil && ctx.Err() == nil && errors.Is(err, errStreamRead):
 		return false, &streamError{err: err, open: true}
+	case err != nil && ctx.Err() == nil:
+		return false, err // fn's
 	}
 	return final, ctx.Err()
+}
+
+// badEventError is an event whose data could not be read.
+type badEventError struct{ err error }
+
+func (e *badEventError) Error() string { return e.err.Error() }
+
+// errStreamRead marks a failure to read an event stream (readSSE).
+var errStreamRead = errors.New("read the event stream")
+
+// readSSE reads Server-Sent Events from r, lines of at most maxLine bytes, and
+// calls fn with each whole event's type and data (its data lines joined) until
+// r ends (nil), fn returns an error (returned), or reading fails (an error
+// wrapping errStreamRead). An event cut short by the end of r is not handed on.
+func readSSE(r io.Reader, maxLine int, fn func(event, data string) error) error {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64<<10), maxLine)
+	var event string
+	var data []string
+	for sc.Scan() {
+		line := sc.Text()
+		switch {
+		case line == "": // an event ends at a blank line
+			if len(data) > 0 {
+				if err := fn(event, strings.Join(data, "\n")); err != nil {
+					return err
+				}
+			}
+			event, data = "", nil
+		case strings.HasPrefix(line, ":"): // a comment, such as a keep-alive
+		default:
+			k, v, _ := strings.Cut(line, ":")
+			v = strings.TrimPrefix(v, " ")
+			switch k {
+			case "event":
+				event = v
+			case "data":
+				data = append(data, v)
+			}
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return fmt.Errorf("%w: %w", errStreamRead, err)
+	}
+	return nil
 }

@@ -1,7 +1,6 @@
 package orchestrator
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -74,42 +73,22 @@ func (c *Client) BatchEvents(ctx context.Context, id string, fn func(*Batch) err
 		_ = json.NewDecoder(resp.Body).Decode(&eb)
 		return &APIError{Status: resp.StatusCode, APIErrorDetail: eb.Error}
 	}
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(make([]byte, 64<<10), 16<<20)
-	var event string
-	var data []string
-	for sc.Scan() {
-		line := sc.Text()
-		switch {
-		case line == "": // an event ends at a blank line
-			if len(data) > 0 && (event == "" || event == "batch") {
-				var b Batch
-				dec := json.NewDecoder(strings.NewReader(strings.Join(data, "\n")))
-				dec.UseNumber()
-				if err := dec.Decode(&b); err != nil {
-					return fmt.Errorf("batch events: %w: %w", ErrBadEvent, err)
-				}
-				if err := fn(&b); err != nil {
-					return err
-				}
-			}
-			event, data = "", nil
-		case strings.HasPrefix(line, ":"): // a comment, such as a keep-alive
-		default:
-			k, v, _ := strings.Cut(line, ":")
-			v = strings.TrimPrefix(v, " ")
-			switch k {
-			case "event":
-				event = v
-			case "data":
-				data = append(data, v)
-			}
+	err = readSSE(resp.Body, 16<<20, func(event, data string) error {
+		if event != "" && event != "batch" {
+			return nil
 		}
+		var b Batch
+		dec := json.NewDecoder(strings.NewReader(data))
+		dec.UseNumber()
+		if err := dec.Decode(&b); err != nil {
+			return fmt.Errorf("batch events: %w: %w", ErrBadEvent, err)
+		}
+		return fn(&b)
+	})
+	if ctxErr := ctx.Err(); ctxErr != nil {
+		return ctxErr
 	}
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	return sc.Err()
+	return err
 }
 
 // AddSchedule stores a new schedule.

@@ -1,26 +1,56 @@
 package orchestrator
 
 import (
+	"errors"
+
 	"github.com/chiffon-dev/chiffon/envelope"
 )
 
 // Task returns a snapshot of one task.
 func (o *Orchestrator) Task(id string) (*Task, error) {
-	var c *Task
-	var end *commit
+	ts, err := o.tasksByID([]string{id})
+	if err != nil {
+		return nil, err
+	}
+	if t := ts[id]; t != nil {
+		return t, nil
+	}
+	return nil, ErrNotFound
+}
+
+// tasksByID returns snapshots of the tasks ids name, by id: the live ones from
+// the loop in one call (an ended one once its end is stored), the others from
+// the store. A task the store does not hold is left out.
+func (o *Orchestrator) tasksByID(ids []string) (map[string]*Task, error) {
+	out := make(map[string]*Task, len(ids))
+	var ends []*commit
 	_ = o.call(func() {
-		if r := o.runs[id]; r != nil {
-			c = cloneTask(r.t)
-			if r.finished {
-				end = r.written // its end shows once it is stored
+		for _, id := range ids {
+			if r := o.runs[id]; r != nil {
+				out[id] = cloneTask(r.t)
+				if r.finished {
+					ends = append(ends, r.written) // its end shows once it is stored
+				}
 			}
 		}
 	})
-	if c == nil {
-		return o.st.Task(id)
+	for _, c := range ends {
+		_ = c.wait()
 	}
-	_ = end.wait()
-	return c, nil
+	for _, id := range ids {
+		if out[id] != nil {
+			continue
+		}
+		t, err := o.st.Task(id)
+		switch {
+		case errors.Is(err, ErrNotFound):
+		case err != nil:
+			return nil, err
+		default:
+			out[id] = t
+		}
+	}
+	return out, nil
 }
 
 // ListOptions filters a task list.

@@ -296,6 +296,12 @@ func (bf *batchFlags) request(task orchestrator.SubmitRequest) (*orchestrator.Ba
 	return req, nil
 }
 
+// fieldFlags are the flags (or argument) that give the request's fields.
+var fieldFlags = map[string]string{
+	"name": "NAME", "cron": "--cron", "tz": "--tz", "catch_up": "--catch-up", "to_agent": "--to",
+	"work_type": "--work-type", "parameters": "--param", "labels": "--label", "max_parallel": "--max-parallel",
+}
+
 // fieldUsage turns a request's field error into a usage error naming the flag
 // (or argument) that gives the field.
 func fieldUsage(err error) error {
@@ -305,33 +311,16 @@ func fieldUsage(err error) error {
 	}
 	field := strings.TrimPrefix(strings.TrimPrefix(fe.Field, "task."), "batch.")
 	msg := fe.Message
-	var flag string
+	flag, ok := fieldFlags[field]
 	switch {
-	case field == "name":
-		flag = "NAME"
-	case field == "cron":
-		flag = "--cron"
-	case field == "tz":
-		flag = "--tz"
-	case field == "catch_up":
-		flag = "--catch-up"
-	case field == "to_agent":
-		flag = "--to"
-	case field == "work_type":
-		flag = "--work-type"
-	case field == "parameters":
-		flag = "--param"
+	case ok:
 	case strings.HasPrefix(field, "hints."):
 		flag = "--hint " + strings.TrimPrefix(field, "hints.")
-	case field == "labels":
-		flag = "--label"
 	case strings.HasPrefix(field, "agents"):
 		flag = "--agents"
 		if field != "agents" {
 			msg = field + ": " + msg
 		}
-	case field == "max_parallel":
-		flag = "--max-parallel"
 	default:
 		flag = fe.Field
 	}
