@@ -15,6 +15,9 @@ import (
 // has accepted this process it answers pings only: they ask whether it is
 // there, while cancel and drain are meant for the registered process.
 func (a *Agent) onControl(msg *nats.Msg) {
+	if msg.Reply != "" && a.answerable(msg) == "" {
+		return
+	}
 	if !a.authenticate(msg) {
 		return
 	}

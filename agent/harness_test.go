@@ -87,7 +87,7 @@ func memCache(t *testing.T) *memcache.Cache {
 // orchestrator that knows the agent does (an agent takes work only once accepted),
 // or with the 5004 h.refuse names.
 func (h *harness) acceptRegistrations() {
-	_, err := h.nc.Subscribe(broker.Subjects{}.Register(), func(m *nats.Msg) {
+	_, err := h.nc.Subscribe(broker.Subjects{}.Registers(), func(m *nats.Msg) {
 		env, err := envelope.Decode(m.Data)
 		if err != nil {
 			return
@@ -198,7 +198,7 @@ func (h *harness) control(p envelope.Payload) *envelope.Envelope {
 	}
 	msg := &nats.Msg{Subject: broker.Subjects{}.AgentControl(h.cfg.ID), Data: data}
 	broker.SetAuth(msg, h.orchToken, h.cfg.ID)
-	reply, err := h.nc.RequestMsg(msg, wait)
+	reply, err := request(h, msg, broker.Subjects{}.Inbox(broker.RoleOrchestrator, ""), broker.Subjects{}.ControlReplies(h.cfg.ID), wait)
 	if err != nil {
 		h.t.Fatalf("control %s: %v", env.Type, err)
 	}
@@ -207,6 +207,19 @@ func (h *harness) control(p envelope.Payload) *envelope.Envelope {
 		h.t.Fatalf("control reply: %v", err)
 	}
 	return out
+}
+
+// request sends msg as the orchestrator does, with a reply subject under
+// replies (within inbox), and returns the first answer.
+func request(h *harness, msg *nats.Msg, inbox, replies string, timeout time.Duration) (*nats.Msg, error) {
+	r, err := broker.NewRequester(h.nc, inbox)
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	return r.Request(ctx, msg, replies)
 }
 
 // watch subscribes to a reply subject and collects what the agent sends there.

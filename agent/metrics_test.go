@@ -301,7 +301,7 @@ func TestMetricsShowNATSConnectionAndReconnects(t *testing.T) {
 	}
 
 	registered := make(chan string, 16)
-	_, err := h.nc.Subscribe(broker.Subjects{}.Register(), func(m *nats.Msg) { registered <- m.Subject })
+	_, err := h.nc.Subscribe(broker.Subjects{}.Registers(), func(m *nats.Msg) { registered <- m.Subject })
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -70,7 +70,7 @@ func (a *Agent) registerOnce() bool {
 		a.log.Error("encode register", "err", err)
 		return false
 	}
-	reply, err := a.nc.RequestMsg(a.pub.identifiedMsg(a.subjects.Register(), data), registerTimeout)
+	reply, err := a.nc.RequestMsg(a.pub.identifiedMsg(a.subjects.Register(a.cfg.ID), data), registerTimeout)
 	if err != nil {
 		if errors.Is(err, nats.ErrNoResponders) {
 			a.log.Debug("register: no orchestrator yet")
@@ -151,7 +151,7 @@ func (a *Agent) sendHeartbeat() {
 		AgentID: a.cfg.ID, Status: status, ActiveTasks: len(ids), MaxConcurrency: a.cfg.MaxConcurrency,
 		ActiveTaskIDs: ids, Resources: machineResources(a.cfg.DataDir, a.gpus),
 	}
-	a.pub.publishIdentified(a.subjects.Heartbeat(), envelope.New(a.agType, envelope.Orchestrator, "", "", hb))
+	a.pub.publishIdentified(a.subjects.Heartbeat(a.cfg.ID), envelope.New(a.agType, envelope.Orchestrator, "", "", hb))
 	a.markHealthy()
 }
 

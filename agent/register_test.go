@@ -2,6 +2,7 @@ package agent_test
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -49,13 +50,13 @@ func TestNoHeartbeatBeforeTheWorkSubscription(t *testing.T) {
 	hold := make(chan struct{})
 	h.gate.Store(hold) // the harness's registry answers once hold is closed
 	heartbeats := make(chan *nats.Msg, 256)
-	sub, err := h.nc.Subscribe(broker.Subjects{}.Heartbeat(), func(m *nats.Msg) { heartbeats <- m })
+	sub, err := h.nc.Subscribe(broker.Subjects{}.Heartbeats(), func(m *nats.Msg) { heartbeats <- m })
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer sub.Unsubscribe()
 	registered := make(chan struct{}, 4)
-	rsub, err := h.nc.Subscribe(broker.Subjects{}.Register(), func(*nats.Msg) { registered <- struct{}{} })
+	rsub, err := h.nc.Subscribe(broker.Subjects{}.Registers(), func(*nats.Msg) { registered <- struct{}{} })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -101,7 +102,7 @@ func TestNoWorkBeforeTheRegistrationIsAccepted(t *testing.T) {
 	hold := make(chan struct{})
 	h.gate.Store(hold) // the harness's registry answers once hold is closed
 	registered := make(chan *nats.Msg, 4)
-	sub, err := h.nc.Subscribe(broker.Subjects{}.Register(), func(m *nats.Msg) { registered <- m })
+	sub, err := h.nc.Subscribe(broker.Subjects{}.Registers(), func(m *nats.Msg) { registered <- m })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -149,8 +150,13 @@ func TestNoWorkBeforeTheRegistrationIsAccepted(t *testing.T) {
 // orchestrator does, and returns the error of waiting for its first answer.
 func requestEcho(h *harness, timeout time.Duration) error {
 	data, _ := envelope.Encode(h.request("echo", map[string]any{"message": "x"}, nil))
-	msg := &nats.Msg{Subject: broker.Subjects{}.AgentWork(h.cfg.ID), Data: data, Reply: nats.NewInbox()}
+	msg := &nats.Msg{Subject: broker.Subjects{}.AgentWork(h.cfg.ID), Data: data}
 	broker.SetAuth(msg, h.orchToken, h.cfg.ID)
-	_, err := h.nc.RequestMsg(msg, timeout)
+	// A task inbox naming the agent: broker.Subjects.OrchTask, the nonce last.
+	inbox := strings.TrimSuffix(broker.Subjects{}.OrchTasks("o-1"), ".>")
+	_, err := request(h, msg, inbox, inbox+"."+h.cfg.ID+".t-1", timeout)
+	if errors.Is(err, context.DeadlineExceeded) {
+		err = nats.ErrTimeout
+	}
 	return err
 }

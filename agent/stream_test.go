@@ -185,7 +185,7 @@ func TestDrainFinishesRunningWorkAndRefusesNew(t *testing.T) {
 func TestBrokerRestartMidTaskReregistersAndCompletes(t *testing.T) {
 	h := newHarness(t, func(c *agent.Config) { c.KeepaliveInterval = agent.Duration(10 * time.Second) })
 	registered := make(chan string, 16)
-	_, err := h.nc.Subscribe(broker.Subjects{}.Register(), func(m *nats.Msg) {
+	_, err := h.nc.Subscribe(broker.Subjects{}.Registers(), func(m *nats.Msg) {
 		env, err := envelope.Decode(m.Data)
 		if err != nil {
 			t.Errorf("register: %v", err)

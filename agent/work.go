@@ -29,6 +29,9 @@ func (a *Agent) onWork(msg *nats.Msg) {
 		a.log.Warn("work_request without a reply subject: dropped")
 		return
 	}
+	if a.answerable(msg) == "" {
+		return
+	}
 	if !a.authenticate(msg) {
 		return
 	}
@@ -156,7 +159,7 @@ func (a *Agent) authenticate(msg *nats.Msg) bool {
 	a.authLog.Warn("refused:"+status, "message refused: authentication failed", "subject", msg.Subject, "token_status", status)
 	// The answer names this agent, whatever id the sender put in its headers.
 	refusal := errcodes.NewAuthenticationFailed(a.cfg.ID, status)
-	if err := broker.Refuse(a.nc, msg, refusal, a.agType, envelope.Orchestrator); err != nil {
+	if err := broker.Refuse(a.nc, a.answerable(msg), refusal, a.agType, envelope.Orchestrator); err != nil {
 		a.log.Warn("answer 5004", "err", err)
 	}
 	return false
@@ -243,4 +246,15 @@ func resultEnvelope(env *envelope.Envelope, e *dedupe.Entry) *envelope.Envelope 
 		out.XCustomFields = e.ResultFields
 	}
 	return out
+}
+
+// answerable returns msg's reply subject when this agent may answer there (see
+// broker.Subjects.AgentMayAnswer), else "" with a line logged at a bounded rate.
+func (a *Agent) answerable(msg *nats.Msg) string {
+	if msg.Reply == "" || a.subjects.AgentMayAnswer(a.cfg.ID, msg.Reply) {
+		return msg.Reply
+	}
+	a.authLog.Warn("foreign-reply", "message not answered: its reply subject is no inbox of a peer of this agent",
+		"subject", msg.Subject, "reply", msg.Reply)
+	return ""
 }

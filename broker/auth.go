@@ -36,17 +36,18 @@ func (a Authenticator) Check(msg *nats.Msg) (string, *errcodes.Error) {
 	return id, nil
 }
 
-// Refuse answers msg, when it has a reply subject, with e as an error envelope from
-// from to to. Nobody vouched for the sender, so the answer carries no credential: no
-// token header, and fresh ids rather than any the sender chose, so that it cannot
-// pass for the daemon's word on a task.
-func Refuse(nc *nats.Conn, msg *nats.Msg, e *errcodes.Error, from, to envelope.AgentType) error {
-	if msg.Reply == "" {
+// Refuse answers a refused message on reply, the subject its caller found to be
+// the sender's own (see InInbox), with e as an error envelope from from to to; ""
+// answers nothing. Nobody vouched for the sender, so the answer carries no
+// credential: no token header, and fresh ids rather than any the sender chose,
+// so that it cannot pass for the daemon's word on a task.
+func Refuse(nc *nats.Conn, reply string, e *errcodes.Error, from, to envelope.AgentType) error {
+	if reply == "" {
 		return nil
 	}
 	data, err := envelope.Encode(envelope.New(from, to, "", "", envelope.NewErrorPayload(e)))
 	if err != nil {
 		return err
 	}
-	return nc.Publish(msg.Reply, data)
+	return nc.Publish(reply, data)
 }

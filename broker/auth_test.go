@@ -62,10 +62,8 @@ func TestRefuseAnswersWithoutCredentials(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	in := &nats.Msg{Subject: "x", Reply: inbox, Header: nats.Header{}}
-	in.Header.Set(broker.HeaderAgentID, "code-1")
 	e := errcodes.NewAuthenticationFailed("code-1", errcodes.TokenInvalid)
-	if err := broker.Refuse(nc, in, e, envelope.Code, envelope.Orchestrator); err != nil {
+	if err := broker.Refuse(nc, inbox, e, envelope.Code, envelope.Orchestrator); err != nil {
 		t.Fatal(err)
 	}
 	got, err := sub.NextMsg(5 * time.Second)
@@ -83,7 +81,7 @@ func TestRefuseAnswersWithoutCredentials(t *testing.T) {
 	if !ok || p.Err().Code != errcodes.AuthenticationFailed || env.FromAgent != envelope.Code {
 		t.Fatalf("got %s from %s: %+v", env.Type, env.FromAgent, env.Payload)
 	}
-	if err := broker.Refuse(nc, &nats.Msg{Subject: "x"}, e, envelope.Code, envelope.Orchestrator); err != nil {
+	if err := broker.Refuse(nc, "", e, envelope.Code, envelope.Orchestrator); err != nil {
 		t.Fatalf("no reply subject: %v", err)
 	}
 }

@@ -26,8 +26,13 @@ func TestSubjectsUseOnePrefix(t *testing.T) {
 		{broker.Subjects{}.AgentControl("a-1"), "chiffon.agent.a-1.control"},
 		{broker.Subjects{}.OrchTask("o", "a-1", "t", "n"), "chiffon.orch.o.task.a-1.t.n"},
 		{broker.Subjects{}.OrchTasks("o"), "chiffon.orch.o.task.>"},
-		{broker.Subjects{Prefix: "lab"}.Register(), "lab.registry.register"},
-		{broker.Subjects{}.Heartbeat(), "chiffon.registry.heartbeat"},
+		{broker.Subjects{Prefix: "lab"}.Register("a-1"), "lab.registry.register.a-1"},
+		{broker.Subjects{}.Registers(), "chiffon.registry.register.*"},
+		{broker.Subjects{}.Heartbeat("a-1"), "chiffon.registry.heartbeat.a-1"},
+		{broker.Subjects{}.Heartbeats(), "chiffon.registry.heartbeat.*"},
+		{broker.Subjects{}.ControlReplies("a-1"), "chiffon.inbox.orch.agent.a-1"},
+		{broker.Subjects{}.ForwardReplies(), "chiffon.inbox.orch.fwd"},
+		{broker.Subjects{}.StoreInbox(), "chiffon.inbox.store"},
 	} {
 		if tc.got != tc.want {
 			t.Errorf("got %q, want %q", tc.got, tc.want)

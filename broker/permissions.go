@@ -2,6 +2,7 @@ package broker
 
 import (
 	"slices"
+	"strings"
 )
 
 // Role is what a NATS identity is in a Chiffon site.
@@ -17,6 +18,11 @@ const (
 	// RoleClient is a script or tool that commands some agents directly, as the
 	// orchestrator does (chiffon init --client).
 	RoleClient Role = "client"
+	// RoleStore is the orchestrator's connection to its JetStream task store
+	// (store.kind jetstream): the only identity that may use the JetStream API
+	// and write the store's subjects. It serves no request, so no sender can
+	// make it publish anywhere.
+	RoleStore Role = "store"
 )
 
 // Identity is one NATS user of a site.
@@ -24,7 +30,7 @@ type Identity struct {
 	// Role says which rights the identity gets.
 	Role Role
 	// Name is the agent id of an agent and the name of a client; "" for the
-	// orchestrator.
+	// orchestrator and its store.
 	Name string
 	// Agents are the agent ids a client may command; unused for other roles.
 	Agents []string
@@ -87,28 +93,34 @@ var subjectTable = []subjectRule{
 		},
 	},
 	{
-		what: "registry.register: registration, agent -> orchestrator (request/reply)",
+		// Each agent its own subject: the broker vouches for the sender, so the
+		// orchestrator answers only into that agent's inbox.
+		what: "registry.register.<agent_id>: registration, agent -> orchestrator (request/reply)",
 		publish: func(s Subjects, id Identity, _ []Identity) []string {
-			return ifRole(id, RoleAgent, s.Register())
+			return ifRole(id, RoleAgent, s.Register(id.Name))
 		},
 		subscribe: func(s Subjects, id Identity, _ []Identity) []string {
-			return ifRole(id, RoleOrchestrator, s.Register())
+			return ifRole(id, RoleOrchestrator, s.Registers())
 		},
 	},
 	{
-		what: "registry.heartbeat: heartbeat, agent -> orchestrator",
+		what: "registry.heartbeat.<agent_id>: heartbeat, agent -> orchestrator",
 		publish: func(s Subjects, id Identity, _ []Identity) []string {
-			return ifRole(id, RoleAgent, s.Heartbeat())
+			return ifRole(id, RoleAgent, s.Heartbeat(id.Name))
 		},
 		subscribe: func(s Subjects, id Identity, _ []Identity) []string {
-			return ifRole(id, RoleOrchestrator, s.Heartbeat())
+			return ifRole(id, RoleOrchestrator, s.Heartbeats())
 		},
 	},
 	{
-		what: "inbox.orch.>: replies to the orchestrator's control requests, agent -> orchestrator, and to a standby's forwarded requests, orchestrator -> orchestrator",
+		// An agent answers only under its own part of the orchestrator's inbox,
+		// and an orchestrator only under the forwarding part: nobody can answer
+		// a request that went to someone else, however well it guesses the
+		// subject.
+		what: "inbox.orch.agent.<agent_id>.> and inbox.orch.fwd.>: answers to the orchestrator's control requests, agent -> orchestrator, and to a standby's forwarded requests, orchestrator -> orchestrator",
 		publish: func(s Subjects, id Identity, _ []Identity) []string {
-			return append(ifRole(id, RoleAgent, s.Inbox(RoleOrchestrator, "")+".>"),
-				ifRole(id, RoleOrchestrator, s.Inbox(RoleOrchestrator, "")+".>")...)
+			return append(ifRole(id, RoleAgent, s.ControlReplies(id.Name)+".>"),
+				ifRole(id, RoleOrchestrator, s.ForwardReplies()+".>")...)
 		},
 		subscribe: func(s Subjects, id Identity, _ []Identity) []string {
 			return ifRole(id, RoleOrchestrator, s.Inbox(RoleOrchestrator, "")+".>")
@@ -142,27 +154,41 @@ var subjectTable = []subjectRule{
 		},
 	},
 	{
-		// The orchestrator alone keeps tasks: were an agent or a client able to
-		// write here, it could plant or rewrite tasks. The JetStream API lets it
-		// create, read and purge its stream; its answers come to the orchestrator's
-		// inbox.
+		// The orchestrator's store connection alone keeps tasks: were an agent
+		// or a client able to write here, it could plant or rewrite tasks; were
+		// the connection that answers agents able to, a reply subject chosen by
+		// a sender could depose the leader or wipe a record. The JetStream API
+		// lets the store create, read and purge its stream; its answers come to
+		// the store's own inbox.
 		what: "store.>: the orchestrator's JetStream task store (store.kind jetstream), and the JetStream API ($JS.API.>)",
 		publish: func(s Subjects, id Identity, _ []Identity) []string {
-			return ifRole(id, RoleOrchestrator, s.Store()+".>", "$JS.API.>")
+			return ifRole(id, RoleStore, s.Store()+".>", "$JS.API.>")
 		},
-		subscribe: func(Subjects, Identity, []Identity) []string { return nil },
+		subscribe: func(s Subjects, id Identity, _ []Identity) []string {
+			return ifRole(id, RoleStore, s.StoreInbox()+".>")
+		},
 	},
 }
 
 // Inbox is the inbox prefix of an identity: nats.go makes the reply subjects of
 // its requests under it, and only that identity may subscribe there. name is the
-// agent id or client name; the orchestrator's has none. A name of "*" makes the
-// pattern of every identity of the role.
+// agent id or client name; the orchestrator's and its store's have none. A name
+// of "*" makes the pattern of every identity of the role.
 func (s Subjects) Inbox(role Role, name string) string {
-	if role == RoleOrchestrator {
+	switch role {
+	case RoleOrchestrator:
 		return s.join("inbox", "orch")
+	case RoleStore:
+		return s.StoreInbox()
 	}
 	return s.join("inbox", string(role), name)
+}
+
+// InInbox reports whether subject lies under the inbox prefix inbox (one more
+// token at least): where a daemon may answer a sender whose inbox that is.
+func InInbox(subject, inbox string) bool {
+	rest, ok := strings.CutPrefix(subject, inbox+".")
+	return ok && rest != "" && validLiteralSubject(subject)
 }
 
 // InboxOf is id's inbox prefix.
@@ -201,4 +227,16 @@ func commandedAgents(id Identity, subject func(agentID string) string) []string 
 		return out
 	}
 	return nil
+}
+
+// AgentMayAnswer reports whether agent agentID may answer a request on reply: an
+// orchestrator's task inbox naming agentID, agentID's part of the orchestrator's
+// inbox (ControlReplies), or a client's inbox, the client being one the broker
+// lets command the agent. An agent answers nothing else, so that nobody who may
+// send it a request can make it publish where that sender may not.
+func (s Subjects) AgentMayAnswer(agentID, reply string) bool {
+	if in, ok := ParseTaskInbox(reply); ok {
+		return in.AgentID == agentID && strings.HasPrefix(reply, s.join("orch")+".") && validLiteralSubject(reply)
+	}
+	return InInbox(reply, s.ControlReplies(agentID)) || InInbox(reply, s.join("inbox", string(RoleClient)))
 }

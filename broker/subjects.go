@@ -76,12 +76,49 @@ func ParseTaskInbox(subject string) (inbox TaskInbox, ok bool) {
 // forward a submit, a cancel or the agent list to the leader (request/reply).
 func (s Subjects) OrchAPI(orchID string) string { return s.join("orch", orchID, "api") }
 
-// Register is where agents register (request/reply).
-func (s Subjects) Register() string { return s.join("registry", "register") }
+// Register is where agent agentID registers (request/reply). The id in the
+// subject is what the broker vouches for: each agent may publish only on its own,
+// so the orchestrator knows who asks, and whose inbox an answer may go to, before
+// it reads the message.
+func (s Subjects) Register(agentID string) string { return s.join("registry", "register", agentID) }
+
+// Registers matches every agent's Register subject.
+func (s Subjects) Registers() string { return s.Register("*") }
 
 // Store is the subject prefix of the orchestrator's JetStream task store
 // (store.kind jetstream): <prefix>.store.
 func (s Subjects) Store() string { return s.join("store") }
 
-// Heartbeat is where agents publish heartbeats.
-func (s Subjects) Heartbeat() string { return s.join("registry", "heartbeat") }
+// Heartbeat is where agent agentID publishes heartbeats; like Register, the
+// subject names the sender.
+func (s Subjects) Heartbeat(agentID string) string { return s.join("registry", "heartbeat", agentID) }
+
+// Heartbeats matches every agent's Heartbeat subject.
+func (s Subjects) Heartbeats() string { return s.Heartbeat("*") }
+
+// SenderOf returns the agent id that a Register or Heartbeat subject names (its
+// last token), or "" for a subject of another form.
+func SenderOf(subject string) string {
+	i := strings.LastIndexByte(subject, '.')
+	if i < 0 || i == len(subject)-1 {
+		return ""
+	}
+	return subject[i+1:]
+}
+
+// ControlReplies is the prefix of the subjects where agent agentID answers the
+// orchestrator's requests on its control subject (ping, cancel, drain): only
+// that agent may publish under it, so an answer there comes from it (or the
+// server, with "no responders"), whatever else it says.
+func (s Subjects) ControlReplies(agentID string) string {
+	return s.join("inbox", "orch", "agent", agentID)
+}
+
+// ForwardReplies is the prefix of the subjects where the leading orchestrator of
+// a group answers a standby's forwarded API request: only orchestrators may
+// publish under it.
+func (s Subjects) ForwardReplies() string { return s.join("inbox", "orch", "fwd") }
+
+// StoreInbox is the inbox prefix of the orchestrator's store connection, where
+// the JetStream API answers it.
+func (s Subjects) StoreInbox() string { return s.join("inbox", "store") }

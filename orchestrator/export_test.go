@@ -10,6 +10,7 @@ import (
 	"github.com/chiffon-dev/chiffon/orchestrator/badgerstore"
 	"github.com/chiffon-dev/chiffon/orchestrator/memstore"
 	"github.com/chiffon-dev/chiffon/orchestrator/task"
+	"github.com/nats-io/nats.go"
 )
 
 // BreakStoreWrites makes every later task store write of an open orchestrator fail,
@@ -72,3 +73,6 @@ func ForgetFiring(o *Orchestrator, name string) error { return o.st.PutRecord(fi
 func SubmitAs(o *Orchestrator, req SubmitRequest, id, requestID string) (*Task, bool, error) {
 	return o.submit(req, origin{id: id, requestID: requestID})
 }
+
+// SignForwardedAnswer signs msg as o signs its answers to forwarded requests.
+func SignForwardedAnswer(o *Orchestrator, msg *nats.Msg) { o.forwardSigner().sign(msg) }

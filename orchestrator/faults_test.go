@@ -178,7 +178,7 @@ func TestAgentOfflineAfterThreeMissedHeartbeats(t *testing.T) {
 	}
 	// A heartbeat brings it back.
 	hb := envelope.New(envelope.Code, envelope.Orchestrator, "", "", &envelope.Heartbeat{AgentID: "code-1", Status: envelope.AgentBusy, ActiveTasks: 1, MaxConcurrency: 1})
-	a.publishAs(a.subj.Heartbeat(), a.token, hb)
+	a.publishAs(a.subj.Heartbeat(a.id), a.token, hb)
 	waitFor(t, "agent online", func() bool { g := o.Agents()[0]; return g.State == "online" && g.LastHeartbeat != nil })
 }
 

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/chiffon-dev/chiffon/broker"
 	"github.com/nats-io/nats.go"
 )
 
@@ -20,12 +21,19 @@ import (
 // data; the leader serves it with its own API, which checks the token again, and
 // answers the status, the headers a client reads and the body. Nothing is
 // retried: a submit forwarded once creates its task once.
+//
+// The answer comes on a subject under ForwardReplies, where only orchestrators
+// may publish, ending in a nonce from crypto/rand (broker.Requester); and it is
+// signed with a key derived from the operator's API token, which every
+// orchestrator of the group holds: the standby passes on only an answer that
+// bears the signature of its exact subject, status, headers and body.
 
 // Headers of a forwarded request and its answer.
 const (
 	hdrFwdMethod = "Chiffon-Method"
 	hdrFwdPath   = "Chiffon-Path"
 	hdrFwdStatus = "Chiffon-Status"
+	hdrFwdSig    = "Chiffon-Signature"
 )
 
 // forwardTimeout bounds the leader's answer to a forwarded request.
@@ -60,7 +68,13 @@ func (o *Orchestrator) forward(w http.ResponseWriter, r *http.Request) {
 	}}
 	ctx, cancel := context.WithTimeout(r.Context(), forwardTimeout)
 	defer cancel()
-	resp, err := o.nc.RequestMsgWithContext(ctx, msg)
+	call, err := o.req.Send(msg, o.subj.ForwardReplies())
+	if err != nil {
+		writeError(w, http.StatusBadGateway, "unavailable", "", "forward to the leading orchestrator: "+err.Error())
+		return
+	}
+	defer call.Close()
+	resp, err := call.Next(ctx)
 	switch {
 	case errors.Is(err, nats.ErrNoResponders):
 		w.Header().Set("Retry-After", "1")
@@ -72,6 +86,11 @@ func (o *Orchestrator) forward(w http.ResponseWriter, r *http.Request) {
 		return
 	case err != nil:
 		writeError(w, http.StatusBadGateway, "unavailable", "", "forward to the leading orchestrator: "+err.Error())
+		return
+	}
+	if !o.forwardSigner().verify(resp) {
+		o.authLog.Warn("forward-signature", "answer to a forwarded request refused: bad or missing signature", "subject", resp.Subject)
+		writeError(w, http.StatusBadGateway, "unavailable", "", "the answer to the forwarded request failed its signature check")
 		return
 	}
 	status, err := strconv.Atoi(resp.Header.Get(hdrFwdStatus))
@@ -105,7 +124,9 @@ var forwardable = map[string]bool{
 // handleForwarded serves a request a standby forwarded, off the subscription's
 // goroutine (a submit waits for its commit), and answers it.
 func (o *Orchestrator) handleForwarded(msg *nats.Msg) {
-	if msg.Reply == "" {
+	if !broker.InInbox(msg.Reply, o.subj.ForwardReplies()) {
+		o.metrics.foreignReplies.Inc()
+		o.authLog.Warn("foreign-reply", "forwarded request not served: its reply subject is not a forwarding inbox", "reply", msg.Reply)
 		return
 	}
 	o.subsMu.Lock() // Close waits for o.wg once subsClosed is set
@@ -125,6 +146,7 @@ func (o *Orchestrator) handleForwarded(msg *nats.Msg) {
 				out.Header.Set(k, v)
 			}
 		}
+		o.forwardSigner().sign(out)
 		if err := o.nc.PublishMsg(out); err != nil {
 			o.log.Warn("answer a forwarded request", "err", err)
 		}

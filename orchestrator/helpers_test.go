@@ -223,7 +223,8 @@ type workMsg struct {
 
 func (e *env) fakeAgent(id string) *fakeAgent {
 	e.t.Helper()
-	a := &fakeAgent{t: e.t, e: e, id: id, token: e.tokens[id], nc: testnats.Connect(e.t, e.srv),
+	a := &fakeAgent{t: e.t, e: e, id: id, token: e.tokens[id],
+		nc:   testnats.ConnectWithInbox(e.t, e.srv, broker.Subjects{}.InboxOf(broker.Identity{Role: broker.RoleAgent, Name: id})),
 		work: make(chan *workMsg, 64), control: make(chan *envelope.Envelope, 64), pingOK: true, cancelOK: true}
 	return a
 }
@@ -315,7 +316,7 @@ func (a *fakeAgent) registerAs(token string, capacity int, offering ...string) *
 	reg := envelope.New(envelope.Code, envelope.Orchestrator, "", "", &envelope.Register{AgentID: a.id,
 		SupportedVersions: []string{"1.0"}, WorkTypes: offering, MaxConcurrency: capacity, HeartbeatIntervalMS: hb.Milliseconds(), Labels: a.labels})
 	data, _ := envelope.Encode(reg)
-	m := &nats.Msg{Subject: a.subj.Register(), Data: data}
+	m := &nats.Msg{Subject: a.subj.Register(a.id), Data: data}
 	broker.SetAuth(m, token, a.id)
 	if a.instance != "" {
 		m.Header.Set(broker.HeaderInstance, a.instance)
@@ -363,7 +364,7 @@ func (a *fakeAgent) heartbeat(capacity int) { a.heartbeatStatus(capacity, envelo
 func (a *fakeAgent) heartbeatStatus(capacity int, status string) {
 	hb := envelope.New(envelope.Code, envelope.Orchestrator, "", "", &envelope.Heartbeat{AgentID: a.id,
 		Status: status, MaxConcurrency: capacity})
-	a.publishAs(a.subj.Heartbeat(), a.token, hb)
+	a.publishAs(a.subj.Heartbeat(a.id), a.token, hb)
 }
 
 // next returns the next work_request.
@@ -421,7 +422,7 @@ func (a *fakeAgent) setPing(ok bool) {
 }
 
 func natsMsg(a *fakeAgent, data []byte) *nats.Msg {
-	m := &nats.Msg{Subject: a.subj.Register(), Data: data}
+	m := &nats.Msg{Subject: a.subj.Register(a.id), Data: data}
 	broker.SetAuth(m, a.token, a.id)
 	return m
 }

@@ -32,7 +32,7 @@ func (o *Orchestrator) handleTaskMsg(msg *nats.Msg) {
 		})
 		return
 	}
-	agentID, env, ok, err := o.receive(msg)
+	agentID, env, ok, err := o.receive(msg, inbox.AgentID)
 	if !ok {
 		return
 	}

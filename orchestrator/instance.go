@@ -1,6 +1,7 @@
 package orchestrator
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"time"
@@ -39,28 +40,26 @@ func (o *Orchestrator) probeInstance(agentID, instance string) error {
 	if !ok {
 		return errUnknownAgent
 	}
-	inbox := o.nc.NewRespInbox()
-	sub, err := o.nc.SubscribeSync(inbox)
-	if err != nil {
-		return err
-	}
-	defer func() { _ = sub.Unsubscribe() }()
 	env := envelope.New(envelope.Orchestrator, o.sec.agents[agentID].typ, "", "", &envelope.Ping{})
 	data, err := envelope.Encode(env)
 	if err != nil {
 		return err
 	}
-	if err := o.nc.PublishMsg(&nats.Msg{Subject: o.subj.AgentControl(agentID), Reply: inbox, Data: data, Header: hdr}); err != nil {
+	call, err := o.req.Send(&nats.Msg{Subject: o.subj.AgentControl(agentID), Data: data, Header: hdr}, o.subj.ControlReplies(agentID))
+	if err != nil {
 		return err
 	}
+	defer call.Close()
 	deadline := time.Now().Add(o.cfg.Timeouts.Control)
 	selfSeen := false
 	for {
-		msg, err := sub.NextMsg(time.Until(deadline))
+		ctx, cancel := context.WithDeadline(context.Background(), deadline)
+		msg, err := call.Next(ctx)
+		cancel()
 		if errors.Is(err, nats.ErrNoResponders) {
 			return nil // no process at all: the registering one has not subscribed
 		}
-		if errors.Is(err, nats.ErrTimeout) {
+		if errors.Is(err, context.DeadlineExceeded) {
 			if selfSeen {
 				return nil
 			}

@@ -19,11 +19,13 @@ import (
 
 // TestJetStreamStoreOnASecureSite: on a broker set up as chiffon init sets one up
 // (TLS, an NKey per daemon, each one's allow lists), with JetStream on, the
-// orchestrator keeps its tasks in JetStream, and an agent can neither use the
-// JetStream API nor write the store's subjects: it cannot plant or rewrite a task.
+// orchestrator keeps its tasks in JetStream over its store connection, and
+// neither an agent nor the orchestrator's own connection, the one that answers
+// agents, can use the JetStream API or write the store's subjects: no sender can
+// plant or rewrite a task, or make the orchestrator do it.
 func TestJetStreamStoreOnASecureSite(t *testing.T) {
 	subj := broker.Subjects{}
-	ids := []broker.Identity{{Role: broker.RoleOrchestrator}, {Role: broker.RoleAgent, Name: "code-1"}}
+	ids := []broker.Identity{{Role: broker.RoleOrchestrator}, {Role: broker.RoleStore}, {Role: broker.RoleAgent, Name: "code-1"}}
 	seeds, users := siteUsers(t, ids)
 	srv := testnats.StartSecureJetStream(t, users)
 	cfg := orchestrator.Config{
@@ -31,7 +33,8 @@ func TestJetStreamStoreOnASecureSite(t *testing.T) {
 		DataDir: t.TempDir(), APIToken: broker.NewToken(),
 		Agents: []orchestrator.AgentConfig{{ID: "code-1", Type: envelope.Code, Token: broker.NewToken(),
 			OrchestratorToken: broker.NewToken()}},
-		Store: orchestrator.StoreConfig{Kind: orchestrator.StoreJetStream},
+		Store: orchestrator.StoreConfig{Kind: orchestrator.StoreJetStream,
+			JetStream: orchestrator.JetStreamStoreConfig{NATS: broker.NATSConfig{NKeyFile: seeds[1]}}},
 	}
 	o, err := orchestrator.Open(cfg, orchestrator.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
@@ -49,11 +52,11 @@ func TestJetStreamStoreOnASecureSite(t *testing.T) {
 	}
 	record := subj.Store() + ".t." + task.ID
 
-	// What the store holds, read as the orchestrator.
-	orchNC := testnats.ConnectAs(t, srv.Server, seeds[0], srv.TLS, subj.Inbox(broker.RoleOrchestrator, ""))
+	// What the store holds, read as the store.
+	storeNC := testnats.ConnectAs(t, srv.Server, seeds[1], srv.TLS, subj.StoreInbox())
 	stored := func() []byte {
 		t.Helper()
-		js, err := jetstream.New(orchNC)
+		js, err := jetstream.New(storeNC)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -69,34 +72,38 @@ func TestJetStreamStoreOnASecureSite(t *testing.T) {
 	}
 	stored() // the orchestrator wrote it there
 
-	// The agent: the JetStream API and the store's subjects are not its own.
-	agentNC := testnats.ConnectAs(t, srv.Server, seeds[1], srv.TLS, subj.InboxOf(ids[1]))
-	violations := make(chan error, 8)
-	agentNC.SetErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) {
+	// The agent and the orchestrator's own identity: the JetStream API and the
+	// store's subjects are not theirs.
+	for _, i := range []int{2, 0} {
+		nc := testnats.ConnectAs(t, srv.Server, seeds[i], srv.TLS, subj.InboxOf(ids[i]))
+		violations := make(chan error, 8)
+		nc.SetErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) {
+			select {
+			case violations <- err:
+			default:
+			}
+		})
+		if err := nc.Publish(record, []byte(`{"id":"`+task.ID+`","state":"succeeded"}`)); err != nil {
+			t.Fatal(err)
+		}
 		select {
-		case violations <- err:
-		default:
+		case err := <-violations:
+			if !errors.Is(err, nats.ErrPermissionViolation) {
+				t.Fatalf("%s's write to the store: %v, want a permissions violation", ids[i].Role, err)
+			}
+		case <-time.After(wait):
+			t.Fatalf("%s's write to the store was not refused", ids[i].Role)
 		}
-	})
-	if err := agentNC.Publish(record, []byte(`{"id":"`+task.ID+`","state":"succeeded"}`)); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case err := <-violations:
-		if !errors.Is(err, nats.ErrPermissionViolation) {
-			t.Fatalf("agent's write to the store: %v, want a permissions violation", err)
+		js, err := jetstream.New(nc)
+		if err != nil {
+			t.Fatal(err)
 		}
-	case <-time.After(wait):
-		t.Fatal("the agent's write to the store was not refused")
-	}
-	ajs, err := jetstream.New(agentNC)
-	if err != nil {
-		t.Fatal(err)
-	}
-	short, cancelShort := context.WithTimeout(ctx, 2*time.Second)
-	defer cancelShort()
-	if _, err := ajs.AccountInfo(short); err == nil {
-		t.Fatal("the agent used the JetStream API")
+		short, cancelShort := context.WithTimeout(ctx, 2*time.Second)
+		_, err = js.AccountInfo(short)
+		cancelShort()
+		if err == nil {
+			t.Fatalf("%s used the JetStream API", ids[i].Role)
+		}
 	}
 	// The orchestrator rewrites the record as it retries (no agent is online); the
 	// agent's forgery must not be what is stored.

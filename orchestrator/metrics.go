@@ -19,10 +19,13 @@ type metrics struct {
 	breaker      *prometheus.GaugeVec
 	messages     *prometheus.CounterVec
 	authFailures prometheus.Counter
-	invalid      prometheus.Counter
-	tooLarge     prometheus.Counter
-	rateLimited  *prometheus.CounterVec
-	leader       prometheus.Gauge
+	// foreignReplies counts messages left unanswered because their reply
+	// subject was not their sender's own inbox (reply.go).
+	foreignReplies prometheus.Counter
+	invalid        prometheus.Counter
+	tooLarge       prometheus.Counter
+	rateLimited    *prometheus.CounterVec
+	leader         prometheus.Gauge
 }
 
 func newMetrics() *metrics {
@@ -40,6 +43,8 @@ func newMetrics() *metrics {
 			Help: "Envelopes sent and received, by direction and type."}, []string{"direction", "type"}),
 		authFailures: prometheus.NewCounter(prometheus.CounterOpts{Name: "chiffon_orchestrator_auth_failures_total",
 			Help: "Messages refused for a missing or wrong bearer token."}),
+		foreignReplies: prometheus.NewCounter(prometheus.CounterOpts{Name: "chiffon_orchestrator_foreign_replies_total",
+			Help: "Messages not answered because their reply subject was not the inbox of the sender the broker vouches for."}),
 		invalid: prometheus.NewCounter(prometheus.CounterOpts{Name: "chiffon_orchestrator_invalid_messages_total",
 			Help: "Messages or output pieces refused as invalid."}),
 		tooLarge: prometheus.NewCounter(prometheus.CounterOpts{Name: "chiffon_orchestrator_tasks_too_large_total",
@@ -50,7 +55,7 @@ func newMetrics() *metrics {
 			Help: "1 while this orchestrator leads its group (ha.enabled) or runs alone, 0 on a standby."}),
 	}
 	m.leader.Set(1)
-	m.reg.MustRegister(m.tasks, m.latency, m.retries, m.breaker, m.messages, m.authFailures, m.invalid, m.tooLarge, m.rateLimited, m.leader,
+	m.reg.MustRegister(m.tasks, m.latency, m.retries, m.breaker, m.messages, m.authFailures, m.foreignReplies, m.invalid, m.tooLarge, m.rateLimited, m.leader,
 		buildinfo.Gauge("chiffon_build_info"), collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }

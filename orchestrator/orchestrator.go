@@ -37,6 +37,11 @@ type Options struct {
 	// Conn is an open NATS connection to use instead of dialing Config.NATS.URLs.
 	// The orchestrator does not close it.
 	Conn *nats.Conn
+	// StoreConn is an open NATS connection for the JetStream task store
+	// (store.kind jetstream) to use instead of dialing one as
+	// store.jetstream.nats; nil with Conn set means Conn. The orchestrator does
+	// not close it.
+	StoreConn *nats.Conn
 	// Store keeps the tasks instead of a Badger store in Config.DataDir/tasks.
 	// The orchestrator closes it.
 	Store TaskStore
@@ -60,6 +65,13 @@ type Orchestrator struct {
 	subj    broker.Subjects
 	nc      *nats.Conn
 	ownConn bool
+	// storeNC holds the JetStream task store (conns.go); nil with Badger's.
+	storeNC      *nats.Conn
+	ownStoreConn bool
+	// req sends the requests whose answers the orchestrator waits for (control
+	// requests to agents, forwarded API calls) on reply subjects only the
+	// intended peer may publish on (broker.Requester).
+	req     *broker.Requester
 	st      TaskStore
 	metrics *metrics
 	// hooks delivers events to the webhook receivers; nil without any.
@@ -145,28 +157,14 @@ func Open(cfg Config, opts Options) (*Orchestrator, error) {
 		m: machine{timeouts: cfg.Timeouts, now: func() time.Time { return time.Now().UTC() },
 			nonce: broker.NewNonce},
 	}
-	o.nc = opts.Conn
-	if o.nc == nil {
-		if err := cfg.NATS.Validate(); err != nil {
-			return nil, fmt.Errorf("config: %w", err)
-		}
-		o.ownConn = true
-		cc := cfg.NATS.ConnConfig("chiffon-orchestrator-" + id)
-		cc.Logger = o.log
-		cc.OnDisconnect = func(*nats.Conn, error) { o.link.down() }
-		cc.OnReconnect = func(*nats.Conn) { o.link.up(); o.discover() }
-		cc.InboxPrefix = o.subj.Inbox(broker.RoleOrchestrator, "")
-		o.nc, err = broker.Connect(cc)
-		if err != nil {
-			return nil, fmt.Errorf("connect to NATS: %w", err)
-		}
+	if err := o.connect(opts); err != nil {
+		o.closeConns()
+		return nil, err
 	}
 	o.st = opts.Store
 	if o.st == nil {
-		if o.st, err = openStore(cfg, o.nc, o.log); err != nil {
-			if o.ownConn {
-				o.nc.Close()
-			}
+		if o.st, err = openStore(cfg, o.storeNC, o.log); err != nil {
+			o.closeConns()
 			return nil, err
 		}
 	}
@@ -174,9 +172,7 @@ func Open(cfg Config, opts Options) (*Orchestrator, error) {
 	if opts.Pages != nil {
 		if err := o.mountPages(opts.Pages); err != nil {
 			_ = o.st.Close()
-			if o.ownConn {
-				o.nc.Close()
-			}
+			o.closeConns()
 			return nil, err
 		}
 	}
@@ -209,8 +205,8 @@ func (o *Orchestrator) start() error {
 		subject string
 		fn      nats.MsgHandler
 	}{
-		{o.subj.Register(), o.handleRegister},
-		{o.subj.Heartbeat(), o.handleHeartbeat},
+		{o.subj.Registers(), o.handleRegister},
+		{o.subj.Heartbeats(), o.handleHeartbeat},
 		{o.subj.OrchTasks(o.id), o.handleTaskMsg},
 	}
 	if o.ha != nil {
@@ -348,9 +344,7 @@ func (o *Orchestrator) Close() error {
 	}
 	// The store first: JetStream's commits what is queued over the connection.
 	err := o.st.Close()
-	if o.ownConn && o.nc != nil {
-		o.nc.Close()
-	}
+	o.closeConns()
 	return err
 }
 
@@ -441,7 +435,7 @@ func (o *Orchestrator) request(ctx context.Context, agentID string, env *envelop
 	o.metrics.messages.WithLabelValues("out", string(env.Type)).Inc()
 	ctx, cancel := context.WithTimeout(ctx, o.cfg.Timeouts.Control)
 	defer cancel()
-	resp, err := o.nc.RequestMsgWithContext(ctx, msg)
+	resp, err := o.req.Request(ctx, msg, o.subj.ControlReplies(agentID))
 	if err != nil {
 		return nil, err
 	}
@@ -464,14 +458,18 @@ func (o *Orchestrator) request(ctx context.Context, agentID string, env *envelop
 	return rep, nil
 }
 
-// receive is how every message from an agent comes in: its token is checked against
-// the agent it names (a mismatch is answered with 5004 and dropped: ok is false), then
-// it is decoded and counted by type. A decode error is returned for the caller to
-// answer in the way its subject allows.
-func (o *Orchestrator) receive(msg *nats.Msg) (agentID string, env *envelope.Envelope, ok bool, err error) {
+// receive is how every message from an agent comes in. sender is the agent the
+// subject names, which the broker vouches for: the message must name the same
+// agent and carry its token (a mismatch is answered with 5004, in sender's inbox
+// only, and dropped: ok is false). It is then decoded and counted by type. A
+// decode error is returned for the caller to answer in the way its subject allows.
+func (o *Orchestrator) receive(msg *nats.Msg, sender string) (agentID string, env *envelope.Envelope, ok bool, err error) {
 	agentID, aerr := o.authenticate(msg)
+	if aerr == nil && agentID != sender {
+		aerr = errcodes.NewAuthenticationFailed(agentID, errcodes.TokenInvalid)
+	}
 	if aerr != nil {
-		o.rejectAuth(msg, aerr)
+		o.rejectAuth(msg, sender, aerr)
 		return agentID, nil, false, nil
 	}
 	if env, err = envelope.Decode(msg.Data); err != nil {
@@ -488,14 +486,15 @@ func (o *Orchestrator) authenticate(msg *nats.Msg) (string, *errcodes.Error) {
 }
 
 // rejectAuth counts and logs a refused message (never its token, and at a bounded
-// rate), and answers 5004 when msg has a reply subject. The answer goes to a
-// sender nobody vouched for, so it carries no credential of any kind: no token
-// header, and only what the sender itself claimed.
-func (o *Orchestrator) rejectAuth(msg *nats.Msg, e *errcodes.Error) {
+// rate), and answers 5004 when msg's reply subject is the inbox of sender, the
+// agent its subject names. The answer goes to a sender nobody vouched for, so it
+// carries no credential of any kind: no token header, and only what the sender
+// itself claimed.
+func (o *Orchestrator) rejectAuth(msg *nats.Msg, sender string, e *errcodes.Error) {
 	o.metrics.authFailures.Inc()
 	o.authLog.Warn("refused:"+fmt.Sprint(e.Context[errcodes.KeyTokenStatus]), "message refused: authentication failed", "subject", msg.Subject,
 		"agent_id", e.Context[errcodes.KeyAgentID], "token_status", e.Context[errcodes.KeyTokenStatus])
-	if err := broker.Refuse(o.nc, msg, e, envelope.Orchestrator, envelope.Infra); err != nil {
+	if err := broker.Refuse(o.nc, o.answerable(msg, sender), e, envelope.Orchestrator, envelope.Infra); err != nil {
 		o.log.Warn("answer 5004", "err", err)
 	}
 }

@@ -139,9 +139,12 @@ func (o *Orchestrator) agentInfos() []AgentInfo {
 // or an error: 5004 for a bad token, for a type other than the one the id is bound
 // to, or while another process with the id is live; 5006 with no common version.
 func (o *Orchestrator) handleRegister(msg *nats.Msg) {
-	agentID, env, ok, err := o.receive(msg)
+	agentID, env, ok, err := o.receive(msg, broker.SenderOf(msg.Subject))
 	if !ok {
 		return
+	}
+	if o.answerable(msg, agentID) == "" {
+		return // a registration wants an answer, in the agent's own inbox
 	}
 	if err != nil {
 		o.log.Warn("bad register message", "agent_id", agentID, "err", err)
@@ -205,8 +208,10 @@ func (o *Orchestrator) accept(msg *nats.Msg, env *envelope.Envelope, reg *envelo
 	o.register(env.FromAgent, reg, instance, version, known)
 	rep := env.Reply(&envelope.RegisterAck{AgentID: agentID, OrchestratorID: o.id, ProtocolVersion: version})
 	rep.ProtocolVersion = version
-	if err := o.publish(msg.Reply, "", agentID, rep); err != nil {
-		o.log.Warn("send register_ack", "agent_id", agentID, "err", err)
+	if reply := o.answerable(msg, agentID); reply != "" {
+		if err := o.publish(reply, "", agentID, rep); err != nil {
+			o.log.Warn("send register_ack", "agent_id", agentID, "err", err)
+		}
 	}
 	a := o.agents[agentID]
 	o.log.Info("agent registered", "agent_id", agentID, "agent_type", env.FromAgent,
@@ -298,7 +303,7 @@ func (o *Orchestrator) goOffline(a *agentEntry) {
 
 // handleHeartbeat updates an agent's status and load.
 func (o *Orchestrator) handleHeartbeat(msg *nats.Msg) {
-	agentID, env, ok, err := o.receive(msg)
+	agentID, env, ok, err := o.receive(msg, broker.SenderOf(msg.Subject))
 	if !ok {
 		return
 	}
@@ -380,9 +385,11 @@ func (o *Orchestrator) lastHeartbeat(agentID string) *time.Time {
 	return nil
 }
 
-// replyError answers msg with an error envelope, when it has a reply subject.
+// replyError answers msg, from agentID, with an error envelope when its reply
+// subject is agentID's inbox.
 func (o *Orchestrator) replyError(msg *nats.Msg, agentID string, req *envelope.Envelope, e *errcodes.Error) {
-	if msg.Reply == "" {
+	reply := o.answerable(msg, agentID)
+	if reply == "" {
 		return
 	}
 	var rep *envelope.Envelope
@@ -392,7 +399,7 @@ func (o *Orchestrator) replyError(msg *nats.Msg, agentID string, req *envelope.E
 	} else {
 		rep = envelope.New(envelope.Orchestrator, envelope.Infra, "", "", envelope.NewErrorPayload(e))
 	}
-	if err := o.publish(msg.Reply, "", agentID, rep); err != nil {
+	if err := o.publish(reply, "", agentID, rep); err != nil {
 		o.log.Warn("send error reply", "agent_id", agentID, "err", err)
 	}
 }

@@ -192,7 +192,7 @@ func TestAnswerToAnUnauthenticatedSenderCarriesNoCredential(t *testing.T) {
 		SupportedVersions: []string{"1.0"}, WorkTypes: []string{"echo"}, MaxConcurrency: 1, HeartbeatIntervalMS: 60000})
 	data, _ := envelope.Encode(reg)
 	for _, tok := range []string{"", broker.NewToken(), e.orchTokens["code-1"]} {
-		m := &nats.Msg{Subject: broker.Subjects{}.Register(), Data: data}
+		m := &nats.Msg{Subject: broker.Subjects{}.Register("code-1"), Data: data}
 		if tok != "" {
 			broker.SetAuth(m, tok, "code-1")
 		}
@@ -229,7 +229,7 @@ func TestAuthFailureFloodIsCountedAndLoggedAtABoundedRate(t *testing.T) {
 	a := e.fakeAgent("code-1")
 	const n = 500
 	for range n {
-		m := &nats.Msg{Subject: broker.Subjects{}.Heartbeat(), Data: []byte(`{}`)}
+		m := &nats.Msg{Subject: broker.Subjects{}.Heartbeat("code-1"), Data: []byte(`{}`)}
 		broker.SetAuth(m, broker.NewToken(), "code-1")
 		if err := a.nc.PublishMsg(m); err != nil {
 			t.Fatal(err)

@@ -40,6 +40,33 @@ type JetStreamStoreConfig struct {
 	// Replicas is how many nodes of the cluster hold the stream: 1 (the default),
 	// 3 or 5.
 	Replicas int `yaml:"replicas"`
+	// NATS is the identity of the store's own NATS connection, the only one the
+	// broker lets use the JetStream API and write the store's subjects (chiffon
+	// init writes orchestrator-store.nk for it): the connection that answers
+	// agents cannot publish there, whatever reply subject a sender picks. Its
+	// nkey_file or creds_file, and tls, replace those of the nats section; urls
+	// and prefix are always the nats section's. Unset, the store connects as the
+	// nats section's identity.
+	NATS broker.NATSConfig `yaml:"nats"`
+}
+
+// StoreNATS is the nats section of the store's connection: the orchestrator's,
+// with the identity and client certificate store.jetstream.nats names.
+func (c Config) StoreNATS() broker.NATSConfig {
+	n, own := c.NATS, c.Store.JetStream.NATS
+	if own.NKeyFile != "" || own.CredsFile != "" {
+		n.NKeyFile, n.CredsFile = own.NKeyFile, own.CredsFile
+	}
+	if own.TLS.CAFile != "" {
+		n.TLS.CAFile = own.TLS.CAFile
+	}
+	if own.TLS.CertFile != "" || own.TLS.KeyFile != "" {
+		n.TLS.CertFile, n.TLS.KeyFile = own.TLS.CertFile, own.TLS.KeyFile
+	}
+	if own.TLS.ServerName != "" {
+		n.TLS.ServerName = own.TLS.ServerName
+	}
+	return n
 }
 
 var (
@@ -69,7 +96,30 @@ func (c StoreConfig) Validate() error {
 	default:
 		return bad("jetstream.replicas", "must be 1, 3 or 5, got %d", js.Replicas)
 	}
+	if len(js.NATS.URLs) > 0 || js.NATS.Prefix != "" {
+		return bad("jetstream.nats", "takes nkey_file, creds_file and tls only: urls and prefix are the nats section's")
+	}
+	if js.NATS.NKeyFile != "" || js.NATS.CredsFile != "" || js.NATS.TLS != (broker.ClientTLS{}) {
+		if err := js.NATS.Validate(); err != nil {
+			return fmt.Errorf("config: store.jetstream.%w", err)
+		}
+	}
 	return nil
+}
+
+// storeConn is the store's own NATS connection (store.jetstream.nats): it
+// serves no incoming message, so nothing a sender picks is ever published with
+// its rights. Its requests' answers come to the store's inbox.
+func storeConn(cfg Config, name string, log *slog.Logger) (*nats.Conn, error) {
+	n := cfg.StoreNATS()
+	cc := n.ConnConfig(name)
+	cc.Logger = log
+	cc.InboxPrefix = broker.Subjects{Prefix: cfg.NATS.Prefix}.StoreInbox()
+	nc, err := broker.Connect(cc)
+	if err != nil {
+		return nil, fmt.Errorf("connect the task store to NATS: %w", err)
+	}
+	return nc, nil
 }
 
 // openStore opens the task store cfg names: Badger in <data_dir>/tasks, or the

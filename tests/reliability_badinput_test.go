@@ -81,13 +81,13 @@ func TestReliabilityBadInput(t *testing.T) {
 		{"control: over the size limit", tester, subj.AgentControl("code-1"), &right, oversized, errcodes.InvalidMessage},
 		{"control: missing token", tester, subj.AgentControl("code-1"), nil, ping, errcodes.AuthenticationFailed},
 		{"control: wrong token", tester, subj.AgentControl("code-1"), &auth{"nope", "code-1"}, ping, errcodes.AuthenticationFailed},
-		{"register: malformed JSON", asCode1, subj.Register(), &asAgent, []byte(`[1,2`), errcodes.InvalidMessage},
-		{"register: wrong types", asCode1, subj.Register(), &asAgent, retype(t, register, "timestamp", 12), errcodes.InvalidMessage},
-		{"register: unknown field", asCode1, subj.Register(), &asAgent, retype(t, register, "surprise", "x"), errcodes.InvalidMessage},
-		{"register: over the size limit", asCode1, subj.Register(), &asAgent, oversized, errcodes.InvalidMessage},
-		{"register: missing token", asCode1, subj.Register(), nil, register, errcodes.AuthenticationFailed},
-		{"register: wrong token", asCode1, subj.Register(), &auth{orchTok, "code-1"}, register, errcodes.AuthenticationFailed},
-		{"register: unknown agent", asCode1, subj.Register(), &auth{agentTok, "code-9"}, register, errcodes.AuthenticationFailed},
+		{"register: malformed JSON", asCode1, subj.Register("code-1"), &asAgent, []byte(`[1,2`), errcodes.InvalidMessage},
+		{"register: wrong types", asCode1, subj.Register("code-1"), &asAgent, retype(t, register, "timestamp", 12), errcodes.InvalidMessage},
+		{"register: unknown field", asCode1, subj.Register("code-1"), &asAgent, retype(t, register, "surprise", "x"), errcodes.InvalidMessage},
+		{"register: over the size limit", asCode1, subj.Register("code-1"), &asAgent, oversized, errcodes.InvalidMessage},
+		{"register: missing token", asCode1, subj.Register("code-1"), nil, register, errcodes.AuthenticationFailed},
+		{"register: wrong token", asCode1, subj.Register("code-1"), &auth{orchTok, "code-1"}, register, errcodes.AuthenticationFailed},
+		{"register: unknown agent", asCode1, subj.Register("code-1"), &auth{agentTok, "code-9"}, register, errcodes.AuthenticationFailed},
 		{"task inbox: wrong token", asCode1, taskInbox(), &auth{"bad", "code-1"}, work, errcodes.AuthenticationFailed},
 		{"task inbox: missing token", asCode1, taskInbox(), nil, work, errcodes.AuthenticationFailed},
 	}
@@ -133,7 +133,7 @@ func TestReliabilityBadInput(t *testing.T) {
 	for _, target := range []struct {
 		nc      *nats.Conn
 		subject string
-	}{{asCode1, subj.Heartbeat()}, {asCode1, taskInbox()}, {tester, subj.AgentControl("code-1")}, {tester, subj.AgentWork("code-1")}} {
+	}{{asCode1, subj.Heartbeat("code-1")}, {asCode1, taskInbox()}, {tester, subj.AgentControl("code-1")}, {tester, subj.AgentWork("code-1")}} {
 		for _, a := range []*auth{nil, {"bad", "code-1"}, &asAgent, &right} {
 			msg := &nats.Msg{Subject: target.subject, Data: []byte(`{"garbage":`)}
 			if a != nil {
@@ -151,7 +151,7 @@ func TestReliabilityBadInput(t *testing.T) {
 
 	flood(t, []floodTarget{
 		{tester, subj.AgentWork("code-1")}, {tester, subj.AgentControl("code-1")},
-		{asCode1, subj.Register()}, {asCode1, subj.Heartbeat()}, {asCode1, taskInbox()},
+		{asCode1, subj.Register("code-1")}, {asCode1, subj.Heartbeat("code-1")}, {asCode1, taskInbox()},
 	}, []string{orchTok, agentTok})
 	for _, nc := range []*nats.Conn{tester, asCode1} {
 		if err := nc.Flush(); err != nil {

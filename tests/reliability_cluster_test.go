@@ -233,7 +233,7 @@ func (c *cluster) initSite(specs []string) {
 		c.t.Fatalf("chiffon init: exit %d: %s%s", got.code, got.stdout, got.stderr)
 	}
 	c.tokens, c.seeds = c.readSecrets("*.token"), c.readSecrets("*.nk")
-	if len(c.tokens) != 1+2*len(specs) || len(c.seeds) != 2+len(specs) {
+	if len(c.tokens) != 1+2*len(specs) || len(c.seeds) != 3+len(specs) {
 		c.t.Fatalf("chiffon init made tokens %v and seeds %v for %d agents", keys(c.tokens), keys(c.seeds), len(specs))
 	}
 }
@@ -305,6 +305,8 @@ func seedName(id broker.Identity) string {
 		return "agent-" + id.Name + ".nk"
 	case broker.RoleClient:
 		return "client-" + id.Name + ".nk"
+	case broker.RoleStore:
+		return "orchestrator-store.nk"
 	}
 	return "orchestrator.nk"
 }
@@ -340,11 +342,11 @@ data_dir: %s
 agents:
 %stimeouts: {ack: %s, inactivity: %s, deadline_grace: 1s, control: 2s}
 retry: {max_retries: 5, initial: 500ms, max: 4s}
-store: {kind: %s}
+store: {kind: %s, jetstream: {nats: {nkey_file: %s}}}
 %s
 %s
 `, clusterOrchID, c.natsSection("orchestrator.nk"), c.secret("api.token"), c.httpAddr,
-		c.orchDataDir(), agents.String(), relAck, relInactivity, c.store, c.breaker, c.orchExtra)
+		c.orchDataDir(), agents.String(), relAck, relInactivity, c.store, c.secret("orchestrator-store.nk"), c.breaker, c.orchExtra)
 	c.write("orchestrator.yaml", cfg)
 }
 

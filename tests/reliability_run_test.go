@@ -203,7 +203,7 @@ func (c *cluster) verifyStore(t *testing.T, byState map[string]int) {
 	if err == nil {
 		t.Errorf("the orchestrator made a Badger store in %s with store.kind jetstream", c.orchDataDir())
 	}
-	js, err := jetstream.New(c.connect(broker.Identity{Role: broker.RoleOrchestrator}))
+	js, err := jetstream.New(c.connect(broker.Identity{Role: broker.RoleStore}))
 	if err != nil {
 		t.Fatal(err)
 	}

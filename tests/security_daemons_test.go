@@ -62,12 +62,11 @@ func TestSecurityNoCredentialInAnswersToUnauthenticatedMessages(t *testing.T) {
 		p := prober{id: agentID(self)}
 		for _, claim := range []string{"code-1", "code-2", "code-9"} {
 			p.targets = append(p.targets,
-				target{subj.Register(), claim, c.agentToken(claim), true},
-				target{subj.Heartbeat(), claim, c.agentToken(claim), true},
+				target{subj.Register(self), claim, c.agentToken(claim), true},
+				target{subj.Heartbeat(self), claim, c.agentToken(claim), true},
 				target{subj.OrchTask(clusterOrchID, self, envelope.NewID(), envelope.NewID()), claim, c.agentToken(claim), true})
 		}
 		p.targets = append(p.targets,
-			target{"chiffon.inbox.orch.x.y", self, c.agentToken(self), false},
 			target{"chiffon.inbox.client.tester.x.y", self, c.agentToken(self), false})
 		probes = append(probes, p)
 	}

@@ -160,6 +160,8 @@ func TestSecurityAgentCannotReachBeyondItsSubjects(t *testing.T) {
 		return err
 	})
 	x.allowed("Publish", orchTask("code-1"), func() error { return x.nc.Publish(orchTask("code-1"), []byte("{}")) })
+	ownReply := subj.ControlReplies("code-1") + ".x"
+	x.allowed("Publish", ownReply, func() error { return x.nc.Publish(ownReply, []byte("{}")) })
 
 	// It may read nothing that is not for it: not every subject, not another
 	// agent's work and control, not the registry (heartbeats carry tokens), not
@@ -168,8 +170,9 @@ func TestSecurityAgentCannotReachBeyondItsSubjects(t *testing.T) {
 	for _, s := range []string{
 		">", "chiffon.>", "chiffon.*.>", "chiffon.agent.>", "chiffon.agent.code-2.work", "chiffon.agent.code-2.control",
 		"chiffon.agent.*.work", "chiffon.agent.*.control", "chiffon.agent.code-2.*",
-		"chiffon.registry.register", "chiffon.registry.heartbeat", "chiffon.registry.>",
+		"chiffon.registry.register.*", "chiffon.registry.heartbeat.*", "chiffon.registry.>", subj.Register("code-2"),
 		"chiffon.inbox.>", "chiffon.inbox.orch.>", "chiffon.inbox.agent.code-2.>", "chiffon.inbox.agent.*.>",
+		subj.ControlReplies("code-1") + ".>", "chiffon.inbox.store.>", "chiffon.store.>",
 		"chiffon.inbox.client.tester.>", "chiffon.orch.>", "chiffon.orch.*.task.>",
 		"chiffon.orch." + clusterOrchID + ".task.code-2.>", "chiffon.orch." + clusterOrchID + ".task.code-1.>",
 		"_INBOX.>",
@@ -183,7 +186,12 @@ func TestSecurityAgentCannotReachBeyondItsSubjects(t *testing.T) {
 	work := envelope.New(envelope.Orchestrator, envelope.Code, "", "",
 		&envelope.WorkRequest{TaskID: envelope.NewID(), WorkType: "count", Parameters: map[string]any{"n": 1}})
 	for _, s := range []string{subj.AgentWork("code-2"), subj.AgentControl("code-2"), subj.AgentWork("code-1"),
-		subj.AgentControl("code-1"), orchTask("code-2"), "chiffon.inbox.agent.code-2.x"} {
+		subj.AgentControl("code-1"), orchTask("code-2"), "chiffon.inbox.agent.code-2.x",
+		// Nor register or heartbeat as another agent, answer in another's place
+		// or the orchestrators', or touch the task store.
+		subj.Register("code-2"), subj.Heartbeat("code-2"), subj.ControlReplies("code-2") + ".x",
+		subj.ForwardReplies() + ".x", "chiffon.inbox.orch.x.y", "chiffon.inbox.store.x",
+		"chiffon.store.leader", "$JS.API.INFO"} {
 		x.publishRefused(signed(t, s, work, c.agentToken("code-1"), "code-1"))
 	}
 

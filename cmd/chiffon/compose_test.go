@@ -320,7 +320,8 @@ func (h secretHolder) mayHold(file string) bool {
 		return true
 	case siteServerPEM, siteServerKey:
 		return h.role == "broker"
-	case siteOrchNKey, siteAPIToken, siteAPIPEM, siteAPIKey, "client-orchestrator.pem", "client-orchestrator-key.pem":
+	case siteOrchNKey, siteStoreNKey, siteAPIToken, siteAPIPEM, siteAPIKey, "client-orchestrator.pem", "client-orchestrator-key.pem",
+		"client-orchestrator-store.pem", "client-orchestrator-store-key.pem":
 		return h.role == "orchestrator"
 	}
 	switch h.role {

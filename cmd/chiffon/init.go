@@ -301,7 +301,8 @@ func writeInit(w io.Writer, o initOptions, agents []siteAgent, clients []siteCli
 		}
 		for i := range orchs {
 			orchs[i].advertise = scheme + "://" + net.JoinHostPort(apiFallback[i], port)
-			orchs[i].edits = o.haEdits(orchs[i].advertise)
+			orchs[i].edits = append(o.haEdits(orchs[i].advertise),
+				yamlEdit{storeIdentity(st.natsConfig(storeID, nil, o.secretsDir)), []string{"store", "jetstream", "nats"}})
 		}
 	}
 	for _, orch := range orchs {

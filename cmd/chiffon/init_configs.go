@@ -66,6 +66,16 @@ func writeOrchConfig(o initOptions, st *site, orch initOrch, allowed []map[strin
 	return writeConfig(filepath.Join(o.dir, orch.file), doc, o.force)
 }
 
+// storeIdentity is the store.jetstream.nats section of an orchestrator's
+// config: the store connection's NKey and, with mutual TLS, its certificate.
+func storeIdentity(c broker.NATSConfig) map[string]any {
+	out := map[string]any{"nkey_file": c.NKeyFile}
+	if c.TLS.CertFile != "" {
+		out["tls"] = map[string]string{"cert_file": c.TLS.CertFile, "key_file": c.TLS.KeyFile}
+	}
+	return out
+}
+
 // yamlEdit is a value to set at a path of a config.
 type yamlEdit struct {
 	value any

@@ -55,8 +55,8 @@ func haSiteDir(t *testing.T) (dir string, routes []string) {
 
 // TestInitHAWritesAClusterThatForms starts the three nodes from the files init
 // --ha wrote: they form a cluster over their verified routes, and the
-// orchestrators' identity makes its task stream there in 3 replicas, while an
-// agent's identity may not use the JetStream API.
+// orchestrators' store identity makes its task stream there in 3 replicas, while
+// neither an agent's identity nor the orchestrators' own may use the JetStream API.
 func TestInitHAWritesAClusterThatForms(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a three-node cluster")
@@ -73,7 +73,8 @@ func TestInitHAWritesAClusterThatForms(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	js, err := jetstream.New(connectAs(t, orch.NATS, broker.Identity{Role: broker.RoleOrchestrator}))
+	storeNC := connectAs(t, orch.StoreNATS(), broker.Identity{Role: broker.RoleStore})
+	js, err := jetstream.New(storeNC)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -100,19 +101,22 @@ func TestInitHAWritesAClusterThatForms(t *testing.T) {
 		t.Fatalf("stream: %d replicas, leader %q", info.Config.Replicas, info.Cluster.Leader)
 	}
 
-	orchNC := connectAs(t, orch.NATS, broker.Identity{Role: broker.RoleOrchestrator})
-	if msg, err := orchNC.Request("$JS.API.INFO", nil, 5*time.Second); err != nil || !strings.Contains(string(msg.Data), `"streams":1`) {
-		t.Fatalf("the orchestrators' JetStream API request: %v", err)
+	if msg, err := storeNC.Request("$JS.API.INFO", nil, 5*time.Second); err != nil || !strings.Contains(string(msg.Data), `"streams":1`) {
+		t.Fatalf("the orchestrators' store's JetStream API request: %v", err)
 	}
 	ag, err := agent.LoadConfig(filepath.Join(dir, "agents", "code-1.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	nc := connectAs(t, ag.NATS, broker.Identity{Role: broker.RoleAgent, Name: "code-1"})
-	if _, err := nc.Request("$JS.API.INFO", nil, 2*time.Second); err == nil {
-		t.Fatal("an agent used the JetStream API")
-	} else if !errors.Is(err, nats.ErrTimeout) && !errors.Is(err, nats.ErrNoResponders) && !errors.Is(err, nats.ErrPermissionViolation) {
-		t.Fatalf("an agent's JetStream API request: %v", err)
+	for who, nc := range map[string]*nats.Conn{
+		"an agent":                          connectAs(t, ag.NATS, broker.Identity{Role: broker.RoleAgent, Name: "code-1"}),
+		"the orchestrator's own connection": connectAs(t, orch.NATS, broker.Identity{Role: broker.RoleOrchestrator}),
+	} {
+		if _, err := nc.Request("$JS.API.INFO", nil, 2*time.Second); err == nil {
+			t.Fatalf("%s used the JetStream API", who)
+		} else if !errors.Is(err, nats.ErrTimeout) && !errors.Is(err, nats.ErrNoResponders) && !errors.Is(err, nats.ErrPermissionViolation) {
+			t.Fatalf("%s's JetStream API request: %v", who, err)
+		}
 	}
 }
 
@@ -220,8 +224,8 @@ func TestInitHAOrchestratorsFormAGroup(t *testing.T) {
 			!slices.Equal(c.NATS.URLs, []string{"nats://n1.lan:4222", "nats://n2.lan:4222", "nats://n3.lan:4222"}) {
 			t.Errorf("orchestrator-%d: id %q, ha %+v, store %+v, nats %v, http %+v, %d agents", i, c.ID, c.HA, c.Store, c.NATS.URLs, c.HTTP, len(c.Agents))
 		}
-		if !strings.HasSuffix(c.NATS.NKeyFile, "orchestrator.nk") {
-			t.Errorf("orchestrator-%d's identity: %s", i, c.NATS.NKeyFile)
+		if !strings.HasSuffix(c.NATS.NKeyFile, "orchestrator.nk") || !strings.HasSuffix(c.StoreNATS().NKeyFile, "orchestrator-store.nk") {
+			t.Errorf("orchestrator-%d's identities: %s, store %s", i, c.NATS.NKeyFile, c.StoreNATS().NKeyFile)
 		}
 		host := fmt.Sprintf("o%d.lan", i)
 		if want := "https://" + host + ":8080"; c.HA.AdvertiseURL != want || !strings.Contains(out, want) {

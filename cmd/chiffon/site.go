@@ -19,6 +19,10 @@ import (
 //	agent-<id>.orchestrator.token          what the orchestrator sends to that agent alone
 //	orchestrator.nk, agent-<id>.nk,        NATS identities (NKey seeds)
 //	client-<name>.nk
+//	orchestrator-store.nk                  the orchestrator's JetStream store
+//	                                       connection (store.kind jetstream, as
+//	                                       --ha writes), the only identity that may
+//	                                       write the store
 //	ca.pem, ca-key.pem                     the site CA
 //	server.pem, server-key.pem             the broker's certificate
 //	broker-<n>.pem, broker-<n>-key.pem     instead, with --ha, each cluster node's
@@ -69,6 +73,7 @@ const (
 	// siteViewerToken is a viewer's API token, which chiffon up makes.
 	siteViewerToken = "viewer.token"
 	siteOrchNKey    = "orchestrator.nk"
+	siteStoreNKey   = "orchestrator-store.nk"
 	siteCA          = "ca.pem"
 	siteServerPEM   = "server.pem"
 	siteServerKey   = "server-key.pem"
@@ -83,11 +88,17 @@ func clientNKeyName(name string) string   { return "client-" + name + ".nk" }
 
 // certName is the client certificate name of an identity, for mutual TLS.
 func certName(id broker.Identity) string {
-	if id.Role == broker.RoleOrchestrator {
+	switch id.Role {
+	case broker.RoleOrchestrator:
 		return "orchestrator"
+	case broker.RoleStore:
+		return "orchestrator-store"
 	}
 	return string(id.Role) + "-" + id.Name
 }
+
+// storeID is the identity of a group's JetStream store connection.
+var storeID = broker.Identity{Role: broker.RoleStore}
 
 // site is a site's secrets as made in dir, with its identities' public keys.
 type site struct {
@@ -109,7 +120,7 @@ func ensureSite(dir string, spec siteSpec) (*site, error) {
 	}
 	s := &site{spec: spec, dir: dir, nkeys: map[string]string{}}
 	tokens := []string{siteAPIToken}
-	s.identities = append(s.identities, broker.Identity{Role: broker.RoleOrchestrator})
+	s.identities = append(s.identities, broker.Identity{Role: broker.RoleOrchestrator}, storeID)
 	for _, a := range spec.agents {
 		tokens = append(tokens, agentTokenName(a.id), agentOrchTokenName(a.id))
 		s.identities = append(s.identities, broker.Identity{Role: broker.RoleAgent, Name: a.id})
@@ -165,6 +176,8 @@ func nkeyName(id broker.Identity) string {
 		return agentNKeyName(id.Name)
 	case broker.RoleClient:
 		return clientNKeyName(id.Name)
+	case broker.RoleStore:
+		return siteStoreNKey
 	}
 	return siteOrchNKey
 }
@@ -225,6 +238,7 @@ func (s *site) hostFiles() [][2]string {
 		}
 	}
 	orch := siteOrchNKey + ", " + siteAPIToken + ", " + siteCA + clientCert(broker.Identity{Role: broker.RoleOrchestrator})
+	orch += ", " + siteStoreNKey + clientCert(storeID)
 	if s.spec.apiHosts != nil {
 		orch += ", " + siteAPIPEM + ", " + siteAPIKey
 	}

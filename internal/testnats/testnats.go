@@ -72,6 +72,19 @@ func Connect(t testing.TB, s *broker.Server) *nats.Conn {
 	return nc
 }
 
+// ConnectWithInbox is Connect with the inbox prefix inbox, as a daemon of the
+// identity whose prefix that is connects: the orchestrator answers an agent only
+// there.
+func ConnectWithInbox(t testing.TB, s *broker.Server, inbox string) *nats.Conn {
+	t.Helper()
+	nc, err := broker.Connect(broker.ConnConfig{URLs: []string{s.ClientURL()}, Name: t.Name(), InboxPrefix: inbox})
+	if err != nil {
+		t.Fatalf("connect to nats: %v", err)
+	}
+	t.Cleanup(nc.Close)
+	return nc
+}
+
 // SecureServer is a server started by StartSecure, with what its clients need.
 type SecureServer struct {
 	*broker.Server
