@@ -72,3 +72,16 @@ func ForgetFiring(o *Orchestrator, name string) error { return o.st.PutRecord(fi
 func SubmitAs(o *Orchestrator, req SubmitRequest, id, requestID string) (*Task, bool, error) {
 	return o.submit(req, origin{id: id, requestID: requestID})
 }
+
+// StoredOutputBytes is the sum of the lengths of task id's output pieces as its
+// store holds them (overlapping pieces count twice), once its writes so far are
+// committed.
+func StoredOutputBytes(o *Orchestrator, id string) (int64, error) {
+	o.waitWritten(id)
+	spans, err := o.st.OutputSpans(id)
+	var n int64
+	for _, s := range spans {
+		n += s.End - s.Start
+	}
+	return n, err
+}
