@@ -58,6 +58,11 @@ type Config struct {
 	WorkTypes map[string]WorkTypeConfig `yaml:"work_types"`
 	// Approval says how long a task waits for approval.
 	Approval ApprovalConfig `yaml:"approval"`
+	// MaxOutputBytes caps the output kept of one task, in bytes: what an agent
+	// streams or returns past it is dropped, neither stored nor streamed, and the
+	// task says so (output_capped). 0 means 64 MiB, the agent's own default
+	// max_output_bytes, so that only an agent that ignores its cap meets this one.
+	MaxOutputBytes int64 `yaml:"max_output_bytes"`
 
 	// APIToken and each AgentConfig's tokens may be set directly (by tests or an
 	// embedding program) instead of naming files.
@@ -177,6 +182,10 @@ const (
 	DefaultBreakerFailures   = 5
 	DefaultBreakerOpenFor    = 60 * time.Second
 	DefaultRetention         = 7 * 24 * time.Hour
+	// DefaultMaxOutputBytes is Config.MaxOutputBytes's default: 64 MiB, as the
+	// agent's DefaultMaxOutputBytes (package agent, which this one does not
+	// import). Keep the two equal.
+	DefaultMaxOutputBytes = 64 << 20
 )
 
 // WithDefaults returns c with every zero duration and count replaced by its default.
@@ -201,6 +210,9 @@ func (c Config) WithDefaults() Config {
 	}
 	if c.Retry.MaxRetries < 0 {
 		c.Retry.MaxRetries = 0
+	}
+	if c.MaxOutputBytes == 0 {
+		c.MaxOutputBytes = DefaultMaxOutputBytes
 	}
 	if c.Breaker.Failures == 0 {
 		c.Breaker.Failures = DefaultBreakerFailures
@@ -279,6 +291,9 @@ func (c Config) Validate() error {
 	}
 	if err := c.HA.validate(c); err != nil {
 		return err // it names the key
+	}
+	if c.MaxOutputBytes < 0 {
+		return bad("max_output_bytes", "must not be negative, got %d", c.MaxOutputBytes)
 	}
 	if err := c.validateGovernance(); err != nil {
 		return err // it names the key

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chiffon-dev/chiffon/agent"
 	"github.com/chiffon-dev/chiffon/orchestrator"
 )
 
@@ -41,6 +42,7 @@ func TestConfigErrorsNameTheKey(t *testing.T) {
 		base + "id: 'x.y'\n":                                               "id",
 		base + "agents:\n  - " + agentA + "\n  - " + agentA + "\n":         "agents[1].id",
 		base + "store:\n  kind: etcd\n":                                    "store.kind",
+		base + "max_output_bytes: -1\n":                                    "max_output_bytes",
 		base + "store:\n  jetstream:\n    stream: 'a.b'\n":                 "store.jetstream.stream",
 		base + "store:\n  jetstream:\n    subject_prefix: 'a.>'\n":         "store.jetstream.subject_prefix",
 		base + "store:\n  jetstream:\n    replicas: 2\n":                   "store.jetstream.replicas",
@@ -68,5 +70,9 @@ func TestDefaults(t *testing.T) {
 	if c.Timeouts.Ack != 30*time.Second || c.Timeouts.Inactivity != 30*time.Second || c.Retry.Initial != time.Second ||
 		c.Retry.MaxRetries != 3 || c.Breaker.Failures != 5 || c.Breaker.OpenFor != time.Minute {
 		t.Fatalf("defaults %+v", c)
+	}
+	// Only an agent that ignores its own cap meets the orchestrator's.
+	if c.MaxOutputBytes != agent.DefaultMaxOutputBytes || orchestrator.DefaultMaxOutputBytes != agent.DefaultMaxOutputBytes {
+		t.Fatalf("max_output_bytes defaults to %d, the agent's to %d", c.MaxOutputBytes, agent.DefaultMaxOutputBytes)
 	}
 }

@@ -76,3 +76,16 @@ func SubmitAs(o *Orchestrator, req SubmitRequest, id, requestID string) (*Task, 
 
 // SignForwardedAnswer signs msg as o signs its answers to forwarded requests.
 func SignForwardedAnswer(o *Orchestrator, msg *nats.Msg) { o.forwardSigner().sign(msg) }
+
+// StoredOutputBytes is the sum of the lengths of task id's output pieces as its
+// store holds them (overlapping pieces count twice), once its writes so far are
+// committed.
+func StoredOutputBytes(o *Orchestrator, id string) (int64, error) {
+	o.waitWritten(id)
+	spans, err := o.st.OutputSpans(id)
+	var n int64
+	for _, s := range spans {
+		n += s.End - s.Start
+	}
+	return n, err
+}

@@ -557,20 +557,71 @@ func (m *machine) status(r *run, env *envelope.Envelope, st *envelope.WorkStatus
 	idle := m.timeouts.Inactivity
 	m.armSilence(r, idle, fmt.Sprintf("no message for %s", idle))
 	var off *int64
-	var piece task.Piece
-	if at, ok, err := r.out.Place(env.XCustomFields, st); err != nil {
+	var pieces []task.Piece
+	var kept string // the output the event carries
+	p, ok, err := r.out.Place(env.XCustomFields, st)
+	if err != nil {
 		m.emit(rejected{})
 		r.log.Warn("output piece rejected", "step", st.Step.Number, "err", err)
 	} else if ok {
-		off, piece = &at, task.Piece{Offset: at, Data: st.Step.Output}
+		off, kept = &p.Offset, p.Data
+		for _, s := range p.New {
+			pieces = append(pieces, task.Piece{Offset: s.Start, Data: p.Piece(s)})
+		}
 		t.OutputBytes = r.out.Contiguous()
 	}
+	if kept != st.Step.Output {
+		// Neither a rejected piece nor bytes past the cap are stored (an event
+		// without an offset would keep them) or streamed.
+		c := *st
+		c.Step.Output = kept
+		st = &c
+	}
+	capped := m.capOutput(r, p.Cut)
 	ev := &Event{Type: EventStatus, Status: st, OutputOffset: off}
-	m.write(r, write{piece: piece}, ev)
+	first := task.Piece{}
+	if len(pieces) > 0 {
+		first, pieces = pieces[0], pieces[1:]
+	}
+	m.write(r, write{piece: first}, ev)
+	for _, piece := range pieces { // more gaps that the piece fills
+		m.emit(write{piece: piece})
+	}
 	// As replayStatuses applies the stored event after a restart.
 	t.ProgressPercent = st.ProgressPercent
 	updateStep(t, st, ev.At)
+	if capped != nil {
+		m.emit(notify{capped})
+	}
 	m.emit(notify{ev})
+}
+
+// capOutput marks the task's output capped when cut says bytes past
+// max_output_bytes were dropped, the first time, and records why in its history:
+// it returns that event, or nil.
+func (m *machine) capOutput(r *run, cut bool) *Event {
+	t := r.t
+	if !cut || t.OutputCapped {
+		return nil
+	}
+	t.OutputCapped, t.OutputComplete = true, false
+	r.log.Warn("output over max_output_bytes: the rest is dropped", "agent_id", t.AgentID, "max_output_bytes", r.out.Limit)
+	ev := &Event{Type: EventState, Message: fmt.Sprintf("output over max_output_bytes (%d bytes): the rest is dropped", r.out.Limit)}
+	m.record(r, ev)
+	return ev
+}
+
+// capResult cuts the output res carries, bytes [total-len, total) of the whole
+// output, at the run's max_output_bytes, and returns res or a copy so cut.
+func (m *machine) capResult(r *run, res *envelope.WorkResult, total int64) *envelope.WorkResult {
+	limit := r.out.Limit
+	if limit <= 0 || total <= limit {
+		return res
+	}
+	c := *res
+	c.Output, _ = output.Cut(res.Output, total-int64(len(res.Output)), limit)
+	m.capOutput(r, true)
+	return &c
 }
 
 // result applies the result rule: a result that is not truncated holds the whole
@@ -580,6 +631,7 @@ func (m *machine) result(r *run, env *envelope.Envelope, res *envelope.WorkResul
 	t := r.t
 	r.accepted = true
 	truncated, total := output.Truncation(env.XCustomFields, res)
+	res = m.capResult(r, res, total)
 	var replace *string
 	if !truncated {
 		// r.out holds what the store holds (recover rebuilds it): with no output
@@ -588,11 +640,12 @@ func (m *machine) result(r *run, env *envelope.Envelope, res *envelope.WorkResul
 			replace = &res.Output
 		}
 		r.out.Replace(int64(len(res.Output)))
-		t.OutputBytes, t.OutputComplete = int64(len(res.Output)), true
+		t.OutputBytes, t.OutputComplete = int64(len(res.Output)), !t.OutputCapped
 	} else {
-		t.OutputComplete = r.out.Complete(total)
+		// A capped output is never whole: asking for it again would not help.
+		t.OutputComplete = !t.OutputCapped && r.out.Complete(total)
 		t.OutputBytes = r.out.Contiguous()
-		if !t.OutputComplete && r.reasks < maxReasks && !t.CancelRequested {
+		if !t.OutputComplete && !t.OutputCapped && r.reasks < maxReasks && !t.CancelRequested {
 			r.reasks++
 			r.log.Warn("truncated result with a gap in the output: asking the agent again",
 				"have", t.OutputBytes, "total", total, "reask", r.reasks)
@@ -603,7 +656,7 @@ func (m *machine) result(r *run, env *envelope.Envelope, res *envelope.WorkResul
 			m.emit(route{})
 			return
 		}
-		if !t.OutputComplete {
+		if !t.OutputComplete && !t.OutputCapped {
 			r.log.Error("output incomplete after asking again", "have", t.OutputBytes, "total", total)
 		}
 	}

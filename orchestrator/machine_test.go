@@ -75,6 +75,13 @@ func resultMsg(st, out string) message {
 	return agentMsg("a1", mtReqID, &envelope.WorkResult{TaskID: mtTaskID, Status: st, Output: out})
 }
 
+// statusAtMsg is a work_status of step 1 from a1 whose output goes at off.
+func statusAtMsg(out string, off int64) message {
+	msg := statusMsg("a1", out)
+	msg.env.XCustomFields = map[string]any{output.KeyOffset: off}
+	return msg
+}
+
 // truncated is a work_result carrying only the last bytes of a total-byte output.
 func truncatedMsg(st, tail string, total int64) message {
 	msg := resultMsg(st, tail)
@@ -156,6 +163,16 @@ func stRunning(t *testing.T, m *machine) *run {
 func stStreamed(t *testing.T, m *machine) *run {
 	r := stDispatchedStored(t, m)
 	mustApply(t, m, r, statusMsg("a1", "0123456789"), StateRunning)
+	return r
+}
+
+// mtMaxOutput is the max_output_bytes of "capped", which holds 10 bytes.
+const mtMaxOutput = 16
+
+// stCapped: "streamed", with max_output_bytes set to mtMaxOutput.
+func stCapped(t *testing.T, m *machine) *run {
+	r := stStreamed(t, m)
+	r.out.Limit = mtMaxOutput
 	return r
 }
 
@@ -311,6 +328,7 @@ var machineStates = map[string]func(*testing.T, *machine) *run{
 	"dispatched-stored":     stDispatchedStored,
 	"running":               stRunning,
 	"streamed":              stStreamed,
+	"capped":                stCapped,
 	"cancel-requested":      stCancelRequested,
 	"cancel-dispatched":     stCancelDispatched,
 	"finished":              stFinished,
@@ -343,6 +361,7 @@ func TestMachineStartingStates(t *testing.T) {
 		"dispatched-stored":     "dispatched attempt=1",
 		"running":               "running attempt=1 accepted",
 		"streamed":              "running attempt=1 accepted",
+		"capped":                "running attempt=1 accepted",
 		"cancel-requested":      "running attempt=1 accepted",
 		"cancel-dispatched":     "dispatched attempt=1",
 		"finished":              "succeeded attempt=1 finished accepted",
@@ -994,7 +1013,8 @@ var messageRows = []machineRow{
 			return msg
 		}(),
 		state: StateRunning, flags: "attempt=1 accepted",
-		effs: effList("arm(silence,3s)", "rejected", "write(1 event)", "notify(status)")},
+		effs:  effList("arm(silence,3s)", "rejected", "write(1 event)", "notify(status)"),
+		check: wantStatusOutput(nil, "")},
 	{name: "status in a cancel keeps the task running", from: "cancel-requested", ev: statusMsg("a1", ""),
 		state: StateRunning, flags: "attempt=1 accepted",
 		effs: effList("arm(silence,3s)", "write(1 event)", "notify(status)")},
@@ -1336,7 +1356,110 @@ var approvalRows = []machineRow{
 // approved, rejected, expired or cancelled, across a restart.
 func TestMachineHoldsWorkForApproval(t *testing.T) { runRows(t, approvalRows) }
 
-var machineTables = [][]machineRow{routeRows, publishRows, messageRows, noResponderRows, timerRows, cancelRows, agentRows, resumeRows, finishedRows, approvalRows}
+// cappedMsg is the history entry of an output cut at mtMaxOutput.
+const cappedMsg = "output over max_output_bytes (16 bytes): the rest is dropped"
+
+// wantStatusOutput checks the status event written: its offset (nil: none) and
+// the output it carries, stored and streamed.
+func wantStatusOutput(off *int64, out string) rowCheck {
+	return func(t *testing.T, _ *run, effs []effect) {
+		t.Helper()
+		evs := writtenEvents(effs)
+		ev := evs[len(evs)-1]
+		if ev.Type != EventStatus || ev.Status.Step.Output != out || (ev.OutputOffset == nil) != (off == nil) ||
+			off != nil && *ev.OutputOffset != *off {
+			t.Errorf("status event %s carries %q at %v, want %q at %v", ev.Type, ev.Status.Step.Output, ev.OutputOffset, out, off)
+		}
+	}
+}
+
+// wantPieces checks the output pieces written, in order.
+func wantPieces(want ...task.Piece) rowCheck {
+	return func(t *testing.T, _ *run, effs []effect) {
+		t.Helper()
+		var got []task.Piece
+		for _, e := range effs {
+			if w, ok := e.(write); ok && w.piece != (task.Piece{}) {
+				got = append(got, w.piece)
+			}
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("pieces written %+v, want %+v", got, want)
+		}
+	}
+}
+
+// wantCapped checks the task says its output was capped, with bytes held.
+func wantCapped(bytes int64) rowCheck {
+	return wantTask(fmt.Sprintf("output capped, %d bytes, not complete", bytes), func(tk *Task) bool {
+		return tk.OutputCapped && !tk.OutputComplete && tk.OutputBytes == bytes
+	})
+}
+
+func at(n int64) *int64 { return &n }
+
+// outputCapRows: no output past max_output_bytes is stored or streamed, the task
+// says it was cut, and its result still ends it.
+var outputCapRows = []machineRow{
+	{name: "status up to the cap is kept whole", from: "capped", ev: statusMsg("a1", "abcdef"),
+		state: StateRunning, flags: "attempt=1 accepted",
+		effs: effList("arm(silence,3s)", "write(1 event,piece)", "notify(status)"),
+		check: allOf(wantPieces(task.Piece{Offset: 10, Data: "abcdef"}), wantStatusOutput(at(10), "abcdef"),
+			wantTask("not capped", func(tk *Task) bool { return !tk.OutputCapped && tk.OutputBytes == 16 }))},
+	{name: "status across the cap keeps its bytes below it and says so", from: "capped", ev: statusMsg("a1", "abcdefg"),
+		state: StateRunning, flags: "attempt=1 accepted",
+		effs: effList("arm(silence,3s)", "write(2 events,piece)", "notify(state)", "notify(status)"),
+		check: allOf(wantPieces(task.Piece{Offset: 10, Data: "abcdef"}), wantStatusOutput(at(10), "abcdef"),
+			wantMessages(cappedMsg, ""), wantCapped(16))},
+	{name: "status across the cap is cut on a rune boundary", from: "capped", ev: statusMsg("a1", "abcde€"),
+		state: StateRunning, flags: "attempt=1 accepted",
+		effs:  effList("arm(silence,3s)", "write(2 events,piece)", "notify(state)", "notify(status)"),
+		check: allOf(wantPieces(task.Piece{Offset: 10, Data: "abcde"}), wantStatusOutput(at(10), "abcde"), wantCapped(15))},
+	{name: "status wholly past the cap stores and streams no output", from: "capped", ev: statusAtMsg("xyz", 1<<40),
+		state: StateRunning, flags: "attempt=1 accepted",
+		effs:  effList("arm(silence,3s)", "write(2 events)", "notify(state)", "notify(status)"),
+		check: allOf(wantPieces(), wantStatusOutput(nil, ""), wantMessages(cappedMsg, ""), wantCapped(10))},
+	{name: "chunk claiming a huge total past the cap stores nothing", from: "capped",
+		ev: func() event {
+			msg := statusAtMsg("xyz", 20)
+			msg.env.Payload.(*envelope.WorkStatus).Step.OutputChunk = "bytes 0-3 of 1125899906842624"
+			return msg
+		}(),
+		state: StateRunning, flags: "attempt=1 accepted",
+		effs:  effList("arm(silence,3s)", "write(2 events)", "notify(state)", "notify(status)"),
+		check: allOf(wantPieces(), wantStatusOutput(nil, ""), wantCapped(10))},
+	{name: "status repeating held bytes stores nothing again", from: "capped", ev: statusAtMsg("0123456789", 0),
+		state: StateRunning, flags: "attempt=1 accepted",
+		effs:  effList("arm(silence,3s)", "write(1 event)", "notify(status)"),
+		check: allOf(wantPieces(), wantStatusOutput(at(0), "0123456789"))},
+	{name: "status overlapping held bytes stores only the new ones", from: "capped", ev: statusAtMsg("89ab", 8),
+		state: StateRunning, flags: "attempt=1 accepted",
+		effs:  effList("arm(silence,3s)", "write(1 event,piece)", "notify(status)"),
+		check: allOf(wantPieces(task.Piece{Offset: 10, Data: "ab"}), wantStatusOutput(at(8), "89ab"))},
+	{name: "result past the cap is cut and ends the task", from: "capped", ev: resultMsg(envelope.ResultSuccess, "0123456789abcdefXYZ"),
+		state: StateSucceeded, flags: "attempt=1 finished accepted",
+		effs: effList("stopAll", "stop(silence)", "release(drain)", "write(record,2 events,replace)"),
+		check: allOf(wantFinal, wantMessages(cappedMsg, ""), wantCapped(16), func(t *testing.T, r *run, effs []effect) {
+			w := lastWrite(t, effs)
+			if *w.replace != "0123456789abcdef" || w.events[1].Result.Output != "0123456789abcdef" ||
+				r.t.Result.OutputTotalBytes != 19 {
+				t.Errorf("replace %q, result event output %q, total %d", *w.replace, w.events[1].Result.Output, r.t.Result.OutputTotalBytes)
+			}
+		})},
+	{name: "truncated result past the cap ends the task without asking again", from: "capped",
+		ev: truncatedMsg(envelope.ResultSuccess, "xyz", 100), state: StateSucceeded, flags: "attempt=1 finished accepted",
+		effs: effList("stopAll", "stop(silence)", "release(drain)", "write(record,2 events)"),
+		check: allOf(wantFinal, wantMessages(cappedMsg, ""), wantCapped(10), func(t *testing.T, r *run, effs []effect) {
+			if out := lastWrite(t, effs).events[1].Result.Output; out != "" || !r.t.Result.OutputTruncated {
+				t.Errorf("result event output %q, result %+v", out, *r.t.Result)
+			}
+		})},
+}
+
+// TestMachineCapsATasksOutput: see outputCapRows.
+func TestMachineCapsATasksOutput(t *testing.T) { runRows(t, outputCapRows) }
+
+var machineTables = [][]machineRow{outputCapRows, routeRows, publishRows, messageRows, noResponderRows, timerRows, cancelRows, agentRows, resumeRows, finishedRows, approvalRows}
 
 // ---- Walks ----
 

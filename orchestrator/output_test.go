@@ -95,3 +95,68 @@ func TestResultOutputIsAuthoritativeWhenNotTruncated(t *testing.T) {
 		t.Fatalf("output %q", out.String())
 	}
 }
+
+// TestAgentStreamingPastMaxOutputBytesIsCut: an agent that ignores its own
+// max_output_bytes (or a stolen identity) streams far more than the
+// orchestrator's max_output_bytes for its task, in chunks, in pieces past the cap,
+// in repeats of the bytes held and in a chunk claiming a petabyte. The store holds
+// the first max_output_bytes once, no stream carries a byte past them, and the
+// task still ends with its result, saying its output was cut.
+func TestAgentStreamingPastMaxOutputBytesIsCut(t *testing.T) {
+	const maxOutput = 64 << 10
+	e := newEnv(t, "code-1")
+	e.cfg.MaxOutputBytes = maxOutput
+	o, a := e.openWithAgent("code-1", 4)
+	task := submit(t, o, nil)
+	w := a.next()
+	a.ack(w)
+	whole := bigOutput(1 << 20)
+	sendChunked(a, w, 0, whole, -1) // four 256 KiB chunks: the first crosses the cap
+	for off := int64(len(whole)); off < 4<<20; off += 200 << 10 {
+		a.status(w, 50, 2, bigOutput(200<<10), "", off) // wholly past the cap
+	}
+	for off := range int64(16) {
+		a.status(w, 60, 3, whole[off:off+32<<10], "", off) // repeats of held bytes
+	}
+	a.status(w, 70, 4, "xyz", "bytes 0-3 of 1125899906842624", 0)
+	trunc := map[string]any{"output_truncated": true, "output_total_bytes": 4 << 20}
+	a.result(w, envelope.ResultSuccess, 0, whole[len(whole)-1000:], trunc)
+
+	final := waitFinal(t, o, task.ID)
+	if final.State != orchestrator.StateSucceeded || final.Result == nil || !final.OutputCapped ||
+		final.OutputComplete || final.OutputBytes != maxOutput {
+		t.Fatalf("got %s capped=%v complete=%v bytes=%d result %+v", final.State, final.OutputCapped,
+			final.OutputComplete, final.OutputBytes, final.Result)
+	}
+	stored, err := orchestrator.StoredOutputBytes(o, task.ID)
+	if err != nil || stored != maxOutput {
+		t.Fatalf("the store holds %d bytes of output (err %v), want %d", stored, err, maxOutput)
+	}
+	var out strings.Builder
+	if _, err := e.client(o).Output(t.Context(), task.ID, &out); err != nil || out.String() != whole[:maxOutput] {
+		t.Fatalf("output: %d bytes, want the first %d (err %v)", out.Len(), maxOutput, err)
+	}
+	var streamed int64
+	noted := false
+	err = e.client(o).Events(t.Context(), task.ID, func(ev *orchestrator.Event) error {
+		if ev.Status != nil && ev.Status.Step.Output != "" {
+			streamed += int64(len(ev.Status.Step.Output))
+			if ev.OutputOffset == nil || *ev.OutputOffset+int64(len(ev.Status.Step.Output)) > maxOutput {
+				t.Errorf("event %d carries output past the cap: %d bytes at %v", ev.Seq, len(ev.Status.Step.Output), ev.OutputOffset)
+			}
+		}
+		if ev.Result != nil && len(ev.Result.Output) > 0 {
+			t.Errorf("result event carries %d bytes past the cap", len(ev.Result.Output))
+		}
+		noted = noted || strings.Contains(ev.Message, "output over max_output_bytes")
+		return nil
+	})
+	if err != nil || !noted {
+		t.Fatalf("events: err %v, cap noted in the history: %v", err, noted)
+	}
+	// The repeats (16 of 32 KiB, and "xyz" at 0) are streamed again; nothing past
+	// the cap is.
+	if want := int64(maxOutput + 16*32<<10 + 3); streamed != want {
+		t.Errorf("status events carry %d bytes of output, want %d", streamed, want)
+	}
+}

@@ -9,11 +9,13 @@ import (
 	"time"
 
 	"github.com/chiffon-dev/chiffon/envelope"
+	"github.com/chiffon-dev/chiffon/output"
 	"github.com/google/uuid"
 )
 
 func (o *Orchestrator) newRun(t *Task) *run {
-	return &run{t: t, log: o.taskLog(t), bo: o.cfg.Retry.backoff(len(t.Retries))}
+	return &run{t: t, log: o.taskLog(t), bo: o.cfg.Retry.backoff(len(t.Retries)),
+		out: output.Assembler{Limit: o.cfg.MaxOutputBytes}}
 }
 
 // SubmitRequest is a task to run.

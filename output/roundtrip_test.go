@@ -85,13 +85,14 @@ func TestWriterThenAssemblerRoundTrip(t *testing.T) {
 				t.Fatalf("trial %d: message %d: %v", trial, i, err)
 			}
 			st := env.Payload.(*envelope.WorkStatus)
-			off, ok, err := a.Place(env.XCustomFields, st)
+			p, ok, err := a.Place(env.XCustomFields, st)
 			if err != nil {
 				t.Fatalf("trial %d: message %d (%s): %v", trial, i, st.Step.OutputChunk, err)
 			}
 			if !ok {
 				continue
 			}
+			off := p.Offset
 			if off+int64(len(st.Step.Output)) > int64(len(got)) {
 				t.Fatalf("trial %d: message %d placed past the end", trial, i)
 			}

@@ -62,7 +62,11 @@ func printTask(w io.Writer, t *orchestrator.Task) error {
 	if t.FinishedAt != nil {
 		row("Finished", t.FinishedAt.Local().Format(time.DateTime))
 	}
-	row("Output", fmt.Sprintf("%d bytes", t.OutputBytes))
+	if t.OutputCapped {
+		row("Output", fmt.Sprintf("%d bytes, cut at the orchestrator's max_output_bytes: the rest was dropped", t.OutputBytes))
+	} else {
+		row("Output", fmt.Sprintf("%d bytes", t.OutputBytes))
+	}
 	if r := t.Result; r != nil {
 		row("Result", fmt.Sprintf("%s, exit %d", r.Status, r.ExitCode))
 		if u := r.ResourcesUsed; u != nil {

@@ -112,6 +112,9 @@ func (w *recordWriter) task(t *task.Task) {
 	w.Int(t.OutputBytes)
 	w.Raw(`,"output_complete":`)
 	w.Bool(t.OutputComplete)
+	if t.OutputCapped {
+		w.Raw(`,"output_capped":true`)
+	}
 	if t.Approval != nil {
 		w.Raw(`,"approval":`)
 		w.approval(t.Approval)

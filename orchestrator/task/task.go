@@ -107,6 +107,10 @@ type Task struct {
 	OutputBytes int64 `json:"output_bytes"`
 	// OutputComplete is true once the whole output is held, with no gap.
 	OutputComplete bool `json:"output_complete"`
+	// OutputCapped is true when the output went past the orchestrator's
+	// max_output_bytes: the bytes past it were dropped, and OutputComplete is
+	// false.
+	OutputCapped bool `json:"output_capped,omitempty"`
 	// Approval is set for a task that needed an operator's yes.
 	Approval        *Approval  `json:"approval,omitempty"`
 	CancelRequested bool       `json:"cancel_requested,omitempty"`
