@@ -31,6 +31,7 @@ type APIErrorDetail struct {
 func (o *Orchestrator) newAPI() http.Handler {
 	mux := http.NewServeMux()
 	o.mux = mux
+	o.streams = newStreamLimiter(o.cfg.HTTP.Limits)
 	api := func(pattern string, h http.HandlerFunc) { mux.Handle(pattern, o.requireToken(h)) }
 	// A standby forwards what needs the core to the leader (forward.go); the
 	// reads come from the store.
@@ -45,7 +46,7 @@ func (o *Orchestrator) newAPI() http.Handler {
 		writeJSON(w, http.StatusOK, t)
 	}))
 	api("GET /api/v1/tasks/{id}/output", o.withTask(o.apiOutput))
-	api("GET /api/v1/tasks/{id}/events", o.withTask(o.serveEvents))
+	api("GET /api/v1/tasks/{id}/events", o.streams.stream(o.withTask(o.serveEvents)))
 	api("GET /api/v1/tasks/{id}/history", o.withTask(o.apiHistory))
 	api("POST /api/v1/tasks/{id}/cancel", operatorOnly(o.leaderOnly(o.withTask(o.apiCancel))))
 	api("POST /api/v1/tasks/{id}/approve", operatorOnly(o.leaderOnly(o.withTask(o.apiDecide(true)))))

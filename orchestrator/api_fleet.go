@@ -24,7 +24,7 @@ func (o *Orchestrator) routeFleet(api func(string, http.HandlerFunc)) {
 	api("GET /api/v1/batches/{id}", o.withBatch(func(w http.ResponseWriter, _ *http.Request, b *Batch) {
 		writeJSON(w, http.StatusOK, b)
 	}))
-	api("GET /api/v1/batches/{id}/events", o.withBatch(o.serveBatchEvents))
+	api("GET /api/v1/batches/{id}/events", o.streams.stream(o.withBatch(o.serveBatchEvents)))
 	api("POST /api/v1/batches/{id}/approve", operatorOnly(o.leaderOnly(o.withBatch(o.apiDecideBatch(true)))))
 	api("POST /api/v1/batches/{id}/reject", operatorOnly(o.leaderOnly(o.withBatch(o.apiDecideBatch(false)))))
 	api("POST /api/v1/schedules", operatorOnly(o.leaderOnly(o.apiAddSchedule)))

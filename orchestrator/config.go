@@ -77,6 +77,9 @@ type HTTPConfig struct {
 	// TLS, when its files are set, serves the API over HTTPS (TLS 1.2 or later);
 	// unset, the API is plain HTTP.
 	TLS TLSConfig `yaml:"tls"`
+	// Limits bound the connections and event streams clients hold open, and how
+	// long a request may take (httplimits.go).
+	Limits HTTPLimits `yaml:"limits"`
 }
 
 // UIConfig places the web dashboard on the API's server.
@@ -205,6 +208,7 @@ func (c Config) WithDefaults() Config {
 	def(&c.Breaker.OpenFor, DefaultBreakerOpenFor)
 	def(&c.Retention, DefaultRetention)
 	def(&c.HA.Lease, DefaultLease)
+	c.HTTP.Limits = c.HTTP.Limits.withDefaults()
 	if c.Retry.MaxRetries == 0 {
 		c.Retry.MaxRetries = DefaultMaxRetries
 	}

@@ -56,6 +56,13 @@ func TestConfigErrorsNameTheKey(t *testing.T) {
 		base + "agents:\n  - {id: a, type: code, max_request_bytes: -5}\n":           "agents[0].max_request_bytes",
 		base + "agents:\n  - {id: a, type: code, max_concurrency: -1}\n":             "agents[0].max_concurrency",
 		base + "agents:\n  - {id: a, type: code, allowed_work_types: [echo, 'B']}\n": "agents[0].allowed_work_types[1]",
+		// The API server's limits.
+		base + "http:\n  limits: {read_timeout: -1s}\n":         "http.limits.read_timeout",
+		base + "http:\n  limits: {idle_timeout: -1s}\n":         "http.limits.idle_timeout",
+		base + "http:\n  limits: {max_connections: -1}\n":       "http.limits.max_connections",
+		base + "http:\n  limits: {max_streams_per_token: -1}\n": "http.limits.max_streams_per_token",
+		base + "http:\n  limits: {max_streams: -1}\n":           "http.limits.max_streams",
+		base + "http:\n  limits: {max_conns: 5}\n":              "max_conns",
 	}
 	for in, key := range cases {
 		_, err := orchestrator.ParseConfig([]byte(in))
@@ -74,5 +81,15 @@ func TestDefaults(t *testing.T) {
 	// Only an agent that ignores its own cap meets the orchestrator's.
 	if c.MaxOutputBytes != agent.DefaultMaxOutputBytes || orchestrator.DefaultMaxOutputBytes != agent.DefaultMaxOutputBytes {
 		t.Fatalf("max_output_bytes defaults to %d, the agent's to %d", c.MaxOutputBytes, agent.DefaultMaxOutputBytes)
+	}
+	want := orchestrator.HTTPLimits{ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second,
+		WriteTimeout: 60 * time.Second, IdleTimeout: 60 * time.Second, MaxConnections: 1024,
+		MaxStreamsPerToken: 16, MaxStreams: 256}
+	if c.HTTP.Limits != want {
+		t.Fatalf("http.limits defaults %+v, want %+v", c.HTTP.Limits, want)
+	}
+	set := orchestrator.HTTPLimits{ReadTimeout: time.Second, MaxStreams: 3}
+	if got := (orchestrator.Config{HTTP: orchestrator.HTTPConfig{Limits: set}}).WithDefaults().HTTP.Limits; got.ReadTimeout != time.Second || got.MaxStreams != 3 || got.IdleTimeout != 60*time.Second {
+		t.Fatalf("http.limits with two set: %+v", got)
 	}
 }

@@ -17,8 +17,8 @@ type TLSConfig struct {
 // Enabled reports whether c asks for HTTPS.
 func (c TLSConfig) Enabled() bool { return c.CertFile != "" || c.KeyFile != "" }
 
-// Validate checks c and names the offending key (http.tls.cert_file or
-// http.tls.key_file) in its error.
+// Validate checks c and names the offending key (http.tls.cert_file,
+// http.tls.key_file, http.limits.*) in its error.
 func (c HTTPConfig) Validate() error {
 	switch {
 	case c.TLS.CertFile != "" && c.TLS.KeyFile == "":
@@ -26,7 +26,7 @@ func (c HTTPConfig) Validate() error {
 	case c.TLS.KeyFile != "" && c.TLS.CertFile == "":
 		return fmt.Errorf("config: http.tls.cert_file: is required with http.tls.key_file")
 	}
-	return nil
+	return c.Limits.validate()
 }
 
 // serverTLS loads the certificate c names, so that a bad file stops the server at

@@ -78,6 +78,8 @@ type Orchestrator struct {
 	hooks   *webhook.Dispatcher
 	handler http.Handler
 	mux     *http.ServeMux
+	// streams caps the API's event streams (streamlimits.go).
+	streams *streamLimiter
 
 	// The core's subscriptions (see subscribe); after Close, subsClosed.
 	subsMu     sync.Mutex
@@ -272,15 +274,15 @@ func (o *Orchestrator) Run(ctx context.Context) error {
 
 // Serve serves the HTTP API on ln until ctx ends, and closes ln. When Config.HTTP.TLS
 // names a certificate it serves HTTPS (TLS 1.2 or later), and reads the certificate
-// first: a bad file fails here, naming its config key.
+// first: a bad file fails here, naming its config key. Config.HTTP.Limits bound its
+// connections and how long each request may take.
 func (o *Orchestrator) Serve(ctx context.Context, ln net.Listener) error {
 	tlsConf, err := o.cfg.HTTP.serverTLS()
 	if err != nil {
 		_ = ln.Close()
 		return err
 	}
-	srv := &http.Server{Handler: o.handler, ReadHeaderTimeout: 10 * time.Second, TLSConfig: tlsConf,
-		BaseContext: func(net.Listener) context.Context { return ctx }}
+	srv, ln := o.cfg.HTTP.Limits.newServer(ctx, ln, o.handler, tlsConf)
 	serve := srv.Serve
 	if tlsConf != nil {
 		serve = func(ln net.Listener) error { return srv.ServeTLS(ln, "", "") }

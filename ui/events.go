@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/chiffon-dev/chiffon/orchestrator"
 )
@@ -34,7 +35,7 @@ func (u *UI) events(w http.ResponseWriter, r *http.Request, sess *session) {
 // as edit makes it; an answer of the API other than 200 is passed on as it is.
 func (u *UI) relay(w http.ResponseWriter, req *http.Request, edit func(block []string) string) {
 	pr, pw := io.Pipe()
-	sw := &streamWriter{header: http.Header{}, pw: pw, started: make(chan int, 1)}
+	sw := &streamWriter{header: http.Header{}, pw: pw, started: make(chan int, 1), page: http.NewResponseController(w)}
 	go func() {
 		u.api.ServeHTTP(sw, req)
 		sw.WriteHeader(http.StatusNoContent) // if it wrote nothing
@@ -42,7 +43,11 @@ func (u *UI) relay(w http.ResponseWriter, req *http.Request, edit func(block []s
 	}()
 	defer pr.Close() // a relay that stops makes the API's writes fail, and it ends
 	if status := <-sw.started; status != http.StatusOK {
-		w.Header().Set("Content-Type", sw.header.Get("Content-Type"))
+		for _, k := range []string{"Content-Type", "Retry-After"} { // a stream refused for a cap says when to retry
+			if v := sw.header.Get(k); v != "" {
+				w.Header().Set(k, v)
+			}
+		}
 		w.WriteHeader(status)
 		_, _ = io.Copy(w, pr)
 		return
@@ -96,12 +101,18 @@ func relayBlock(block []string, tailStart int64) string {
 
 // streamWriter is the ResponseWriter of the API's event stream relayed in this
 // process: it writes into a pipe and says once what status the stream began with.
+// The write deadlines the API's stream sets apply to the page's connection,
+// which carries the stream on: the server's write timeout would end it.
 type streamWriter struct {
 	header  http.Header
 	pw      *io.PipeWriter
 	started chan int
 	sent    bool
+	page    *http.ResponseController
 }
+
+// SetWriteDeadline sets the write deadline of the page's connection.
+func (s *streamWriter) SetWriteDeadline(t time.Time) error { return s.page.SetWriteDeadline(t) }
 
 func (s *streamWriter) Header() http.Header { return s.header }
 
