@@ -72,6 +72,11 @@ type HTTPConfig struct {
 	// TLS, when its files are set, serves the API over HTTPS (TLS 1.2 or later);
 	// unset, the API is plain HTTP.
 	TLS TLSConfig `yaml:"tls"`
+	// Insecure allows plain HTTP on an address beyond loopback, such as behind a
+	// proxy that ends TLS on the same host. Without it, listening beyond loopback
+	// requires TLS: API tokens and dashboard cookies would cross the network in
+	// the clear. false by default.
+	Insecure bool `yaml:"insecure"`
 }
 
 // UIConfig places the web dashboard on the API's server.
