@@ -4,6 +4,7 @@ import (
 	"crypto/tls"
 	"encoding/json"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"path/filepath"
@@ -38,6 +39,14 @@ func TestUpBeyondLoopbackServesHTTPSWithTheSiteCA(t *testing.T) {
 	if !strings.HasPrefix(server, "https://") || ca != caFile || flagValue(remote, "--api-token-file") != tokenFile {
 		t.Fatalf("up --host 0.0.0.0 printed no https line with --api-ca-file %s for other hosts:\n%s", caFile, strings.Join(printed, "\n"))
 	}
+	u, err := url.Parse(server)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Other hosts need this host's name or address, not the wildcard or loopback.
+	if ip := net.ParseIP(u.Hostname()); ip != nil && (ip.IsUnspecified() || ip.IsLoopback()) {
+		t.Fatalf("up tells other hosts to use %s", server)
+	}
 	for _, l := range printed {
 		if strings.Contains(l, "http://") {
 			t.Errorf("up --host 0.0.0.0 printed a plain http URL: %q", l)
@@ -62,10 +71,6 @@ func TestUpBeyondLoopbackServesHTTPSWithTheSiteCA(t *testing.T) {
 	}
 
 	// Plain HTTP to the API's port, token and all, gets no agent list.
-	u, err := url.Parse(server)
-	if err != nil {
-		t.Fatal(err)
-	}
 	token, err := broker.ReadTokenFile(tokenFile)
 	if err != nil {
 		t.Fatal(err)

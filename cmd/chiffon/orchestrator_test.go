@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/chiffon-dev/chiffon/broker"
 	"github.com/chiffon-dev/chiffon/internal/testnats"
@@ -43,7 +44,15 @@ func TestOrchestratorRefusesPlainHTTPBeyondLoopback(t *testing.T) {
 		return path
 	}
 
-	code, out, errOut := runCLI(t, "", "orchestrator", "--config", writeConfig("plain.yaml", false))
+	// An orchestrator that starts after all runs until the deadline, and exits 0.
+	refused := func(args ...string) (code int, stdout, stderr string) {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		out, errOut := &lockedBuffer{}, &lockedBuffer{}
+		code = run(ctx, append([]string{"orchestrator"}, args...), strings.NewReader(""), out, errOut)
+		return code, out.String(), errOut.String()
+	}
+	code, out, errOut := refused("--config", writeConfig("plain.yaml", false))
 	if code != 2 || out != "" {
 		t.Fatalf("plain HTTP on 0.0.0.0: exit %d, want 2; stdout %q stderr %q", code, out, errOut)
 	}
@@ -53,7 +62,7 @@ func TestOrchestratorRefusesPlainHTTPBeyondLoopback(t *testing.T) {
 		}
 	}
 	// The --listen flag is checked as the file is.
-	if code, _, errOut := runCLI(t, "", "orchestrator", "--nats", srv.ClientURL(), "--api-token-file", tokenFile,
+	if code, _, errOut := refused("--nats", srv.ClientURL(), "--api-token-file", tokenFile,
 		"--data-dir", filepath.Join(dir, "data-flag"), "--listen", ":0"); code != 2 || !strings.Contains(errOut, "http.insecure") {
 		t.Fatalf("--listen :0: exit %d, want 2: %s", code, errOut)
 	}
