@@ -47,12 +47,13 @@ func localStack(cfg localConfig) (stack.Config, error) {
 		acs = append(acs, ac)
 	}
 	secrets := filepath.Join(cfg.DataDir, "secrets")
+	names := listenNames(cfg.Host)
 	// The daemons here dial the broker at Host itself, even a wildcard one.
-	spec := siteSpec{agents: agents, brokerHosts: append([]string{cfg.Host}, listenNames(cfg.Host)...)}
+	spec := siteSpec{agents: agents, brokerHosts: append([]string{cfg.Host}, names...)}
 	if !isLoopback(cfg.Host) {
 		// Other hosts reach the API: it serves HTTPS with a certificate of the site
 		// CA, as init gives an orchestrator listening beyond loopback.
-		spec.apiHosts = listenNames(cfg.Host)
+		spec.apiHosts = names
 	}
 	st, err := ensureSite(secrets, spec)
 	if err != nil {
