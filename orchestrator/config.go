@@ -80,6 +80,11 @@ type HTTPConfig struct {
 	// Limits bound the connections and event streams clients hold open, and how
 	// long a request may take (httplimits.go).
 	Limits HTTPLimits `yaml:"limits"`
+	// Insecure allows plain HTTP on an address beyond loopback, such as behind a
+	// proxy that ends TLS on the same host. Without it, listening beyond loopback
+	// requires TLS: API tokens and dashboard cookies would cross the network in
+	// the clear. false by default.
+	Insecure bool `yaml:"insecure"`
 }
 
 // UIConfig places the web dashboard on the API's server.

@@ -164,3 +164,76 @@ func TestHTTPTLSConfigErrorsNameTheKey(t *testing.T) {
 		})
 	}
 }
+
+// TestPlainHTTPBeyondLoopbackNeedsTLSOrInsecure: an API listening where other hosts
+// reach it must serve HTTPS, or say http.insecure; the refusal names the keys, at
+// Validate for http.listen and at Serve for the listener an embedding program gives.
+func TestPlainHTTPBeyondLoopbackNeedsTLSOrInsecure(t *testing.T) {
+	certFile, keyFile, _ := selfSigned(t, t.TempDir())
+	withTLS := orchestrator.TLSConfig{CertFile: certFile, KeyFile: keyFile}
+	cases := []struct {
+		listen   string
+		tls      orchestrator.TLSConfig
+		insecure bool
+		refused  bool
+	}{
+		{"127.0.0.1:8080", orchestrator.TLSConfig{}, false, false},
+		{"[::1]:8080", orchestrator.TLSConfig{}, false, false},
+		{"localhost:8080", orchestrator.TLSConfig{}, false, false},
+		{"", orchestrator.TLSConfig{}, false, false}, // the API off
+		{"0.0.0.0:8080", orchestrator.TLSConfig{}, false, true},
+		{"[::]:8080", orchestrator.TLSConfig{}, false, true},
+		{":8080", orchestrator.TLSConfig{}, false, true},
+		{"192.168.1.5:8080", orchestrator.TLSConfig{}, false, true},
+		{"nas.lan:8080", orchestrator.TLSConfig{}, false, true},
+		{"0.0.0.0:8080", withTLS, false, false},
+		{"0.0.0.0:8080", orchestrator.TLSConfig{}, true, false},
+	}
+	for _, tc := range cases {
+		err := orchestrator.HTTPConfig{Listen: tc.listen, TLS: tc.tls, Insecure: tc.insecure}.Validate()
+		if !tc.refused {
+			if err != nil {
+				t.Errorf("listen %q tls %v insecure %v: %v", tc.listen, tc.tls.Enabled(), tc.insecure, err)
+			}
+			continue
+		}
+		if err == nil {
+			t.Errorf("listen %q over plain HTTP: no error", tc.listen)
+			continue
+		}
+		for _, key := range []string{"http.listen", "http.tls", "http.insecure"} {
+			if !strings.Contains(err.Error(), key) {
+				t.Errorf("listen %q: %v: does not name %s", tc.listen, err, key)
+			}
+		}
+	}
+
+	e := newEnv(t)
+	for _, tc := range []struct {
+		name     string
+		tls      orchestrator.TLSConfig
+		insecure bool
+		refused  bool
+	}{{"plain", orchestrator.TLSConfig{}, false, true}, {"insecure", orchestrator.TLSConfig{}, true, false}, {"tls", withTLS, false, false}} {
+		t.Run("Serve "+tc.name, func(t *testing.T) {
+			cfg := e.cfg
+			cfg.DataDir = t.TempDir()
+			cfg.HTTP = orchestrator.HTTPConfig{TLS: tc.tls, Insecure: tc.insecure}
+			o, err := orchestrator.Open(cfg, orchestrator.Options{Logger: slog.New(slog.DiscardHandler)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer o.Close()
+			ln, err := net.Listen("tcp", "0.0.0.0:0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithCancel(t.Context())
+			cancel() // a server that starts stops at once
+			err = o.Serve(ctx, ln)
+			if tc.refused != (err != nil) || tc.refused && !strings.Contains(err.Error(), "http.insecure") {
+				t.Fatalf("Serve on %s: %v, refused want %v", ln.Addr(), err, tc.refused)
+			}
+		})
+	}
+}

@@ -274,13 +274,21 @@ func (o *Orchestrator) Run(ctx context.Context) error {
 
 // Serve serves the HTTP API on ln until ctx ends, and closes ln. When Config.HTTP.TLS
 // names a certificate it serves HTTPS (TLS 1.2 or later), and reads the certificate
-// first: a bad file fails here, naming its config key. Config.HTTP.Limits bound its
-// connections and how long each request may take.
+// first: a bad file fails here, naming its config key. Plain HTTP on a listener
+// beyond loopback is refused unless Config.HTTP.Insecure allows it.
+// Config.HTTP.Limits bound its connections and how long each request may take.
 func (o *Orchestrator) Serve(ctx context.Context, ln net.Listener) error {
 	tlsConf, err := o.cfg.HTTP.serverTLS()
+	if err == nil {
+		err = o.cfg.HTTP.checkPlainBeyondLoopback(ln.Addr().String())
+	}
 	if err != nil {
 		_ = ln.Close()
 		return err
+	}
+	if tlsConf == nil && !isLoopbackAddr(ln.Addr().String()) {
+		o.log.Warn("http api serves plain HTTP beyond loopback (http.insecure): tokens and session cookies cross the network in the clear unless a proxy ends TLS",
+			"addr", ln.Addr().String())
 	}
 	srv, ln := o.cfg.HTTP.Limits.newServer(ctx, ln, o.handler, tlsConf)
 	serve := srv.Serve

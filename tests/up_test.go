@@ -17,12 +17,12 @@ import (
 	"github.com/nats-io/nats.go"
 )
 
-// startUp runs `chiffon up` on free ports in dir and returns once it says it is up,
-// with the lines it printed until then. The process is interrupted and waited for
-// when the test ends.
-func startUp(t *testing.T, dir string) (stop func() result, printed []string) {
+// startUp runs `chiffon up` on free ports in dir, with more flags, and returns once
+// it says it is up, with the lines it printed until then. The process is interrupted
+// and waited for when the test ends.
+func startUp(t *testing.T, dir string, flags ...string) (stop func() result, printed []string) {
 	t.Helper()
-	cmd := exec.Command(chiffonBin, "up", "--nats-port", "0", "--http-port", "0")
+	cmd := exec.Command(chiffonBin, append([]string{"up", "--nats-port", "0", "--http-port", "0"}, flags...)...)
 	cmd.Dir = dir
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {

@@ -84,10 +84,12 @@ func sameToken(a, b string) bool {
 	return a != "" && subtle.ConstantTimeCompare([]byte(a), []byte(b)) == 1
 }
 
-// cookie is a cookie of the dashboard's: HttpOnly, SameSite=Strict, on its path.
-func (u *UI) cookie(name, value string, maxAge int) *http.Cookie {
+// cookie is a cookie of the dashboard's, for a response to r: HttpOnly,
+// SameSite=Strict, on its path, and Secure when the options say so or r came
+// over TLS, so that a browser never sends it back over plain HTTP.
+func (u *UI) cookie(r *http.Request, name, value string, maxAge int) *http.Cookie {
 	return &http.Cookie{Name: name, Value: value, Path: u.path, MaxAge: maxAge, HttpOnly: true,
-		SameSite: http.SameSiteStrictMode, Secure: u.secure}
+		SameSite: http.SameSiteStrictMode, Secure: u.secure || r.TLS != nil}
 }
 
 // signedIn runs h with the request's session, or sends the browser to the login
@@ -122,7 +124,7 @@ func (u *UI) loginPage(w http.ResponseWriter, r *http.Request) {
 
 func (u *UI) showLogin(w http.ResponseWriter, r *http.Request, status int, problem string) {
 	csrf := randomToken()
-	http.SetCookie(w, u.cookie(loginCookie, csrf, 600))
+	http.SetCookie(w, u.cookie(r, loginCookie, csrf, 600))
 	u.render(w, status, "login", nil, map[string]any{"CSRF": csrf, "Problem": problem})
 }
 
@@ -141,8 +143,8 @@ func (u *UI) login(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	id, _ := u.sessions.create(token, role)
-	http.SetCookie(w, u.cookie(loginCookie, "", -1))
-	http.SetCookie(w, u.cookie(sessionCookie, id, int(u.sessions.ttl/time.Second)))
+	http.SetCookie(w, u.cookie(r, loginCookie, "", -1))
+	http.SetCookie(w, u.cookie(r, sessionCookie, id, int(u.sessions.ttl/time.Second)))
 	http.Redirect(w, r, u.path, http.StatusSeeOther)
 }
 
@@ -151,6 +153,6 @@ func (u *UI) logout(w http.ResponseWriter, r *http.Request, _ *session) {
 	if c, err := r.Cookie(sessionCookie); err == nil {
 		u.sessions.delete(c.Value)
 	}
-	http.SetCookie(w, u.cookie(sessionCookie, "", -1))
+	http.SetCookie(w, u.cookie(r, sessionCookie, "", -1))
 	http.Redirect(w, r, u.path+"login", http.StatusSeeOther)
 }

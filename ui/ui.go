@@ -34,8 +34,9 @@ type Options struct {
 	// Authenticate returns the role of an API token, and false for an unknown one
 	// (orchestrator.Orchestrator.Authenticate).
 	Authenticate func(token string) (role string, ok bool)
-	// Secure marks the session cookie Secure: set it when the pages are served
-	// over HTTPS.
+	// Secure marks the cookies Secure: set it when the pages are served over
+	// HTTPS, such as behind a proxy that ends TLS. A request that came over TLS
+	// gets Secure cookies without it.
 	Secure bool
 	// SessionTTL is how long a sign-in lasts; 0 means 12 hours.
 	SessionTTL time.Duration

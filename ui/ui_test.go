@@ -330,3 +330,63 @@ func TestTailStartsOnACharacter(t *testing.T) {
 		t.Fatalf("tail %q of %d bytes", got, rec.total)
 	}
 }
+
+// TestCookiesAreSecureOverTLS: served over TLS, the dashboard's cookies are
+// Secure even when Options.Secure is not set, so a browser never sends the
+// session id back over plain HTTP; over plain HTTP they follow Options.Secure.
+func TestCookiesAreSecureOverTLS(t *testing.T) {
+	auth := func(tok string) (string, bool) { return "operator", tok == operatorToken }
+	for _, tc := range []struct {
+		name         string
+		tls, secure  bool
+		secureCookie bool
+	}{
+		{"TLS", true, false, true},
+		{"plain HTTP", false, false, false},
+		{"plain HTTP behind a TLS proxy", false, true, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			u, err := New(Options{API: fakeAPI(t, &apiLog{}), Authenticate: auth, Secure: tc.secure})
+			if err != nil {
+				t.Fatal(err)
+			}
+			srv := httptest.NewUnstartedServer(u)
+			if tc.tls {
+				srv.StartTLS()
+			} else {
+				srv.Start()
+			}
+			defer srv.Close()
+			c := srv.Client()
+			c.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+			loginPage, page := get(t, c, srv.URL+"/login")
+			m := csrfField.FindStringSubmatch(page)
+			if m == nil {
+				t.Fatalf("no CSRF token on the sign-in page:\n%s", page)
+			}
+			req, _ := http.NewRequest(http.MethodPost, srv.URL+"/login",
+				strings.NewReader(url.Values{"csrf": {m[1]}, "token": {operatorToken}}.Encode()))
+			req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+			for _, ck := range loginPage.Cookies() {
+				req.AddCookie(ck)
+			}
+			resp, err := c.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			var session *http.Cookie
+			for _, ck := range append(loginPage.Cookies(), resp.Cookies()...) {
+				if ck.Secure != tc.secureCookie {
+					t.Errorf("cookie %s: Secure %v, want %v", ck.Name, ck.Secure, tc.secureCookie)
+				}
+				if ck.Name == sessionCookie {
+					session = ck
+				}
+			}
+			if session == nil {
+				t.Fatalf("sign-in %d set no session cookie", resp.StatusCode)
+			}
+		})
+	}
+}

@@ -28,6 +28,9 @@ const clientDataDirEnv = "CHIFFON_DATA_DIR"
 const (
 	apiURLFile   = "api.url"
 	apiTokenFile = "secrets/" + siteAPIToken
+	// apiCAFile is the site CA, which the API's certificate chains to when up
+	// serves HTTPS (--host beyond loopback).
+	apiCAFile = "secrets/" + siteCA
 )
 
 // clientFlags say where the orchestrator's API is and how to authenticate to it.
@@ -62,16 +65,21 @@ func (f *clientFlags) upDataDir() (dir string, named bool) {
 	return DefaultDataDir, false
 }
 
-// client resolves the API address and token: flags first, then the environment, then
-// the files of a `chiffon up` in the data dir.
+// client resolves the API address, token and CA: flags first, then the environment,
+// then the files of a `chiffon up` in the data dir. An address read from the data
+// dir is trusted with the data dir's site CA, unless a CA is named.
 func (f *clientFlags) client() (*orchestrator.Client, error) {
 	server := firstNonEmpty(f.server, os.Getenv("CHIFFON_SERVER"))
+	var siteCAFile string
 	if server == "" {
 		dir, named := f.upDataDir()
 		b, err := os.ReadFile(filepath.Join(dir, apiURLFile))
 		switch {
 		case err == nil:
 			server = strings.TrimSpace(string(b))
+			if _, err := os.Stat(filepath.Join(dir, apiCAFile)); err == nil {
+				siteCAFile = filepath.Join(dir, apiCAFile)
+			}
 		case named:
 			return nil, fmt.Errorf("no API address in %s: %w (is `chiffon up --data-dir %s` running? or pass --server)", dir, err, dir)
 		}
@@ -86,17 +94,18 @@ func (f *clientFlags) client() (*orchestrator.Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	hc, err := f.httpClient()
+	hc, err := f.httpClient(siteCAFile)
 	if err != nil {
 		return nil, err
 	}
 	return &orchestrator.Client{BaseURL: server, Token: token, HTTP: hc}, nil
 }
 
-// httpClient returns an HTTP client trusting only the CA of --api-ca-file, or nil
-// (http.DefaultClient, with the system's CAs) without one.
-func (f *clientFlags) httpClient() (*http.Client, error) {
-	file := firstNonEmpty(f.caFile, os.Getenv("CHIFFON_API_CA_FILE"))
+// httpClient returns an HTTP client trusting only the CA of --api-ca-file (or
+// CHIFFON_API_CA_FILE, else defaultCA), or nil (http.DefaultClient, with the
+// system's CAs) without one.
+func (f *clientFlags) httpClient(defaultCA string) (*http.Client, error) {
+	file := firstNonEmpty(f.caFile, os.Getenv("CHIFFON_API_CA_FILE"), defaultCA)
 	if file == "" {
 		return nil, nil
 	}

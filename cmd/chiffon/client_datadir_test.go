@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"crypto/tls"
 	"encoding/json"
 	"net"
 	"net/http"
@@ -10,6 +11,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/chiffon-dev/chiffon/broker"
 )
 
 // clientCommands are the commands that talk to the orchestrator's API.
@@ -168,5 +171,45 @@ func TestConnectionRefusedSaysHowToPointTheCLIAtAServer(t *testing.T) {
 				t.Errorf("--json: exit %d, stderr %q (%v)", code, errOut, err)
 			}
 		})
+	}
+}
+
+// TestClientCommandsTrustTheSiteCAOfTheDataDir: an up serving HTTPS (--host beyond
+// loopback) is reached from its data dir with no CA flag: the data dir's site CA
+// is trusted, and only it.
+func TestClientCommandsTrustTheSiteCAOfTheDataDir(t *testing.T) {
+	clearClientEnv(t)
+	api := fakeAPI(t) // over plain HTTP; served again over TLS below
+	srv := httptest.NewUnstartedServer(api.Config.Handler)
+	dir := upDataDir(t, "")
+	secrets := filepath.Join(dir, "secrets")
+	if _, _, err := broker.EnsureCA(secrets); err != nil {
+		t.Fatal(err)
+	}
+	certFile, keyFile, err := broker.EnsureNamedServerCert(secrets, "api", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cert, err := tls.LoadX509KeyPair(certFile, keyFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv.TLS = &tls.Config{Certificates: []tls.Certificate{cert}}
+	srv.StartTLS()
+	t.Cleanup(srv.Close)
+	if err := os.WriteFile(filepath.Join(dir, apiURLFile), []byte(srv.URL+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if code, out, errOut := runCLI(t, "", "agents", "--json", "--data-dir", dir); code != 0 || strings.TrimSpace(out) != "[]" {
+		t.Fatalf("agents --data-dir over https: exit %d, %q %s", code, out, errOut)
+	}
+	// Another server, whose certificate the site CA did not sign, is refused.
+	other := httptest.NewTLSServer(api.Config.Handler)
+	t.Cleanup(other.Close)
+	if err := os.WriteFile(filepath.Join(dir, apiURLFile), []byte(other.URL+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if code, _, errOut := runCLI(t, "", "agents", "--json", "--data-dir", dir); code == 0 || !strings.Contains(errOut, "certificate") {
+		t.Fatalf("a server outside the site CA: exit %d: %s", code, errOut)
 	}
 }

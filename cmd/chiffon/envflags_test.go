@@ -20,7 +20,7 @@ func TestFlagsOverrideEnvOverrideFile(t *testing.T) {
 		}
 	}
 	write(agentFile, "id: from-file\ntype: infra\nnats: {urls: [nats://file:4222]}\ndata_dir: /file\n")
-	write(orchFile, "nats: {urls: [nats://file:4222]}\napi_token_file: a\ndata_dir: /file\nhttp: {listen: 'file:1'}\n")
+	write(orchFile, "nats: {urls: [nats://file:4222]}\napi_token_file: a\ndata_dir: /file\nhttp: {listen: 'localhost:1'}\n")
 
 	tests := []struct {
 		name     string

@@ -58,7 +58,7 @@ func checkURL(ctx context.Context, url, caFile string, timeout time.Duration) er
 	}
 	hc := http.DefaultClient
 	if caFile != "" {
-		if hc, err = (&clientFlags{caFile: caFile}).httpClient(); err != nil {
+		if hc, err = (&clientFlags{caFile: caFile}).httpClient(""); err != nil {
 			return err
 		}
 	}

@@ -33,7 +33,8 @@ type localConfig struct {
 // NATS identities, a CA and the broker's certificate) are made in the data dir on
 // first use, as `chiffon init` makes them for several hosts, and the broker runs the
 // config that gives each daemon only its rights: no anonymous local process can use
-// its port either.
+// its port either. Beyond loopback the API serves HTTPS with a certificate of the
+// site CA (secrets/api.pem) for listenNames(Host).
 func localStack(cfg localConfig) (stack.Config, error) {
 	var agents []siteAgent
 	var acs []agent.Config
@@ -46,7 +47,15 @@ func localStack(cfg localConfig) (stack.Config, error) {
 		acs = append(acs, ac)
 	}
 	secrets := filepath.Join(cfg.DataDir, "secrets")
-	st, err := ensureSite(secrets, siteSpec{agents: agents, brokerHosts: []string{cfg.Host}})
+	names := listenNames(cfg.Host)
+	// The daemons here dial the broker at Host itself, even a wildcard one.
+	spec := siteSpec{agents: agents, brokerHosts: append([]string{cfg.Host}, names...)}
+	if !isLoopback(cfg.Host) {
+		// Other hosts reach the API: it serves HTTPS with a certificate of the site
+		// CA, as init gives an orchestrator listening beyond loopback.
+		spec.apiHosts = names
+	}
+	st, err := ensureSite(secrets, spec)
 	if err != nil {
 		return stack.Config{}, err
 	}
@@ -60,6 +69,10 @@ func localStack(cfg localConfig) (stack.Config, error) {
 	if err := broker.WriteServerFile(confPath, st.brokerFile(secrets, listen)); err != nil {
 		return stack.Config{}, err
 	}
+	httpCfg := orchestrator.HTTPConfig{Listen: net.JoinHostPort(cfg.Host, strconv.Itoa(cfg.HTTPPort))}
+	if spec.apiHosts != nil {
+		httpCfg.TLS = orchestrator.TLSConfig{CertFile: filepath.Join(secrets, siteAPIPEM), KeyFile: filepath.Join(secrets, siteAPIKey)}
+	}
 	sc := stack.Config{
 		Broker:  broker.ServerConfig{ConfigFile: confPath, Host: cfg.Host, Port: portOrRandom(cfg.NATSPort)},
 		DataDir: cfg.DataDir,
@@ -67,7 +80,7 @@ func localStack(cfg localConfig) (stack.Config, error) {
 			NATS:         st.natsConfig(broker.Identity{Role: broker.RoleOrchestrator}, nil, secrets),
 			APITokenFile: filepath.Join(secrets, siteAPIToken),
 			APITokens:    []orchestrator.APITokenConfig{{TokenFile: filepath.Join(secrets, siteViewerToken), Role: orchestrator.RoleViewer}},
-			HTTP:         orchestrator.HTTPConfig{Listen: net.JoinHostPort(cfg.Host, strconv.Itoa(cfg.HTTPPort))},
+			HTTP:         httpCfg,
 		},
 		Log: cfg.Log,
 	}

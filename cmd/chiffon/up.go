@@ -1,9 +1,12 @@
 package main
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
+	"net"
+	"net/url"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -24,6 +27,10 @@ each type (infra, desktop, code, research, from the example configs) in one proc
 until interrupted. Tokens are generated into the data dir (mode 0600) on first start;
 client commands run in the same directory find the API and its token there, and
 from anywhere else with --data-dir (or CHIFFON_DATA_DIR); up prints the lines to use.
+With --host beyond loopback (an address of this host, or 0.0.0.0 for every one)
+the API and the dashboard serve HTTPS with a certificate of the site CA
+(secrets/ca.pem); clients on other hosts trust it with --api-ca-file, and client
+commands given the data dir trust it by themselves.
 Ctrl-C stops everything cleanly: agents drain, stores close.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -32,7 +39,7 @@ Ctrl-C stops everything cleanly: agents drain, stores close.`,
 	}
 	f := cmd.Flags()
 	f.StringVar(&cfg.DataDir, "data-dir", DefaultDataDir, "where tokens, the task store and agent caches live")
-	f.StringVar(&cfg.Host, "host", "127.0.0.1", "address the broker and the API listen on")
+	f.StringVar(&cfg.Host, "host", "127.0.0.1", "address the broker and the API listen on; beyond loopback the API serves HTTPS")
 	f.IntVar(&cfg.NATSPort, "nats-port", 4222, "NATS client port (0 picks a free one)")
 	f.IntVar(&cfg.HTTPPort, "http-port", 8080, "HTTP API port (0 picks a free one)")
 	return cmd
@@ -61,12 +68,16 @@ func runUp(cmd *cobra.Command, cfg localConfig) error {
 	if err != nil {
 		return err
 	}
-	if err := os.WriteFile(filepath.Join(cfg.DataDir, apiURLFile), []byte(s.APIURL()+"\n"), 0o644); err != nil {
+	apiURL, remoteURL, err := upAPIURLs(s.APIURL(), cfg.Host)
+	if err != nil {
+		return errors.Join(err, s.Stop())
+	}
+	if err := os.WriteFile(filepath.Join(cfg.DataDir, apiURLFile), []byte(apiURL+"\n"), 0o644); err != nil {
 		return errors.Join(err, s.Stop())
 	}
 	out := cmd.OutOrStdout()
-	upBanner{natsURL: s.NATSURL(), apiURL: s.APIURL(), agents: sc.Agents,
-		host: cfg.Host, dataDir: cfg.DataDir, logPath: logPath}.print(out)
+	upBanner{natsURL: s.NATSURL(), apiURL: apiURL, remoteURL: remoteURL, tls: sc.Orchestrator.HTTP.TLS.Enabled(),
+		agents: sc.Agents, host: cfg.Host, dataDir: cfg.DataDir, logPath: logPath}.print(out)
 	stopOnSecondSignal := watchSignals(s)
 	defer stopOnSecondSignal()
 	select {
@@ -104,10 +115,32 @@ func watchSignals(s *stack.Stack) (stop func()) {
 	}
 }
 
+// upAPIURLs are the API's URL for this host's clients (the one in api.url) and for
+// other hosts, from the URL the stack serves on and up's --host: a wildcard
+// address is reached at 127.0.0.1 here and at advertisedHost elsewhere.
+func upAPIURLs(served, host string) (local, remote string, err error) {
+	u, err := url.Parse(served)
+	if err != nil {
+		return "", "", err
+	}
+	if !isWildcard(u.Hostname()) {
+		return served, served, nil
+	}
+	port := u.Port()
+	u.Host = net.JoinHostPort("127.0.0.1", port)
+	local = u.String()
+	u.Host = net.JoinHostPort(advertisedHost(host), port)
+	return local, u.String(), nil
+}
+
 // upBanner is what `up` prints once its stack runs.
 type upBanner struct {
 	natsURL, apiURL string
-	agents          []stack.Agent
+	// remoteURL is the API's URL for other hosts; "" means apiURL.
+	remoteURL string
+	// tls says the API serves HTTPS with a certificate of the site CA.
+	tls    bool
+	agents []stack.Agent
 	// host is the address the broker and the API listen on.
 	host             string
 	dataDir, logPath string
@@ -133,8 +166,15 @@ func (b upBanner) print(w io.Writer) {
 	fmt.Fprintln(w, "Try: chiffon submit --to desktop --work-type system_info --wait")
 	fmt.Fprintf(w, "From another directory (or export %s=%s):\n", clientDataDirEnv, dataDir)
 	fmt.Fprintf(w, "  chiffon agents --data-dir %s\n", dataDir)
-	fmt.Fprintln(w, "From another host, with a copy of the token file:")
-	fmt.Fprintf(w, "  chiffon agents --server %s --api-token-file %s\n", b.apiURL, tokenFile)
+	remoteURL := cmp.Or(b.remoteURL, b.apiURL)
+	if b.tls {
+		caFile := filepath.Join(dataDir, "secrets", siteCA)
+		fmt.Fprintf(w, "From another host, with copies of the token file and the site CA (browsers: import %s):\n", caFile)
+		fmt.Fprintf(w, "  chiffon agents --server %s --api-token-file %s --api-ca-file %s\n", remoteURL, tokenFile, caFile)
+	} else {
+		fmt.Fprintln(w, "From another host, with a copy of the token file:")
+		fmt.Fprintf(w, "  chiffon agents --server %s --api-token-file %s\n", remoteURL, tokenFile)
+	}
 	if isLoopback(b.host) {
 		fmt.Fprintf(w, "  (the API listens on %s only: for other hosts, start up with --host and this host's address)\n", b.host)
 	}
