@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/chiffon-dev/chiffon/agent"
+	"github.com/chiffon-dev/chiffon/api"
 	"github.com/chiffon-dev/chiffon/broker"
 	"github.com/chiffon-dev/chiffon/envelope"
 	"github.com/chiffon-dev/chiffon/orchestrator"
@@ -39,7 +40,7 @@ func Example() {
 	go func() {
 		defer stop()
 		<-a.Ready() // the orchestrator has accepted the agent
-		t, _ := o.Submit(ctx, orchestrator.SubmitRequest{ToAgent: envelope.Desktop, WorkType: "shout",
+		t, _ := o.Submit(ctx, api.SubmitRequest{ToAgent: envelope.Desktop, WorkType: "shout",
 			Parameters: map[string]any{"text": "hello"}})
 		t, _ = o.Wait(ctx, t.ID)
 		fmt.Println(a.WorkTypes(), t.State)

@@ -9,35 +9,23 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/chiffon-dev/chiffon/api"
 	"github.com/chiffon-dev/chiffon/envelope"
 )
 
 // maxBody bounds a request body.
 const maxBody = 1 << 20
 
-// ErrorBody is the JSON body of every API error.
-type ErrorBody struct {
-	Error APIErrorDetail `json:"error"`
-}
-
-// APIErrorDetail says what went wrong: a short code, the field at fault (when one
-// is), and a message.
-type APIErrorDetail struct {
-	Code    string `json:"code"`
-	Field   string `json:"field,omitempty"`
-	Message string `json:"message"`
-}
-
 func (o *Orchestrator) newAPI() http.Handler {
 	mux := http.NewServeMux()
 	o.mux = mux
 	o.streams = newStreamLimiter(o.cfg.HTTP.Limits)
-	api := func(pattern string, h http.HandlerFunc) { mux.Handle(pattern, o.requireToken(h)) }
+	route := func(pattern string, h http.HandlerFunc) { mux.Handle(pattern, o.requireToken(h)) }
 	// A standby forwards what needs the core to the leader (forward.go); the
 	// reads come from the store.
-	api("POST /api/v1/tasks", operatorOnly(o.leaderOnly(o.apiSubmit)))
-	api("GET /api/v1/tasks", o.apiList)
-	api("GET /api/v1/tasks/{id}", o.withTask(func(w http.ResponseWriter, _ *http.Request, id string) {
+	route("POST /api/v1/tasks", operatorOnly(o.leaderOnly(o.apiSubmit)))
+	route("GET /api/v1/tasks", o.apiList)
+	route("GET /api/v1/tasks/{id}", o.withTask(func(w http.ResponseWriter, _ *http.Request, id string) {
 		t, err := o.Task(id)
 		if err != nil {
 			writeTaskErr(w, err)
@@ -45,16 +33,16 @@ func (o *Orchestrator) newAPI() http.Handler {
 		}
 		writeJSON(w, http.StatusOK, t)
 	}))
-	api("GET /api/v1/tasks/{id}/output", o.withTask(o.apiOutput))
-	api("GET /api/v1/tasks/{id}/events", o.streams.stream(o.withTask(o.serveEvents)))
-	api("GET /api/v1/tasks/{id}/history", o.withTask(o.apiHistory))
-	api("POST /api/v1/tasks/{id}/cancel", operatorOnly(o.leaderOnly(o.withTask(o.apiCancel))))
-	api("POST /api/v1/tasks/{id}/approve", operatorOnly(o.leaderOnly(o.withTask(o.apiDecide(true)))))
-	api("POST /api/v1/tasks/{id}/reject", operatorOnly(o.leaderOnly(o.withTask(o.apiDecide(false)))))
-	api("GET /api/v1/agents", o.leaderOnly(func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, http.StatusOK, o.Agents()) }))
-	api("GET /api/v1/webhooks/deliveries", o.leaderOnly(o.apiDeliveries))
-	o.routeFleet(api)
-	api("/api/", func(w http.ResponseWriter, _ *http.Request) {
+	route("GET /api/v1/tasks/{id}/output", o.withTask(o.apiOutput))
+	route("GET /api/v1/tasks/{id}/events", o.streams.stream(o.withTask(o.serveEvents)))
+	route("GET /api/v1/tasks/{id}/history", o.withTask(o.apiHistory))
+	route("POST /api/v1/tasks/{id}/cancel", operatorOnly(o.leaderOnly(o.withTask(o.apiCancel))))
+	route("POST /api/v1/tasks/{id}/approve", operatorOnly(o.leaderOnly(o.withTask(o.apiDecide(true)))))
+	route("POST /api/v1/tasks/{id}/reject", operatorOnly(o.leaderOnly(o.withTask(o.apiDecide(false)))))
+	route("GET /api/v1/agents", o.leaderOnly(func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, http.StatusOK, o.Agents()) }))
+	route("GET /api/v1/webhooks/deliveries", o.leaderOnly(o.apiDeliveries))
+	o.routeFleet(route)
+	route("/api/", func(w http.ResponseWriter, _ *http.Request) {
 		writeError(w, http.StatusNotFound, "not_found", "", "no such API endpoint")
 	})
 	// The API's own description is open, as the probes are: it says what the API
@@ -76,17 +64,10 @@ func (o *Orchestrator) newAPI() http.Handler {
 		if !o.Ready() {
 			status, code = "not ready", http.StatusServiceUnavailable
 		}
-		writeJSON(w, code, Readiness{Status: status, Role: o.Role()})
+		writeJSON(w, code, api.Readiness{Status: status, Role: o.Role()})
 	})
 	mux.Handle("GET /metrics", o.metrics.handler())
 	return mux
-}
-
-// Readiness is the body of /readyz.
-type Readiness struct {
-	// Status is "ready" or "not ready".
-	Status string `json:"status"`
-	Role
 }
 
 // requireToken refuses a request without an API bearer token, and gives the
@@ -117,7 +98,7 @@ func (o *Orchestrator) withTask(h func(http.ResponseWriter, *http.Request, strin
 }
 
 func (o *Orchestrator) apiSubmit(w http.ResponseWriter, r *http.Request) {
-	var req SubmitRequest
+	var req api.SubmitRequest
 	if !decodeBody(w, r, &req) {
 		return
 	}
@@ -166,7 +147,7 @@ func jsonKind(k string) string {
 
 func (o *Orchestrator) apiList(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
-	opts := ListOptions{State: State(q.Get("state")), AgentType: envelope.AgentType(q.Get("agent_type")),
+	opts := api.ListOptions{State: State(q.Get("state")), AgentType: envelope.AgentType(q.Get("agent_type")),
 		AgentID: q.Get("agent_id"), WorkType: q.Get("work_type")}
 	if opts.State != "" && !opts.State.Valid() {
 		writeError(w, http.StatusBadRequest, "invalid_field", "state", "must be one of pending, dispatched, running, succeeded, failed, cancelled, error")
@@ -219,12 +200,12 @@ func (o *Orchestrator) apiOutput(w http.ResponseWriter, _ *http.Request, id stri
 }
 
 func (o *Orchestrator) apiCancel(w http.ResponseWriter, r *http.Request, id string) {
-	var req CancelRequest
+	var req api.CancelRequest
 	if !decodeOptional(w, r, &req) {
 		return
 	}
 	t, err := o.Cancel(r.Context(), id, req.Reason)
-	var fe *FieldError
+	var fe *api.FieldError
 	switch {
 	case errors.As(err, &fe):
 		writeError(w, http.StatusBadRequest, "invalid_field", fe.Field, fe.Message)
@@ -251,12 +232,12 @@ func (o *Orchestrator) apiHistory(w http.ResponseWriter, _ *http.Request, id str
 // apiDecide approves or rejects a task waiting for approval.
 func (o *Orchestrator) apiDecide(approve bool) func(http.ResponseWriter, *http.Request, string) {
 	return func(w http.ResponseWriter, r *http.Request, id string) {
-		var req DecisionRequest
+		var req api.DecisionRequest
 		if !decodeOptional(w, r, &req) {
 			return
 		}
 		t, err := o.Decide(r.Context(), id, approve, req.Note)
-		var fe *FieldError
+		var fe *api.FieldError
 		switch {
 		case errors.As(err, &fe):
 			writeError(w, http.StatusBadRequest, "invalid_field", fe.Field, fe.Message)
@@ -287,5 +268,5 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 }
 
 func writeError(w http.ResponseWriter, status int, code, field, msg string) {
-	writeJSON(w, status, ErrorBody{Error: APIErrorDetail{Code: code, Field: field, Message: msg}})
+	writeJSON(w, status, api.ErrorBody{Error: api.APIErrorDetail{Code: code, Field: field, Message: msg}})
 }

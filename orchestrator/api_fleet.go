@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/chiffon-dev/chiffon/api"
 	"github.com/chiffon-dev/chiffon/envelope"
 )
 
@@ -18,17 +19,17 @@ import (
 const batchPoll = 500 * time.Millisecond
 
 // routeFleet serves the batch and schedule endpoints on mux.
-func (o *Orchestrator) routeFleet(api func(string, http.HandlerFunc)) {
-	api("POST /api/v1/batches", operatorOnly(o.leaderOnly(o.apiCreateBatch)))
-	api("GET /api/v1/batches", o.apiBatches)
-	api("GET /api/v1/batches/{id}", o.withBatch(func(w http.ResponseWriter, _ *http.Request, b *Batch) {
+func (o *Orchestrator) routeFleet(route func(string, http.HandlerFunc)) {
+	route("POST /api/v1/batches", operatorOnly(o.leaderOnly(o.apiCreateBatch)))
+	route("GET /api/v1/batches", o.apiBatches)
+	route("GET /api/v1/batches/{id}", o.withBatch(func(w http.ResponseWriter, _ *http.Request, b *api.Batch) {
 		writeJSON(w, http.StatusOK, b)
 	}))
-	api("GET /api/v1/batches/{id}/events", o.streams.stream(o.withBatch(o.serveBatchEvents)))
-	api("POST /api/v1/batches/{id}/approve", operatorOnly(o.leaderOnly(o.withBatch(o.apiDecideBatch(true)))))
-	api("POST /api/v1/batches/{id}/reject", operatorOnly(o.leaderOnly(o.withBatch(o.apiDecideBatch(false)))))
-	api("POST /api/v1/schedules", operatorOnly(o.leaderOnly(o.apiAddSchedule)))
-	api("GET /api/v1/schedules", func(w http.ResponseWriter, _ *http.Request) {
+	route("GET /api/v1/batches/{id}/events", o.streams.stream(o.withBatch(o.serveBatchEvents)))
+	route("POST /api/v1/batches/{id}/approve", operatorOnly(o.leaderOnly(o.withBatch(o.apiDecideBatch(true)))))
+	route("POST /api/v1/batches/{id}/reject", operatorOnly(o.leaderOnly(o.withBatch(o.apiDecideBatch(false)))))
+	route("POST /api/v1/schedules", operatorOnly(o.leaderOnly(o.apiAddSchedule)))
+	route("GET /api/v1/schedules", func(w http.ResponseWriter, _ *http.Request) {
 		list, err := o.Schedules()
 		if err != nil {
 			writeError(w, http.StatusInternalServerError, "internal", "", err.Error())
@@ -36,13 +37,13 @@ func (o *Orchestrator) routeFleet(api func(string, http.HandlerFunc)) {
 		}
 		writeJSON(w, http.StatusOK, list)
 	})
-	api("GET /api/v1/schedules/{name}", func(w http.ResponseWriter, r *http.Request) {
+	route("GET /api/v1/schedules/{name}", func(w http.ResponseWriter, r *http.Request) {
 		s, err := o.GetSchedule(r.PathValue("name"))
 		writeSchedule(w, http.StatusOK, s, err)
 	})
-	api("POST /api/v1/schedules/{name}/pause", operatorOnly(o.leaderOnly(o.apiPause(true))))
-	api("POST /api/v1/schedules/{name}/resume", operatorOnly(o.leaderOnly(o.apiPause(false))))
-	api("DELETE /api/v1/schedules/{name}", operatorOnly(o.leaderOnly(func(w http.ResponseWriter, r *http.Request) {
+	route("POST /api/v1/schedules/{name}/pause", operatorOnly(o.leaderOnly(o.apiPause(true))))
+	route("POST /api/v1/schedules/{name}/resume", operatorOnly(o.leaderOnly(o.apiPause(false))))
+	route("DELETE /api/v1/schedules/{name}", operatorOnly(o.leaderOnly(func(w http.ResponseWriter, r *http.Request) {
 		if err := o.RemoveSchedule(r.PathValue("name")); err != nil {
 			writeSchedule(w, 0, nil, err)
 			return
@@ -82,7 +83,7 @@ func decodeOptional(w http.ResponseWriter, r *http.Request, v any) bool {
 
 // writeRequestErr answers an error of a request that makes something.
 func writeRequestErr(w http.ResponseWriter, err error) {
-	var fe *FieldError
+	var fe *api.FieldError
 	var tle *TooLargeError
 	switch {
 	case errors.As(err, &fe):
@@ -97,7 +98,7 @@ func writeRequestErr(w http.ResponseWriter, err error) {
 }
 
 func (o *Orchestrator) apiCreateBatch(w http.ResponseWriter, r *http.Request) {
-	var req BatchRequest
+	var req api.BatchRequest
 	if !decodeBody(w, r, &req) {
 		return
 	}
@@ -133,7 +134,7 @@ func (o *Orchestrator) apiBatches(w http.ResponseWriter, r *http.Request) {
 }
 
 // withBatch reads the batch the {id} path value names.
-func (o *Orchestrator) withBatch(h func(http.ResponseWriter, *http.Request, *Batch)) http.HandlerFunc {
+func (o *Orchestrator) withBatch(h func(http.ResponseWriter, *http.Request, *api.Batch)) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		id, ok := envelope.ParseID(r.PathValue("id"))
 		if !ok {
@@ -154,7 +155,7 @@ func (o *Orchestrator) withBatch(h func(http.ResponseWriter, *http.Request, *Bat
 
 // serveBatchEvents streams batch b as it changes: a "batch" event with the whole
 // batch each time, the last once its end is stored.
-func (o *Orchestrator) serveBatchEvents(w http.ResponseWriter, req *http.Request, b *Batch) {
+func (o *Orchestrator) serveBatchEvents(w http.ResponseWriter, req *http.Request, b *api.Batch) {
 	flusher, ok := w.(http.Flusher)
 	if !ok {
 		writeError(w, http.StatusInternalServerError, "internal", "", "streaming unsupported")
@@ -196,9 +197,9 @@ func (o *Orchestrator) serveBatchEvents(w http.ResponseWriter, req *http.Request
 }
 
 // apiDecideBatch approves or rejects a batch waiting for approval.
-func (o *Orchestrator) apiDecideBatch(approve bool) func(http.ResponseWriter, *http.Request, *Batch) {
-	return func(w http.ResponseWriter, r *http.Request, b *Batch) {
-		var req DecisionRequest
+func (o *Orchestrator) apiDecideBatch(approve bool) func(http.ResponseWriter, *http.Request, *api.Batch) {
+	return func(w http.ResponseWriter, r *http.Request, b *api.Batch) {
+		var req api.DecisionRequest
 		if !decodeOptional(w, r, &req) {
 			return
 		}
@@ -215,7 +216,7 @@ func (o *Orchestrator) apiDecideBatch(approve bool) func(http.ResponseWriter, *h
 }
 
 func (o *Orchestrator) apiAddSchedule(w http.ResponseWriter, r *http.Request) {
-	var spec ScheduleSpec
+	var spec api.ScheduleSpec
 	if !decodeBody(w, r, &spec) {
 		return
 	}
@@ -234,7 +235,7 @@ func (o *Orchestrator) apiPause(pause bool) http.HandlerFunc {
 }
 
 // writeSchedule answers s with status, or err.
-func writeSchedule(w http.ResponseWriter, status int, s *Schedule, err error) {
+func writeSchedule(w http.ResponseWriter, status int, s *api.Schedule, err error) {
 	switch {
 	case errors.Is(err, ErrNotFound):
 		writeError(w, http.StatusNotFound, "not_found", "name", "no such schedule")

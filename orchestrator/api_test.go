@@ -10,14 +10,16 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chiffon-dev/chiffon/api"
 	"github.com/chiffon-dev/chiffon/broker"
+	"github.com/chiffon-dev/chiffon/client"
 	"github.com/chiffon-dev/chiffon/envelope"
 	"github.com/chiffon-dev/chiffon/internal/testnats"
 	"github.com/chiffon-dev/chiffon/orchestrator"
 )
 
 // call sends a raw request and returns the status and body.
-func call(t *testing.T, c *orchestrator.Client, method, path, token, body string) (int, string) {
+func call(t *testing.T, c *client.Client, method, path, token, body string) (int, string) {
 	t.Helper()
 	req, _ := http.NewRequest(method, c.BaseURL+path, strings.NewReader(body))
 	if token != "" {
@@ -84,7 +86,7 @@ func TestAPIErrorAnswers(t *testing.T) {
 	if status, _ := call(t, c, "GET", "/api/v1/tasks", tok, ""); status != 200 {
 		t.Fatalf("list: %d", status)
 	}
-	var apiErr *orchestrator.APIError
+	var apiErr *client.APIError
 	if _, err := c.Get(t.Context(), "nope"); !errors.As(err, &apiErr) || apiErr.Status != 400 || apiErr.Field != "id" {
 		t.Fatalf("client error: %v", err)
 	}
@@ -99,7 +101,7 @@ func TestAPITaskLifecycle(t *testing.T) {
 	a.listen()
 	a.register(4)
 
-	task, err := c.Submit(ctx, orchestrator.SubmitRequest{ToAgent: envelope.Code, WorkType: "echo",
+	task, err := c.Submit(ctx, api.SubmitRequest{ToAgent: envelope.Code, WorkType: "echo",
 		Parameters: map[string]any{"text": "hello"}, Hints: &orchestrator.Hints{MaxMemoryMB: 64}})
 	if err != nil || task.ID == "" || task.RequestID == "" || task.TraceID == "" {
 		t.Fatalf("submit: %v %+v", err, task)
@@ -158,14 +160,14 @@ func TestAPITaskLifecycle(t *testing.T) {
 	if complete, err := c.Output(ctx, task.ID, &out); err != nil || !complete || out.String() != "line one\nline two\n" {
 		t.Fatalf("output %q complete %v err %v", out.String(), complete, err)
 	}
-	list, err := c.List(ctx, orchestrator.ListOptions{State: orchestrator.StateSucceeded, AgentType: envelope.Code, Limit: 10})
+	list, err := c.List(ctx, api.ListOptions{State: orchestrator.StateSucceeded, AgentType: envelope.Code, Limit: 10})
 	if err != nil || len(list) != 1 || list[0].ID != task.ID {
 		t.Fatalf("list: %v %d", err, len(list))
 	}
-	if list, _ := c.List(ctx, orchestrator.ListOptions{State: orchestrator.StateRunning}); len(list) != 0 {
+	if list, _ := c.List(ctx, api.ListOptions{State: orchestrator.StateRunning}); len(list) != 0 {
 		t.Fatalf("filter by state kept %d", len(list))
 	}
-	var apiErr *orchestrator.APIError
+	var apiErr *client.APIError
 	if _, err := c.Cancel(ctx, task.ID, ""); !errors.As(err, &apiErr) || apiErr.Status != http.StatusConflict {
 		t.Fatalf("cancel of a finished task: %v", err)
 	}
@@ -268,8 +270,8 @@ func TestAPIRefusesATaskTooLargeForTheBrokerBeforeStoringIt(t *testing.T) {
 			}
 			o, a := e.openWithAgent("code-1", 4)
 			c := e.client(o)
-			withText := func(n int) orchestrator.SubmitRequest {
-				return orchestrator.SubmitRequest{ToAgent: envelope.Code, WorkType: "echo",
+			withText := func(n int) api.SubmitRequest {
+				return api.SubmitRequest{ToAgent: envelope.Code, WorkType: "echo",
 					Parameters: map[string]any{"text": strings.Repeat("x", n)}}
 			}
 			post := func(n int) (int, string) {
@@ -291,13 +293,13 @@ func TestAPIRefusesATaskTooLargeForTheBrokerBeforeStoringIt(t *testing.T) {
 			fits := probe - (tle.Size - tle.Limit)
 
 			status, body := post(fits + 1)
-			var eb orchestrator.ErrorBody
+			var eb api.ErrorBody
 			if status != http.StatusRequestEntityTooLarge || json.Unmarshal([]byte(body), &eb) != nil ||
 				eb.Error.Code != "too_large" || eb.Error.Field != "parameters" ||
 				!strings.Contains(eb.Error.Message, fmt.Sprintf("%d bytes, over the limit of %d bytes", tle.Limit+1, tle.Limit)) {
 				t.Fatalf("one byte over: %d %s", status, body)
 			}
-			if list, err := c.List(t.Context(), orchestrator.ListOptions{}); err != nil || len(list) != 0 {
+			if list, err := c.List(t.Context(), api.ListOptions{}); err != nil || len(list) != 0 {
 				t.Fatalf("a refused task was stored: %v %d", err, len(list))
 			}
 			select {

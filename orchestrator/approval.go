@@ -8,6 +8,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/chiffon-dev/chiffon/api"
 	"github.com/chiffon-dev/chiffon/orchestrator/webhook"
 )
 
@@ -25,14 +26,8 @@ var ErrNotAwaitingApproval = errors.New("task does not await approval")
 // maxApprovalNote bounds an approval's note, in bytes.
 const maxApprovalNote = 1024
 
-// DecisionRequest is the optional body of an approval or a rejection.
-type DecisionRequest struct {
-	// Note says why; it is kept on the task.
-	Note string `json:"note,omitempty"`
-}
-
 // approvalNeeded says why req needs an approval, or "" when it does not.
-func (o *Orchestrator) approvalNeeded(req *SubmitRequest) string {
+func (o *Orchestrator) approvalNeeded(req *api.SubmitRequest) string {
 	if wt, ok := o.cfg.WorkTypes[req.WorkType]; ok && wt.Approval == ApprovalRequired {
 		return fmt.Sprintf("work type %s requires approval (work_types.%s.approval)", req.WorkType, req.WorkType)
 	}
@@ -62,7 +57,7 @@ func (o *Orchestrator) newApproval(why string, now time.Time) *Approval {
 // that does not wait for approval is returned with ErrNotAwaitingApproval.
 func (o *Orchestrator) Decide(ctx context.Context, id string, approve bool, note string) (*Task, error) {
 	if len(note) > maxApprovalNote {
-		return nil, &FieldError{Field: "note", Message: fmt.Sprintf("must be at most %d bytes", maxApprovalNote)}
+		return nil, &api.FieldError{Field: "note", Message: fmt.Sprintf("must be at most %d bytes", maxApprovalNote)}
 	}
 	var (
 		r    *run
@@ -156,13 +151,13 @@ func (o *Orchestrator) askApproval(r *run) {
 
 // batchApprovalNeeded says why batch b needs an approval, or "": its work type
 // does, or one of the agents it makes a task for does.
-func (o *Orchestrator) batchApprovalNeeded(b *Batch) string {
-	req := b.task("")
+func (o *Orchestrator) batchApprovalNeeded(b *api.Batch) string {
+	req := b.TaskFor("")
 	if why := o.approvalNeeded(&req); why != "" {
 		return why
 	}
 	for _, t := range b.Targets {
-		if t.State == TargetWaiting && o.agentRequiresApproval(t.AgentID, b.WorkType) {
+		if t.State == api.TargetWaiting && o.agentRequiresApproval(t.AgentID, b.WorkType) {
 			return fmt.Sprintf("agent %s requires approval for %s (approval_required)", t.AgentID, b.WorkType)
 		}
 	}
@@ -172,9 +167,9 @@ func (o *Orchestrator) batchApprovalNeeded(b *Batch) string {
 // DecideBatch approves or rejects batch id, waiting for approval, on behalf of
 // ctx's caller: approved, its runner makes its tasks (approved with it);
 // rejected, it ends rejected and makes none.
-func (o *Orchestrator) DecideBatch(ctx context.Context, id string, approve bool, note string) (*Batch, error) {
+func (o *Orchestrator) DecideBatch(ctx context.Context, id string, approve bool, note string) (*api.Batch, error) {
 	if len(note) > maxApprovalNote {
-		return nil, &FieldError{Field: "note", Message: fmt.Sprintf("must be at most %d bytes", maxApprovalNote)}
+		return nil, &api.FieldError{Field: "note", Message: fmt.Sprintf("must be at most %d bytes", maxApprovalNote)}
 	}
 	o.batchMu.Lock()
 	defer o.batchMu.Unlock()
@@ -182,7 +177,7 @@ func (o *Orchestrator) DecideBatch(ctx context.Context, id string, approve bool,
 	if err != nil {
 		return nil, err
 	}
-	if b.State != BatchRunning || b.Approval == nil || b.Approval.State != ApprovalWaiting {
+	if b.State != api.BatchRunning || b.Approval == nil || b.Approval.State != ApprovalWaiting {
 		return b, ErrNotAwaitingApproval
 	}
 	now := time.Now().UTC()
@@ -204,20 +199,20 @@ func (o *Orchestrator) DecideBatch(ctx context.Context, id string, approve bool,
 }
 
 // rejectBatch ends b rejected at now: none of its tasks is made.
-func (o *Orchestrator) rejectBatch(b *Batch, now time.Time) {
-	b.State, b.FinishedAt = BatchRejected, &now
+func (o *Orchestrator) rejectBatch(b *api.Batch, now time.Time) {
+	b.State, b.FinishedAt = api.BatchRejected, &now
 	for i := range b.Targets {
-		if t := &b.Targets[i]; t.State == TargetWaiting || t.State == "" {
-			t.State = TargetSkipped
+		if t := &b.Targets[i]; t.State == api.TargetWaiting || t.State == "" {
+			t.State = api.TargetSkipped
 		}
 	}
-	b.count()
+	b.Count()
 }
 
 // awaitBatchApproval is a batch runner's step while b waits for approval: it
 // reads the decision, rejects b once the approval expired, and otherwise waits
 // (woken by DecideBatch) at most until then.
-func (o *Orchestrator) awaitBatchApproval(b *Batch, log *slog.Logger) time.Duration {
+func (o *Orchestrator) awaitBatchApproval(b *api.Batch, log *slog.Logger) time.Duration {
 	o.batchMu.Lock()
 	defer o.batchMu.Unlock()
 	stored, err := o.storedBatch(b.ID)
@@ -228,7 +223,7 @@ func (o *Orchestrator) awaitBatchApproval(b *Batch, log *slog.Logger) time.Durat
 	*b = *stored
 	a := b.Approval
 	switch {
-	case b.State.final():
+	case b.State.Final():
 		return -1
 	case a.State != ApprovalWaiting:
 		return time.Nanosecond // decided: go on at once

@@ -11,7 +11,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chiffon-dev/chiffon/api"
 	"github.com/chiffon-dev/chiffon/broker"
+	"github.com/chiffon-dev/chiffon/client"
 	"github.com/chiffon-dev/chiffon/envelope"
 	"github.com/chiffon-dev/chiffon/orchestrator"
 	"github.com/chiffon-dev/chiffon/orchestrator/webhook"
@@ -28,7 +30,7 @@ func approvalEnv(t *testing.T, kind string) (*env, string) {
 }
 
 // history lists task id's audit trail as "message by", through the API.
-func history(t *testing.T, c *orchestrator.Client, id string) []string {
+func history(t *testing.T, c *client.Client, id string) []string {
 	t.Helper()
 	evs, err := c.History(context.Background(), id)
 	if err != nil {
@@ -56,7 +58,7 @@ func TestApprovalHoldsATaskUntilApproved(t *testing.T) {
 		o, a := e.openWithAgent("code-1", 2)
 		c := e.client(o)
 		ctx := context.Background()
-		tk, err := c.Submit(ctx, orchestrator.SubmitRequest{ToAgent: envelope.Code, WorkType: "echo"})
+		tk, err := c.Submit(ctx, api.SubmitRequest{ToAgent: envelope.Code, WorkType: "echo"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -67,7 +69,7 @@ func TestApprovalHoldsATaskUntilApproved(t *testing.T) {
 
 		vc := *c
 		vc.Token = viewer
-		var ae *orchestrator.APIError
+		var ae *client.APIError
 		if _, err := vc.Decide(ctx, tk.ID, true, ""); !errors.As(err, &ae) || ae.Status != http.StatusForbidden {
 			t.Fatalf("a viewer's approval: %v, want 403", err)
 		}
@@ -132,7 +134,7 @@ func TestApprovalRejectedOrExpired(t *testing.T) {
 	c := e.client(o)
 	ctx := context.Background()
 
-	rejected, err := c.Submit(ctx, orchestrator.SubmitRequest{ToAgent: envelope.Code, WorkType: "reboot"})
+	rejected, err := c.Submit(ctx, api.SubmitRequest{ToAgent: envelope.Code, WorkType: "reboot"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -141,7 +143,7 @@ func TestApprovalRejectedOrExpired(t *testing.T) {
 		t.Fatalf("rejected: %+v %v", got, err)
 	}
 
-	pinned, err := c.Submit(ctx, orchestrator.SubmitRequest{ToAgent: envelope.Code, WorkType: "deploy",
+	pinned, err := c.Submit(ctx, api.SubmitRequest{ToAgent: envelope.Code, WorkType: "deploy",
 		Hints: &orchestrator.Hints{AgentID: "code-1"}})
 	if err != nil || pinned.State != orchestrator.StateAwaitingApproval {
 		t.Fatalf("a deploy pinned to code-1: %+v %v", pinned, err)
@@ -155,7 +157,7 @@ func TestApprovalRejectedOrExpired(t *testing.T) {
 	if h := history(t, c, rejected.ID); !contains(h, "rejected: not now by api") {
 		t.Fatalf("history of the rejected task: %q", h)
 	}
-	cancelled, err := c.Submit(ctx, orchestrator.SubmitRequest{ToAgent: envelope.Code, WorkType: "reboot"})
+	cancelled, err := c.Submit(ctx, api.SubmitRequest{ToAgent: envelope.Code, WorkType: "reboot"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -166,7 +168,7 @@ func TestApprovalRejectedOrExpired(t *testing.T) {
 		t.Fatalf("history of the cancelled task: %q", h)
 	}
 
-	free, err := c.Submit(ctx, orchestrator.SubmitRequest{ToAgent: envelope.Code, WorkType: "echo"})
+	free, err := c.Submit(ctx, api.SubmitRequest{ToAgent: envelope.Code, WorkType: "echo"})
 	if err != nil || free.State == orchestrator.StateAwaitingApproval || free.Approval != nil {
 		t.Fatalf("an echo needs no approval: %+v %v", free, err)
 	}
@@ -179,9 +181,9 @@ func TestApprovalRejectedOrExpired(t *testing.T) {
 // with no task made. An agent whose config asks approval for the work type makes
 // the batch ask too.
 func TestBatchApprovalAsksOnce(t *testing.T) {
-	finished := make(chan orchestrator.Batch, 8)
+	finished := make(chan api.Batch, 8)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		var d struct{ Data orchestrator.Batch }
+		var d struct{ Data api.Batch }
 		body, _ := io.ReadAll(r.Body)
 		_ = json.Unmarshal(body, &d)
 		finished <- d.Data
@@ -200,8 +202,8 @@ func TestBatchApprovalAsksOnce(t *testing.T) {
 	}
 	c := e.client(o)
 	ctx := context.Background()
-	b, err := c.CreateBatch(ctx, orchestrator.BatchRequest{ToAgent: envelope.Code, WorkType: "echo"})
-	if err != nil || b.State != orchestrator.BatchAwaitingApproval || b.Approval == nil {
+	b, err := c.CreateBatch(ctx, api.BatchRequest{ToAgent: envelope.Code, WorkType: "echo"})
+	if err != nil || b.State != api.BatchAwaitingApproval || b.Approval == nil {
 		t.Fatalf("batch: %+v %v", b, err)
 	}
 	noWork(t, a1, 200*time.Millisecond)
@@ -212,10 +214,10 @@ func TestBatchApprovalAsksOnce(t *testing.T) {
 	for _, a := range []*fakeAgent{a1, a2} {
 		a.result(a.next(), envelope.ResultSuccess, 0, "", nil)
 	}
-	if end := waitBatch(t, o, b.ID); end.State != orchestrator.BatchSucceeded {
+	if end := waitBatch(t, o, b.ID); end.State != api.BatchSucceeded {
 		t.Fatalf("batch ended %s %v", end.State, end.Counts)
 	}
-	tasks, err := c.List(ctx, orchestrator.ListOptions{})
+	tasks, err := c.List(ctx, api.ListOptions{})
 	if err != nil || len(tasks) != 2 {
 		t.Fatalf("%d tasks %v", len(tasks), err)
 	}
@@ -225,31 +227,31 @@ func TestBatchApprovalAsksOnce(t *testing.T) {
 		}
 	}
 
-	rejected, err := c.CreateBatch(ctx, orchestrator.BatchRequest{ToAgent: envelope.Code, WorkType: "deploy"})
-	if err != nil || rejected.State != orchestrator.BatchAwaitingApproval {
+	rejected, err := c.CreateBatch(ctx, api.BatchRequest{ToAgent: envelope.Code, WorkType: "deploy"})
+	if err != nil || rejected.State != api.BatchAwaitingApproval {
 		t.Fatalf("a deploy batch, code-2 asking approval: %+v %v", rejected, err)
 	}
-	if got, err := c.DecideBatch(ctx, rejected.ID, false, ""); err != nil || got.State != orchestrator.BatchRejected {
+	if got, err := c.DecideBatch(ctx, rejected.ID, false, ""); err != nil || got.State != api.BatchRejected {
 		t.Fatalf("rejected: %+v %v", got, err)
 	}
-	var ae *orchestrator.APIError
+	var ae *client.APIError
 	if _, err := c.DecideBatch(ctx, rejected.ID, true, ""); !errors.As(err, &ae) || ae.Status != http.StatusConflict {
 		t.Fatalf("approving a rejected batch: %v, want 409", err)
 	}
-	expired, err := c.CreateBatch(ctx, orchestrator.BatchRequest{ToAgent: envelope.Code, WorkType: "echo"})
+	expired, err := c.CreateBatch(ctx, api.BatchRequest{ToAgent: envelope.Code, WorkType: "echo"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if end := waitBatch(t, o, expired.ID); end.State != orchestrator.BatchRejected || end.Approval.State != orchestrator.ApprovalExpired {
+	if end := waitBatch(t, o, expired.ID); end.State != api.BatchRejected || end.Approval.State != orchestrator.ApprovalExpired {
 		t.Fatalf("expired batch: %s %+v", end.State, end.Approval)
 	}
 	noWork(t, a1, 100*time.Millisecond)
 	noWork(t, a2, 10*time.Millisecond)
-	if tasks, _ := c.List(ctx, orchestrator.ListOptions{}); len(tasks) != 2 {
+	if tasks, _ := c.List(ctx, api.ListOptions{}); len(tasks) != 2 {
 		t.Fatalf("%d tasks, want the approved batch's 2 only", len(tasks))
 	}
 	// batch.finished told of each end: succeeded, rejected, rejected (expired).
-	ends := map[string]orchestrator.BatchState{}
+	ends := map[string]api.BatchState{}
 	for range 3 {
 		select {
 		case d := <-finished:
@@ -258,7 +260,7 @@ func TestBatchApprovalAsksOnce(t *testing.T) {
 			t.Fatalf("batch.finished deliveries: %v, want 3", ends)
 		}
 	}
-	if ends[b.ID] != orchestrator.BatchSucceeded || ends[rejected.ID] != orchestrator.BatchRejected || ends[expired.ID] != orchestrator.BatchRejected {
+	if ends[b.ID] != api.BatchSucceeded || ends[rejected.ID] != api.BatchRejected || ends[expired.ID] != api.BatchRejected {
 		t.Fatalf("batch.finished deliveries %v", ends)
 	}
 }
@@ -275,7 +277,7 @@ func TestUnpinnedWorkAvoidsAgentsAskingApproval(t *testing.T) {
 	a1.listen()
 	a1.registerOffering(4, "deploy")
 	ctx := context.Background()
-	req := orchestrator.SubmitRequest{ToAgent: envelope.Code, WorkType: "deploy"}
+	req := api.SubmitRequest{ToAgent: envelope.Code, WorkType: "deploy"}
 	tk, err := o.Submit(ctx, req)
 	if err != nil {
 		t.Fatal(err)

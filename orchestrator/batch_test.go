@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chiffon-dev/chiffon/api"
+	"github.com/chiffon-dev/chiffon/client"
 	"github.com/chiffon-dev/chiffon/envelope"
 	"github.com/chiffon-dev/chiffon/orchestrator"
 	"github.com/chiffon-dev/chiffon/orchestrator/webhook"
@@ -30,9 +32,9 @@ func agentState(t *testing.T, o *orchestrator.Orchestrator, id, state string) {
 }
 
 // waitBatch waits until batch id's end is stored and returns it.
-func waitBatch(t *testing.T, o *orchestrator.Orchestrator, id string) *orchestrator.Batch {
+func waitBatch(t *testing.T, o *orchestrator.Orchestrator, id string) *api.Batch {
 	t.Helper()
-	var b *orchestrator.Batch
+	var b *api.Batch
 	waitFor(t, "batch "+id+" to finish", func() bool {
 		var err error
 		b, err = o.GetBatch(id)
@@ -41,7 +43,7 @@ func waitBatch(t *testing.T, o *orchestrator.Orchestrator, id string) *orchestra
 	return b
 }
 
-func targetStates(b *orchestrator.Batch) map[string]string {
+func targetStates(b *api.Batch) map[string]string {
 	out := map[string]string{}
 	for _, t := range b.Targets {
 		out[t.AgentID] = t.State
@@ -65,12 +67,12 @@ func noWork(t *testing.T, a *fakeAgent, d time.Duration) {
 // ran it), and a batch.finished receiver gets it. A label selector keeps the
 // agents that carry the label.
 func TestBatchRunsOnEveryMatchingAgent(t *testing.T) {
-	got := make(chan orchestrator.Batch, 4)
+	got := make(chan api.Batch, 4)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
 		var d struct {
 			Event string
-			Data  orchestrator.Batch
+			Data  api.Batch
 		}
 		if err := json.Unmarshal(body, &d); err != nil || d.Event != webhook.BatchFinished {
 			t.Errorf("delivery %s: %v", body, err)
@@ -90,13 +92,13 @@ func TestBatchRunsOnEveryMatchingAgent(t *testing.T) {
 	}
 	agentState(t, o, "code-3", "offline")
 
-	b, err := o.CreateBatch(context.Background(), orchestrator.BatchRequest{ToAgent: envelope.Code, WorkType: "echo",
+	b, err := o.CreateBatch(context.Background(), api.BatchRequest{ToAgent: envelope.Code, WorkType: "echo",
 		Parameters: map[string]any{"text": "hi"}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := map[string]string{"code-1": orchestrator.TargetWaiting, "code-2": orchestrator.TargetWaiting,
-		"code-3": orchestrator.TargetOffline, "code-4": orchestrator.TargetUnknown}
+	want := map[string]string{"code-1": api.TargetWaiting, "code-2": api.TargetWaiting,
+		"code-3": api.TargetOffline, "code-4": api.TargetUnknown}
 	if got := targetStates(b); len(got) != 4 || got["code-3"] != want["code-3"] || got["code-4"] != want["code-4"] {
 		t.Fatalf("targets %v, want %v", got, want)
 	}
@@ -110,10 +112,10 @@ func TestBatchRunsOnEveryMatchingAgent(t *testing.T) {
 	}
 	noWork(t, a3, 100*time.Millisecond)
 	end := waitBatch(t, o, b.ID)
-	if end.State != orchestrator.BatchFailed || end.Counts["succeeded"] != 2 || end.Counts["offline"] != 1 || end.Counts["unknown"] != 1 {
+	if end.State != api.BatchFailed || end.Counts["succeeded"] != 2 || end.Counts["offline"] != 1 || end.Counts["unknown"] != 1 {
 		t.Fatalf("batch ended %s %v, want failed with 2 succeeded, 1 offline, 1 unknown", end.State, end.Counts)
 	}
-	tasks, err := o.Tasks(orchestrator.ListOptions{Limit: 100})
+	tasks, err := o.Tasks(api.ListOptions{Limit: 100})
 	if err != nil || len(tasks) != 2 {
 		t.Fatalf("%d tasks (%v), want 2", len(tasks), err)
 	}
@@ -124,7 +126,7 @@ func TestBatchRunsOnEveryMatchingAgent(t *testing.T) {
 	}
 	select {
 	case d := <-got:
-		if d.ID != b.ID || d.State != orchestrator.BatchFailed {
+		if d.ID != b.ID || d.State != api.BatchFailed {
 			t.Fatalf("batch.finished for %s %s", d.ID, d.State)
 		}
 	case <-time.After(wait):
@@ -132,22 +134,22 @@ func TestBatchRunsOnEveryMatchingAgent(t *testing.T) {
 	}
 
 	// Labels select: only code-1 is at the attic.
-	b, err = o.CreateBatch(context.Background(), orchestrator.BatchRequest{ToAgent: envelope.Code, WorkType: "echo",
+	b, err = o.CreateBatch(context.Background(), api.BatchRequest{ToAgent: envelope.Code, WorkType: "echo",
 		Labels: map[string]string{"site": "attic"}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := targetStates(b); len(got) != 1 || got["code-1"] != orchestrator.TargetWaiting {
+	if got := targetStates(b); len(got) != 1 || got["code-1"] != api.TargetWaiting {
 		t.Fatalf("targets of site=attic: %v, want code-1 only", got)
 	}
 	w := a1.next()
 	a1.result(w, envelope.ResultSuccess, 0, "", nil)
-	if end := waitBatch(t, o, b.ID); end.State != orchestrator.BatchSucceeded {
+	if end := waitBatch(t, o, b.ID); end.State != api.BatchSucceeded {
 		t.Fatalf("labelled batch ended %s %v", end.State, end.Counts)
 	}
 	noWork(t, a2, 100*time.Millisecond)
 
-	if _, err := o.CreateBatch(context.Background(), orchestrator.BatchRequest{ToAgent: envelope.Code, WorkType: "echo",
+	if _, err := o.CreateBatch(context.Background(), api.BatchRequest{ToAgent: envelope.Code, WorkType: "echo",
 		Labels: map[string]string{"site": "cellar"}}); !errors.Is(err, orchestrator.ErrBatchNoTargets) {
 		t.Fatalf("a batch no agent matches: %v", err)
 	}
@@ -166,7 +168,7 @@ func TestBatchMaxParallelAndStopOnFailure(t *testing.T) {
 		a.register(4)
 		agents = append(agents, a)
 	}
-	req := orchestrator.BatchRequest{ToAgent: envelope.Code, WorkType: "echo", MaxParallel: 1}
+	req := api.BatchRequest{ToAgent: envelope.Code, WorkType: "echo", MaxParallel: 1}
 	b, err := o.CreateBatch(context.Background(), req)
 	if err != nil {
 		t.Fatal(err)
@@ -178,7 +180,7 @@ func TestBatchMaxParallelAndStopOnFailure(t *testing.T) {
 		}
 		a.result(w, envelope.ResultSuccess, 0, "", nil)
 	}
-	if end := waitBatch(t, o, b.ID); end.State != orchestrator.BatchSucceeded || end.Counts["succeeded"] != 3 {
+	if end := waitBatch(t, o, b.ID); end.State != api.BatchSucceeded || end.Counts["succeeded"] != 3 {
 		t.Fatalf("batch ended %s %v", end.State, end.Counts)
 	}
 
@@ -190,11 +192,11 @@ func TestBatchMaxParallelAndStopOnFailure(t *testing.T) {
 	w := agents[0].next()
 	agents[0].result(w, envelope.ResultFailed, 2, "boom", nil)
 	end := waitBatch(t, o, b.ID)
-	want := map[string]string{"code-1": "failed", "code-2": orchestrator.TargetSkipped, "code-3": orchestrator.TargetSkipped}
+	want := map[string]string{"code-1": "failed", "code-2": api.TargetSkipped, "code-3": api.TargetSkipped}
 	if got := targetStates(end); got["code-1"] != want["code-1"] || got["code-2"] != want["code-2"] || got["code-3"] != want["code-3"] {
 		t.Fatalf("targets %v, want %v", got, want)
 	}
-	if end.State != orchestrator.BatchFailed {
+	if end.State != api.BatchFailed {
 		t.Fatalf("batch %s, want failed", end.State)
 	}
 	noWork(t, agents[1], 100*time.Millisecond)
@@ -214,7 +216,7 @@ func TestBatchGoesOnAfterARestart(t *testing.T) {
 			a.listen()
 			a.register(2)
 		}
-		b, err := o.CreateBatch(context.Background(), orchestrator.BatchRequest{ToAgent: envelope.Code, WorkType: "echo", MaxParallel: 1})
+		b, err := o.CreateBatch(context.Background(), api.BatchRequest{ToAgent: envelope.Code, WorkType: "echo", MaxParallel: 1})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -233,10 +235,10 @@ func TestBatchGoesOnAfterARestart(t *testing.T) {
 		a1.result(again, envelope.ResultSuccess, 0, "", nil)
 		second := a2.next()
 		a2.result(second, envelope.ResultSuccess, 0, "", nil)
-		if end := waitBatch(t, o, b.ID); end.State != orchestrator.BatchSucceeded {
+		if end := waitBatch(t, o, b.ID); end.State != api.BatchSucceeded {
 			t.Fatalf("batch ended %s %v", end.State, end.Counts)
 		}
-		tasks, err := o.Tasks(orchestrator.ListOptions{})
+		tasks, err := o.Tasks(api.ListOptions{})
 		if err != nil || len(tasks) != 2 {
 			t.Fatalf("%d tasks (%v), want 2", len(tasks), err)
 		}
@@ -252,35 +254,35 @@ func TestBatchAPI(t *testing.T) {
 	c := e.client(o)
 	ctx := context.Background()
 	for _, tc := range []struct {
-		req   orchestrator.BatchRequest
+		req   api.BatchRequest
 		field string
 	}{
-		{orchestrator.BatchRequest{ToAgent: "nope", WorkType: "echo"}, "to_agent"},
-		{orchestrator.BatchRequest{ToAgent: envelope.Code, WorkType: "echo", Hints: &orchestrator.Hints{AgentID: "code-1"}}, "hints.agent_id"},
-		{orchestrator.BatchRequest{ToAgent: envelope.Code, WorkType: "echo", Labels: map[string]string{"Bad Key": "x"}}, "labels"},
-		{orchestrator.BatchRequest{ToAgent: envelope.Code, WorkType: "echo", Agents: []string{"no such/agent"}}, "agents[0]"},
-		{orchestrator.BatchRequest{ToAgent: envelope.Code, WorkType: "echo", MaxParallel: -1}, "max_parallel"},
+		{api.BatchRequest{ToAgent: "nope", WorkType: "echo"}, "to_agent"},
+		{api.BatchRequest{ToAgent: envelope.Code, WorkType: "echo", Hints: &orchestrator.Hints{AgentID: "code-1"}}, "hints.agent_id"},
+		{api.BatchRequest{ToAgent: envelope.Code, WorkType: "echo", Labels: map[string]string{"Bad Key": "x"}}, "labels"},
+		{api.BatchRequest{ToAgent: envelope.Code, WorkType: "echo", Agents: []string{"no such/agent"}}, "agents[0]"},
+		{api.BatchRequest{ToAgent: envelope.Code, WorkType: "echo", MaxParallel: -1}, "max_parallel"},
 	} {
 		_, err := c.CreateBatch(ctx, tc.req)
-		var ae *orchestrator.APIError
+		var ae *client.APIError
 		if !errors.As(err, &ae) || ae.Status != http.StatusBadRequest || ae.Field != tc.field {
 			t.Fatalf("%+v: %v, want a 400 naming %s", tc.req, err, tc.field)
 		}
 	}
-	_, err := c.CreateBatch(ctx, orchestrator.BatchRequest{ToAgent: envelope.Infra, WorkType: "echo"})
-	var ae *orchestrator.APIError
+	_, err := c.CreateBatch(ctx, api.BatchRequest{ToAgent: envelope.Infra, WorkType: "echo"})
+	var ae *client.APIError
 	if !errors.As(err, &ae) || ae.Status != http.StatusUnprocessableEntity || ae.Code != "no_agents" {
 		t.Fatalf("a batch without agents: %v", err)
 	}
-	b, err := c.CreateBatch(ctx, orchestrator.BatchRequest{ToAgent: envelope.Code, WorkType: "echo"})
+	b, err := c.CreateBatch(ctx, api.BatchRequest{ToAgent: envelope.Code, WorkType: "echo"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	var mu sync.Mutex
-	var seen []orchestrator.Batch
+	var seen []api.Batch
 	done := make(chan error, 1)
 	go func() {
-		done <- c.BatchEvents(ctx, b.ID, func(b *orchestrator.Batch) error {
+		done <- c.BatchEvents(ctx, b.ID, func(b *api.Batch) error {
 			mu.Lock()
 			defer mu.Unlock()
 			seen = append(seen, *b)
@@ -304,11 +306,11 @@ func TestBatchAPI(t *testing.T) {
 	case <-time.After(wait):
 		t.Fatal("the batch stream did not end")
 	}
-	if last := seen[len(seen)-1]; last.State != orchestrator.BatchSucceeded || last.FinishedAt == nil {
+	if last := seen[len(seen)-1]; last.State != api.BatchSucceeded || last.FinishedAt == nil {
 		t.Fatalf("last event %s finished %v", last.State, last.FinishedAt)
 	}
 	list, err := c.Batches(ctx, 10)
-	if err != nil || len(list) != 1 || list[0].ID != b.ID || list[0].State != orchestrator.BatchSucceeded {
+	if err != nil || len(list) != 1 || list[0].ID != b.ID || list[0].State != api.BatchSucceeded {
 		t.Fatalf("list %+v %v", list, err)
 	}
 	if _, err := c.Batch(ctx, envelope.NewID()); !errors.As(err, &ae) || ae.Status != http.StatusNotFound {
@@ -330,7 +332,7 @@ func TestTaskOfADerivedIDIsMadeOnce(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			tk, ok, err := orchestrator.SubmitAs(o, orchestrator.SubmitRequest{ToAgent: envelope.Code, WorkType: "echo"}, id, rid)
+			tk, ok, err := orchestrator.SubmitAs(o, api.SubmitRequest{ToAgent: envelope.Code, WorkType: "echo"}, id, rid)
 			if err != nil || tk.ID != id {
 				t.Errorf("submit: %v %v", tk, err)
 				return

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/chiffon-dev/chiffon/api"
 	"github.com/chiffon-dev/chiffon/orchestrator/webhook"
 )
 
@@ -20,7 +21,7 @@ const batchRetry = time.Second
 // failed, with stop_on_failure), wakes when one of them ends, and stores the
 // batch's final view. Each task's id is the one the record names, so a task
 // made before (by an earlier runner, before a restart) is found, not made again.
-func (o *Orchestrator) runBatch(ctx context.Context, b *Batch, wake <-chan struct{}) {
+func (o *Orchestrator) runBatch(ctx context.Context, b *api.Batch, wake <-chan struct{}) {
 	defer o.fleet.batchEnded(b.ID)
 	log := o.log.With("batch_id", b.ID)
 	for {
@@ -44,7 +45,7 @@ func (o *Orchestrator) runBatch(ctx context.Context, b *Batch, wake <-chan struc
 // stepBatch makes what b's tasks allow now: it returns -1 once b is finished
 // and stored, 0 to wait for a task to end, or how long to wait before looking
 // again (after a failure, or while b awaits its approval).
-func (o *Orchestrator) stepBatch(b *Batch, log *slog.Logger) time.Duration {
+func (o *Orchestrator) stepBatch(b *api.Batch, log *slog.Logger) time.Duration {
 	if a := b.Approval; a != nil && a.State == ApprovalWaiting {
 		return o.awaitBatchApproval(b, log)
 	}
@@ -54,7 +55,7 @@ func (o *Orchestrator) stepBatch(b *Batch, log *slog.Logger) time.Duration {
 		log.Warn("batch: read its tasks", "err", err)
 		return batchRetry
 	}
-	if view.State.final() {
+	if view.State.Final() {
 		now := time.Now().UTC()
 		view.FinishedAt = &now
 		if err := o.putBatch(&view); err != nil {
@@ -67,12 +68,12 @@ func (o *Orchestrator) stepBatch(b *Batch, log *slog.Logger) time.Duration {
 	}
 	running := 0
 	for _, t := range view.Targets {
-		if t.started() && !t.final() {
+		if t.Started() && !t.Final() {
 			running++
 		}
 	}
 	for _, t := range view.Targets {
-		if t.State != TargetWaiting {
+		if t.State != api.TargetWaiting {
 			continue
 		}
 		if b.MaxParallel > 0 && running >= b.MaxParallel {
@@ -80,7 +81,7 @@ func (o *Orchestrator) stepBatch(b *Batch, log *slog.Logger) time.Duration {
 		}
 		org := origin{id: t.TaskID, requestID: derivedID("batch-request", b.ID, t.AgentID),
 			batchID: b.ID, schedule: b.Schedule, fireTime: b.FireTime, by: b.CreatedBy, approval: b.Approval}
-		if _, _, err := o.submit(b.task(t.AgentID), org); err != nil {
+		if _, _, err := o.submit(b.TaskFor(t.AgentID), org); err != nil {
 			log.Warn("batch: make a task", "agent_id", t.AgentID, "err", err)
 			return batchRetry
 		}
@@ -91,26 +92,26 @@ func (o *Orchestrator) stepBatch(b *Batch, log *slog.Logger) time.Duration {
 }
 
 // batchFinished tells the webhook receivers that b's end is stored.
-func (o *Orchestrator) batchFinished(b *Batch) {
+func (o *Orchestrator) batchFinished(b *api.Batch) {
 	if o.hooks != nil {
 		o.hooks.Send(webhook.BatchFinished, b)
 	}
 }
 
 // runningBatches reads the batches whose record says they run.
-func (o *Orchestrator) runningBatches() ([]*Batch, error) {
+func (o *Orchestrator) runningBatches() ([]*api.Batch, error) {
 	recs, err := o.st.Records(batchRecord)
 	if err != nil {
 		return nil, fmt.Errorf("read batches: %w", err)
 	}
-	var out []*Batch
+	var out []*api.Batch
 	for id, data := range recs {
-		var b Batch
+		var b api.Batch
 		if err := json.Unmarshal(data, &b); err != nil {
 			o.log.Error("batch record unreadable; it is left as it is", "batch_id", id, "err", err)
 			continue
 		}
-		if b.State == BatchRunning {
+		if b.State == api.BatchRunning {
 			out = append(out, &b)
 		}
 	}

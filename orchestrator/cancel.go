@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+
+	"github.com/chiffon-dev/chiffon/api"
 )
 
 // ErrFinished is returned when cancelling a task that has already ended.
@@ -12,13 +14,6 @@ var ErrFinished = errors.New("task already finished")
 // maxCancelReason bounds a cancel's reason, in bytes.
 const maxCancelReason = 1024
 
-// CancelRequest is the optional body of a cancel.
-type CancelRequest struct {
-	// Reason says why; it goes to the agent, which ends the task's output with it,
-	// and into the task's events. "" is "cancelled by operator".
-	Reason string `json:"reason,omitempty"`
-}
-
 // Cancel cancels a task. A task not sent yet ends cancelled at once, and so does one
 // waiting for a retry, whose pinned agent, which may still run an earlier attempt, is
 // told to cancel it. A running task's agent is told to cancel it; the task ends
@@ -26,7 +21,7 @@ type CancelRequest struct {
 // it or cannot be reached. reason, when not "", says why (see CancelRequest).
 func (o *Orchestrator) Cancel(ctx context.Context, id, reason string) (*Task, error) {
 	if len(reason) > maxCancelReason {
-		return nil, &FieldError{Field: "reason", Message: fmt.Sprintf("must be at most %d bytes", maxCancelReason)}
+		return nil, &api.FieldError{Field: "reason", Message: fmt.Sprintf("must be at most %d bytes", maxCancelReason)}
 	}
 	var (
 		r        *run

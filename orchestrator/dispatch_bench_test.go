@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/chiffon-dev/chiffon/agent"
+	"github.com/chiffon-dev/chiffon/api"
 	"github.com/chiffon-dev/chiffon/broker"
 	"github.com/chiffon-dev/chiffon/envelope"
 	"github.com/chiffon-dev/chiffon/internal/testnats"
@@ -67,7 +68,7 @@ func benchStack(b *testing.B, capacity int, secure bool) *orchestrator.Orchestra
 }
 
 func runNoop(b *testing.B, o *orchestrator.Orchestrator) {
-	t, err := o.Submit(context.Background(), orchestrator.SubmitRequest{ToAgent: envelope.Infra, WorkType: "noop"})
+	t, err := o.Submit(context.Background(), api.SubmitRequest{ToAgent: envelope.Infra, WorkType: "noop"})
 	if err != nil {
 		b.Fatal(err)
 	}

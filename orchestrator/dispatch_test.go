@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chiffon-dev/chiffon/api"
 	"github.com/chiffon-dev/chiffon/envelope"
 	"github.com/chiffon-dev/chiffon/errcodes"
 	"github.com/chiffon-dev/chiffon/orchestrator"
@@ -194,14 +195,14 @@ func TestSubmitFailsWhenTheTaskCannotBeStored(t *testing.T) {
 	e.mem = true // a memstore can be made to fail its writes
 	o, _ := e.openWithAgent("code-1", 1)
 	orchestrator.BreakStoreWrites(o)
-	task, err := o.Submit(context.Background(), orchestrator.SubmitRequest{ToAgent: envelope.Code, WorkType: "echo"})
+	task, err := o.Submit(context.Background(), api.SubmitRequest{ToAgent: envelope.Code, WorkType: "echo"})
 	if err == nil {
 		t.Fatalf("Submit with a broken store: %+v, want an error", task)
 	}
 	if as := o.Agents(); len(as) != 1 || as[0].Load != 0 {
 		t.Fatalf("agents after a failed Submit: %+v, want code-1 with load 0", as)
 	}
-	live, err := o.Tasks(orchestrator.ListOptions{})
+	live, err := o.Tasks(api.ListOptions{})
 	if err != nil || len(live) != 0 {
 		t.Fatalf("tasks after a failed Submit: %v %v, want none", live, err)
 	}

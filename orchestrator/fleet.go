@@ -3,6 +3,8 @@ package orchestrator
 import (
 	"context"
 	"sync"
+
+	"github.com/chiffon-dev/chiffon/api"
 )
 
 // fleet is what the core runs beside the tasks while it runs: a runner for each
@@ -74,7 +76,7 @@ func (o *Orchestrator) goCore(fn func()) bool {
 }
 
 // batchMade starts b's runner, unless the fleet is stopped or b has one.
-func (f *fleet) batchMade(o *Orchestrator, b *Batch) {
+func (f *fleet) batchMade(o *Orchestrator, b *api.Batch) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.ctx == nil || f.batches[b.ID] != nil {

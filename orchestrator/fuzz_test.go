@@ -12,7 +12,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chiffon-dev/chiffon/api"
 	"github.com/chiffon-dev/chiffon/broker"
+	"github.com/chiffon-dev/chiffon/client"
 	"github.com/chiffon-dev/chiffon/internal/testnats"
 	"github.com/chiffon-dev/chiffon/orchestrator"
 )
@@ -44,7 +46,7 @@ func FuzzAPISubmit(f *testing.F) {
 		switch {
 		case rec.Code == http.StatusCreated:
 		case rec.Code >= 400 && rec.Code < 500:
-			var eb orchestrator.ErrorBody
+			var eb api.ErrorBody
 			if err := json.Unmarshal(rec.Body.Bytes(), &eb); err != nil || eb.Error.Code == "" {
 				t.Fatalf("HTTP %d with a body that is not a JSON error: %q", rec.Code, rec.Body.String())
 			}
@@ -82,7 +84,7 @@ func FuzzClientEvents(f *testing.F) {
 		_, _ = w.Write([]byte(`{"id":"t","state":"` + state + `"}`))
 	}))
 	f.Cleanup(srv.Close)
-	c := &orchestrator.Client{BaseURL: srv.URL, Token: "t", HTTP: srv.Client()}
+	c := &client.Client{BaseURL: srv.URL, Token: "t", HTTP: srv.Client()}
 	f.Fuzz(func(t *testing.T, data []byte, isFinal bool) {
 		stream.Store(&data)
 		final.Store(isFinal)

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/chiffon-dev/chiffon/api"
 	"github.com/chiffon-dev/chiffon/envelope"
 	"golang.org/x/time/rate"
 )
@@ -156,25 +157,12 @@ func capped(ac *AgentConfig, n int) int {
 	return max(n, 1)
 }
 
-// AgentLimits are the limits an agent's config sets on it (AgentConfig), as the
-// API shows them.
-type AgentLimits struct {
-	// AllowedWorkTypes, when set, are the only work types it is sent.
-	AllowedWorkTypes []string `json:"allowed_work_types,omitempty"`
-	// MaxConcurrency caps its capacity; 0 means none.
-	MaxConcurrency int `json:"max_concurrency,omitempty"`
-	// RateLimit bounds how often it is sent work: "N/s", "N/m" or "N/h".
-	RateLimit string `json:"rate_limit,omitempty"`
-	// MaxRequestBytes bounds the work_requests it is sent, in bytes.
-	MaxRequestBytes int64 `json:"max_request_bytes,omitempty"`
-}
-
 // limitsOf are ac's limits, or nil when it sets none.
-func limitsOf(ac *AgentConfig) *AgentLimits {
+func limitsOf(ac *AgentConfig) *api.AgentLimits {
 	if ac == nil {
 		return nil
 	}
-	l := AgentLimits{AllowedWorkTypes: ac.AllowedWorkTypes, MaxConcurrency: ac.MaxConcurrency,
+	l := api.AgentLimits{AllowedWorkTypes: ac.AllowedWorkTypes, MaxConcurrency: ac.MaxConcurrency,
 		RateLimit: ac.RateLimit, MaxRequestBytes: ac.MaxRequestBytes}
 	if len(l.AllowedWorkTypes) == 0 && l.MaxConcurrency == 0 && l.RateLimit == "" && l.MaxRequestBytes == 0 {
 		return nil

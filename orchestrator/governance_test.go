@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chiffon-dev/chiffon/api"
+	"github.com/chiffon-dev/chiffon/client"
 	"github.com/chiffon-dev/chiffon/envelope"
 	"github.com/chiffon-dev/chiffon/errcodes"
 	"github.com/chiffon-dev/chiffon/orchestrator"
@@ -15,7 +17,7 @@ import (
 // submitWork submits a code task of workType with params.
 func submitWork(t *testing.T, o *orchestrator.Orchestrator, workType string, params map[string]any, hints *orchestrator.Hints) *orchestrator.Task {
 	t.Helper()
-	task, err := o.Submit(context.Background(), orchestrator.SubmitRequest{ToAgent: envelope.Code, WorkType: workType,
+	task, err := o.Submit(context.Background(), api.SubmitRequest{ToAgent: envelope.Code, WorkType: workType,
 		Parameters: params, Hints: hints})
 	if err != nil {
 		t.Fatalf("Submit %s: %v", workType, err)
@@ -24,7 +26,7 @@ func submitWork(t *testing.T, o *orchestrator.Orchestrator, workType string, par
 }
 
 // agentInfo is agent id as the API shows it.
-func agentInfo(t *testing.T, c *orchestrator.Client, id string) orchestrator.AgentInfo {
+func agentInfo(t *testing.T, c *client.Client, id string) api.AgentInfo {
 	t.Helper()
 	agents, err := c.Agents(t.Context())
 	if err != nil {
@@ -36,7 +38,7 @@ func agentInfo(t *testing.T, c *orchestrator.Client, id string) orchestrator.Age
 		}
 	}
 	t.Fatalf("agent %s not listed: %+v", id, agents)
-	return orchestrator.AgentInfo{}
+	return api.AgentInfo{}
 }
 
 // succeed acknowledges w and ends it with success.

@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/chiffon-dev/chiffon/api"
 	"github.com/chiffon-dev/chiffon/broker"
 	"github.com/chiffon-dev/chiffon/orchestrator/jsstore"
 	"github.com/nats-io/nats.go"
@@ -210,25 +211,17 @@ func (o *Orchestrator) serving() bool {
 	return o.ha == nil || o.ha.active.Load()
 }
 
-// Role says what an orchestrator is in its group.
-type Role struct {
-	// Role is "leader" or "standby"; "" for an orchestrator alone.
-	Role string `json:"role,omitempty"`
-	// Leader is the leadership record last seen, when there is one.
-	Leader *jsstore.Leader `json:"leader,omitempty"`
-}
-
 // Role returns what the orchestrator is in its group.
-func (o *Orchestrator) Role() Role {
+func (o *Orchestrator) Role() api.Role {
 	if o.ha == nil {
-		return Role{}
+		return api.Role{}
 	}
-	r := Role{Role: "standby"}
+	r := api.Role{Role: "standby"}
 	if o.serving() {
 		r.Role = "leader"
 	}
 	if l, ok := o.ha.store.Leader(); ok {
-		r.Leader = &l
+		r.Leader = &api.Leader{Name: l.Name, API: l.API, Term: l.Term, Since: l.Since, LeaseMS: l.LeaseMS, Resigned: l.Resigned}
 	}
 	return r
 }

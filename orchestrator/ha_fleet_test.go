@@ -5,8 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chiffon-dev/chiffon/api"
 	"github.com/chiffon-dev/chiffon/envelope"
-	"github.com/chiffon-dev/chiffon/orchestrator"
 )
 
 // TestGroupFleetWritesAndTakeover: a standby forwards what makes a batch and
@@ -27,8 +27,8 @@ func TestGroupFleetWritesAndTakeover(t *testing.T) {
 	}
 	cb := e.client(b)
 	ctx := context.Background()
-	s, err := cb.AddSchedule(ctx, orchestrator.ScheduleSpec{Name: "nightly", Cron: "0 3 * * *",
-		Task: &orchestrator.SubmitRequest{ToAgent: envelope.Code, WorkType: "echo"}})
+	s, err := cb.AddSchedule(ctx, api.ScheduleSpec{Name: "nightly", Cron: "0 3 * * *",
+		Task: &api.SubmitRequest{ToAgent: envelope.Code, WorkType: "echo"}})
 	if err != nil || s.Next == nil {
 		t.Fatalf("a schedule through the standby: %+v %v", s, err)
 	}
@@ -41,7 +41,7 @@ func TestGroupFleetWritesAndTakeover(t *testing.T) {
 	if _, err := cb.Deliveries(ctx); err != nil {
 		t.Fatalf("deliveries through the standby: %v", err)
 	}
-	bt, err := cb.CreateBatch(ctx, orchestrator.BatchRequest{ToAgent: envelope.Code, WorkType: "echo", MaxParallel: 1})
+	bt, err := cb.CreateBatch(ctx, api.BatchRequest{ToAgent: envelope.Code, WorkType: "echo", MaxParallel: 1})
 	if err != nil {
 		t.Fatalf("a batch through the standby: %v", err)
 	}
@@ -49,8 +49,8 @@ func TestGroupFleetWritesAndTakeover(t *testing.T) {
 	a1.ack(first)
 	// The standby reads the tasks from the store, where a task's record may lag
 	// its events: dispatched stands for running.
-	if got, err := cb.Batch(ctx, bt.ID); err != nil || got.Targets[0].State == orchestrator.TargetWaiting ||
-		got.Targets[1].State != orchestrator.TargetWaiting {
+	if got, err := cb.Batch(ctx, bt.ID); err != nil || got.Targets[0].State == api.TargetWaiting ||
+		got.Targets[1].State != api.TargetWaiting {
 		t.Fatalf("the batch read on the standby: %+v %v", got, err)
 	}
 
@@ -66,7 +66,7 @@ func TestGroupFleetWritesAndTakeover(t *testing.T) {
 	a1.result(again, envelope.ResultSuccess, 0, "", nil)
 	second := a2.next()
 	a2.result(second, envelope.ResultSuccess, 0, "", nil)
-	if end := waitBatch(t, b, bt.ID); end.State != orchestrator.BatchSucceeded {
+	if end := waitBatch(t, b, bt.ID); end.State != api.BatchSucceeded {
 		t.Fatalf("batch after the takeover: %s %v", end.State, end.Counts)
 	}
 	noWork(t, a1, 50*time.Millisecond)

@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chiffon-dev/chiffon/api"
+	"github.com/chiffon-dev/chiffon/client"
 	"github.com/chiffon-dev/chiffon/envelope"
 	"github.com/chiffon-dev/chiffon/orchestrator"
 )
@@ -66,7 +68,7 @@ func waitRole(t *testing.T, o *orchestrator.Orchestrator, role string) {
 }
 
 // readiness returns o's /readyz answer.
-func readiness(t *testing.T, e *env, o *orchestrator.Orchestrator) orchestrator.Readiness {
+func readiness(t *testing.T, e *env, o *orchestrator.Orchestrator) api.Readiness {
 	t.Helper()
 	c := e.client(o)
 	resp, err := c.HTTP.Get(c.BaseURL + "/readyz")
@@ -74,7 +76,7 @@ func readiness(t *testing.T, e *env, o *orchestrator.Orchestrator) orchestrator.
 		t.Fatal(err)
 	}
 	defer resp.Body.Close()
-	var r orchestrator.Readiness
+	var r api.Readiness
 	if err := json.NewDecoder(resp.Body).Decode(&r); err != nil {
 		t.Fatal(err)
 	}
@@ -110,7 +112,7 @@ func TestGroupStandbyServesAndForwards(t *testing.T) {
 	if err != nil || len(agents) != 1 || agents[0].ID != "code-1" {
 		t.Fatalf("agents through the standby: %+v, %v", agents, err)
 	}
-	tk, err := cb.Submit(ctx, orchestrator.SubmitRequest{ToAgent: envelope.Code, WorkType: "echo"})
+	tk, err := cb.Submit(ctx, api.SubmitRequest{ToAgent: envelope.Code, WorkType: "echo"})
 	if err != nil {
 		t.Fatalf("submit through the standby: %v", err)
 	}
@@ -118,7 +120,7 @@ func TestGroupStandbyServesAndForwards(t *testing.T) {
 	if w.req.TaskID != tk.ID {
 		t.Fatalf("work_request for %s, want %s", w.req.TaskID, tk.ID)
 	}
-	list, err := e.client(a).List(ctx, orchestrator.ListOptions{})
+	list, err := e.client(a).List(ctx, api.ListOptions{})
 	if err != nil || len(list) != 1 {
 		t.Fatalf("the leader lists %d tasks (%v), want the one submitted through the standby", len(list), err)
 	}
@@ -302,8 +304,8 @@ func TestGroupForwardWithoutLeaderIs503(t *testing.T) {
 	// a's core stops answering forwarded requests while it stays leader in the
 	// store: the forward finds nobody.
 	orchestrator.StopServingForwarded(t, a)
-	_, err := e.client(b).Submit(context.Background(), orchestrator.SubmitRequest{ToAgent: envelope.Code, WorkType: "echo"})
-	var ae *orchestrator.APIError
+	_, err := e.client(b).Submit(context.Background(), api.SubmitRequest{ToAgent: envelope.Code, WorkType: "echo"})
+	var ae *client.APIError
 	if !errors.As(err, &ae) || ae.Status != http.StatusServiceUnavailable {
 		t.Fatalf("submit with no leader to forward to: %v, want 503", err)
 	}

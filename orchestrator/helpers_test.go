@@ -12,7 +12,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chiffon-dev/chiffon/api"
 	"github.com/chiffon-dev/chiffon/broker"
+	"github.com/chiffon-dev/chiffon/client"
 	"github.com/chiffon-dev/chiffon/envelope"
 	"github.com/chiffon-dev/chiffon/errcodes"
 	"github.com/chiffon-dev/chiffon/internal/testnats"
@@ -145,12 +147,12 @@ func (e *env) open() *orchestrator.Orchestrator {
 }
 
 // client serves o's API on an httptest server.
-func (e *env) client(o *orchestrator.Orchestrator) *orchestrator.Client {
+func (e *env) client(o *orchestrator.Orchestrator) *client.Client {
 	srv := httptest.NewServer(o.Handler())
 	e.t.Cleanup(srv.Close)
 	hc := srv.Client()
 	hc.Transport = checkAnswers(e.t, o.Handler(), hc.Transport) // each answer as openapi.json says
-	return &orchestrator.Client{BaseURL: srv.URL, Token: e.cfg.APIToken, HTTP: hc}
+	return &client.Client{BaseURL: srv.URL, Token: e.cfg.APIToken, HTTP: hc}
 }
 
 // waitFor polls cond until it holds or the deadline passes.
@@ -179,7 +181,7 @@ func waitFinal(t *testing.T, o *orchestrator.Orchestrator, id string) *orchestra
 
 func submit(t *testing.T, o *orchestrator.Orchestrator, hints *orchestrator.Hints) *orchestrator.Task {
 	t.Helper()
-	task, err := o.Submit(context.Background(), orchestrator.SubmitRequest{ToAgent: envelope.Code, WorkType: "echo",
+	task, err := o.Submit(context.Background(), api.SubmitRequest{ToAgent: envelope.Code, WorkType: "echo",
 		Parameters: map[string]any{"text": "hi"}, Hints: hints})
 	if err != nil {
 		t.Fatalf("Submit: %v", err)

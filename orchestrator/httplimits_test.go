@@ -14,7 +14,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chiffon-dev/chiffon/api"
 	"github.com/chiffon-dev/chiffon/broker"
+	"github.com/chiffon-dev/chiffon/client"
 	"github.com/chiffon-dev/chiffon/envelope"
 	"github.com/chiffon-dev/chiffon/orchestrator"
 )
@@ -275,7 +277,7 @@ func TestConnectionCapRefusesANewcomerWhenNoneIsIdle(t *testing.T) {
 
 // stream opens an event stream of path with token, and returns its status and
 // headers once they come; a 200 stream stays open until the test ends or stop.
-func stream(t *testing.T, c *orchestrator.Client, path, token string) (status int, retryAfter string, stop func()) {
+func stream(t *testing.T, c *client.Client, path, token string) (status int, retryAfter string, stop func()) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(t.Context())
 	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, c.BaseURL+path, nil)
@@ -301,7 +303,7 @@ func runningTaskAndBatch(t *testing.T, e *env) (o *orchestrator.Orchestrator, ta
 	o, a := e.openWithAgent("code-1", 4)
 	task := submit(t, o, nil)
 	a.ack(a.next())
-	b, err := o.CreateBatch(t.Context(), orchestrator.BatchRequest{ToAgent: envelope.Code, WorkType: "echo"})
+	b, err := o.CreateBatch(t.Context(), api.BatchRequest{ToAgent: envelope.Code, WorkType: "echo"})
 	if err != nil {
 		t.Fatalf("CreateBatch: %v", err)
 	}
@@ -462,7 +464,7 @@ func TestSSEStreamOfAClientThatStopsReadingEnds(t *testing.T) {
 	}
 	// The agent reports large outputs, which fill the socket's buffers, until the
 	// token's one place is free again.
-	c := &orchestrator.Client{BaseURL: base, Token: e.cfg.APIToken, HTTP: &http.Client{}}
+	c := &client.Client{BaseURL: base, Token: e.cfg.APIToken, HTTP: &http.Client{}}
 	output := strings.Repeat("x", 128<<10)
 	deadline := time.Now().Add(wait)
 	for step := int64(1); ; step++ {

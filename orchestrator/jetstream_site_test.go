@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chiffon-dev/chiffon/api"
 	"github.com/chiffon-dev/chiffon/broker"
 	"github.com/chiffon-dev/chiffon/envelope"
 	"github.com/chiffon-dev/chiffon/internal/testnats"
@@ -46,7 +47,7 @@ func TestJetStreamStoreOnASecureSite(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), wait)
 	defer cancel()
-	task, err := o.Submit(ctx, orchestrator.SubmitRequest{ToAgent: envelope.Code, WorkType: "echo"})
+	task, err := o.Submit(ctx, api.SubmitRequest{ToAgent: envelope.Code, WorkType: "echo"})
 	if err != nil {
 		t.Fatal(err)
 	}

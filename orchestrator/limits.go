@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/chiffon-dev/chiffon/api"
 	"github.com/chiffon-dev/chiffon/envelope"
 )
 
@@ -59,14 +60,14 @@ func (o *Orchestrator) maxWorkRequest() int {
 // too, and one pinned (hints.agent_id) to an agent whose max_request_bytes it is
 // over. The tightest of these limits is the one named. An unpinned task over
 // some agents' max_request_bytes goes to the others (pick).
-func (o *Orchestrator) checkSize(req *SubmitRequest) error {
+func (o *Orchestrator) checkSize(req *api.SubmitRequest) error {
 	limit, source := o.requestLimit(req)
 	if n, ok := paramsBound(req.Parameters); ok && n+envelopeRoom <= limit {
 		return nil // the common case: far from the limit, no need to encode it
 	}
 	size, err := workRequestSize(req.ToAgent, req.WorkType, req.Parameters, req.Hints)
 	if err != nil {
-		return &FieldError{"parameters", "cannot be encoded: " + err.Error()}
+		return &api.FieldError{Field: "parameters", Message: "cannot be encoded: " + err.Error()}
 	}
 	if size > limit {
 		o.metrics.tooLarge.Inc()
@@ -79,7 +80,7 @@ func (o *Orchestrator) checkSize(req *SubmitRequest) error {
 
 // requestLimit is the largest work_request req may have, and the config key
 // that sets it ("" for the broker's max payload).
-func (o *Orchestrator) requestLimit(req *SubmitRequest) (limit int, source string) {
+func (o *Orchestrator) requestLimit(req *api.SubmitRequest) (limit int, source string) {
 	limit = o.maxWorkRequest()
 	if n := o.cfg.WorkTypes[req.WorkType].MaxRequestBytes; n > 0 && n < int64(limit) {
 		limit, source = int(n), "work_types."+req.WorkType+".max_request_bytes"

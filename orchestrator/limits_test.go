@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chiffon-dev/chiffon/api"
+	"github.com/chiffon-dev/chiffon/client"
 	"github.com/chiffon-dev/chiffon/envelope"
 	"github.com/chiffon-dev/chiffon/errcodes"
 	"github.com/chiffon-dev/chiffon/orchestrator"
@@ -109,7 +111,7 @@ func TestAgentRateLimitSpacesDispatches(t *testing.T) {
 		t.Errorf("code-1's limits shown as %+v, want rate_limit 5/s", info.Limits)
 	}
 	// The last task waited longest: its history says why and until when.
-	tasks, err := o.Tasks(orchestrator.ListOptions{Limit: 1})
+	tasks, err := o.Tasks(api.ListOptions{Limit: 1})
 	if err != nil || len(tasks) != 1 {
 		t.Fatalf("tasks: %v", err)
 	}
@@ -183,18 +185,18 @@ func TestOversizedRequestsAreRefused(t *testing.T) {
 
 	refused := []struct {
 		name     string
-		req      orchestrator.SubmitRequest
+		req      api.SubmitRequest
 		wantText string
 		limit    int
 	}{
-		{"work type", orchestrator.SubmitRequest{ToAgent: envelope.Code, WorkType: "echo", Parameters: text(3000)},
+		{"work type", api.SubmitRequest{ToAgent: envelope.Code, WorkType: "echo", Parameters: text(3000)},
 			"work_types.echo.max_request_bytes (2048 bytes)", 2048},
-		{"pinned", orchestrator.SubmitRequest{ToAgent: envelope.Code, WorkType: "big", Parameters: text(5000),
+		{"pinned", api.SubmitRequest{ToAgent: envelope.Code, WorkType: "big", Parameters: text(5000),
 			Hints: &orchestrator.Hints{AgentID: "code-1"}}, "agents[code-1].max_request_bytes (4096 bytes)", 4096},
 	}
 	for _, tc := range refused {
 		_, err := c.Submit(t.Context(), tc.req)
-		var ae *orchestrator.APIError
+		var ae *client.APIError
 		if !errors.As(err, &ae) || ae.Status != http.StatusRequestEntityTooLarge || ae.Code != "too_large" ||
 			!strings.Contains(ae.Message, tc.wantText) {
 			t.Errorf("%s: %v, want HTTP 413 too_large naming %s", tc.name, err, tc.wantText)
@@ -205,7 +207,7 @@ func TestOversizedRequestsAreRefused(t *testing.T) {
 			t.Errorf("%s: Submit: %v, want a *TooLargeError over %d", tc.name, err, tc.limit)
 		}
 	}
-	tasks, err := c.List(t.Context(), orchestrator.ListOptions{})
+	tasks, err := c.List(t.Context(), api.ListOptions{})
 	if err != nil || len(tasks) != 0 {
 		t.Fatalf("refused tasks stored: %v %d", err, len(tasks))
 	}
@@ -255,8 +257,8 @@ func TestOversizedRequestsAreRefused(t *testing.T) {
 
 	// A batch over both agents whose task is too large for code-1 is refused as
 	// a task pinned there is, and nothing of it is made.
-	_, err = c.CreateBatch(t.Context(), orchestrator.BatchRequest{ToAgent: envelope.Code, WorkType: "big", Parameters: text(5000)})
-	var ae *orchestrator.APIError
+	_, err = c.CreateBatch(t.Context(), api.BatchRequest{ToAgent: envelope.Code, WorkType: "big", Parameters: text(5000)})
+	var ae *client.APIError
 	if !errors.As(err, &ae) || ae.Status != http.StatusRequestEntityTooLarge || !strings.Contains(ae.Message, "agents[code-1].max_request_bytes") {
 		t.Fatalf("a batch too large for code-1: %v, want HTTP 413 naming its limit", err)
 	}

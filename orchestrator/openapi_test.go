@@ -19,6 +19,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chiffon-dev/chiffon/api"
 	"github.com/chiffon-dev/chiffon/envelope"
 	"github.com/chiffon-dev/chiffon/orchestrator"
 	"github.com/pb33f/libopenapi"
@@ -225,12 +226,12 @@ func routePatterns(t *testing.T) []string {
 	return patterns
 }
 
-// takesAPI reports whether fd has a parameter named api: newAPI's helper, handed
-// on to register more routes.
+// takesAPI reports whether fd has a parameter named route: newAPI's helper,
+// handed on to register more routes.
 func takesAPI(fd *ast.FuncDecl) bool {
 	for _, p := range fd.Type.Params.List {
 		for _, n := range p.Names {
-			if n.Name == "api" {
+			if n.Name == "route" {
 				return true
 			}
 		}
@@ -238,17 +239,17 @@ func takesAPI(fd *ast.FuncDecl) bool {
 	return false
 }
 
-// isAPIHelper reports whether fun is the api helper.
+// isAPIHelper reports whether fun is newAPI's route helper.
 func isAPIHelper(fun ast.Expr) bool {
 	id, ok := fun.(*ast.Ident)
-	return ok && id.Name == "api"
+	return ok && id.Name == "route"
 }
 
-// isRegistration reports whether fun is api, mux.Handle or mux.HandleFunc.
+// isRegistration reports whether fun is route, mux.Handle or mux.HandleFunc.
 func isRegistration(fun ast.Expr) bool {
 	switch f := fun.(type) {
 	case *ast.Ident:
-		return f.Name == "api"
+		return f.Name == "route"
 	case *ast.SelectorExpr:
 		x, ok := f.X.(*ast.Ident)
 		return ok && x.Name == "mux" && (f.Sel.Name == "Handle" || f.Sel.Name == "HandleFunc")
@@ -275,21 +276,21 @@ func TestOpenAPISchemasDescribeTheGoTypes(t *testing.T) {
 		{"ResourcesUsed", envelope.ResourcesUsed{}},
 		{"TaskError", orchestrator.TaskError{}},
 		{"Hints", orchestrator.Hints{}},
-		{"SubmitRequest", orchestrator.SubmitRequest{}},
-		{"CancelRequest", orchestrator.CancelRequest{}},
-		{"AgentInfo", orchestrator.AgentInfo{}},
-		{"ErrorBody", orchestrator.ErrorBody{}},
-		{"APIErrorDetail", orchestrator.APIErrorDetail{}},
+		{"SubmitRequest", api.SubmitRequest{}},
+		{"CancelRequest", api.CancelRequest{}},
+		{"AgentInfo", api.AgentInfo{}},
+		{"ErrorBody", api.ErrorBody{}},
+		{"APIErrorDetail", api.APIErrorDetail{}},
 		{"Event", orchestrator.Event{}},
 		{"WorkStatus", envelope.WorkStatus{}},
 		{"Step", envelope.Step{}},
 		{"WorkResult", envelope.WorkResult{}},
-		{"BatchRequest", orchestrator.BatchRequest{}},
-		{"Batch", orchestrator.Batch{}},
-		{"BatchTarget", orchestrator.BatchTarget{}},
-		{"ScheduleSpec", orchestrator.ScheduleSpec{}},
-		{"Schedule", orchestrator.Schedule{}},
-		{"Firing", orchestrator.Firing{}},
+		{"BatchRequest", api.BatchRequest{}},
+		{"Batch", api.Batch{}},
+		{"BatchTarget", api.BatchTarget{}},
+		{"ScheduleSpec", api.ScheduleSpec{}},
+		{"Schedule", api.Schedule{}},
+		{"Firing", api.Firing{}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.schema, func(t *testing.T) {

@@ -46,9 +46,10 @@ type Options struct {
 	// The orchestrator closes it.
 	Store TaskStore
 	// Pages, when set, makes the web pages served at Config.UI.Path (the
-	// dashboard, package ui): it gets the orchestrator, whose API (Handler) and
-	// Authenticate the pages use.
-	Pages func(o *Orchestrator, path string) (http.Handler, error)
+	// dashboard, package ui): it gets the API (Handler), the check of an API
+	// token (Authenticate) and the path, and needs nothing else of the
+	// orchestrator.
+	Pages func(api http.Handler, authenticate func(token string) (role string, ok bool), path string) (http.Handler, error)
 }
 
 // Orchestrator is a running orchestrator. Its methods are safe for concurrent use.
@@ -238,9 +239,9 @@ func (o *Orchestrator) start() error {
 }
 
 // mountPages serves pages at Config.UI.Path, beside the API.
-func (o *Orchestrator) mountPages(pages func(*Orchestrator, string) (http.Handler, error)) error {
+func (o *Orchestrator) mountPages(pages func(http.Handler, func(string) (string, bool), string) (http.Handler, error)) error {
 	path := o.cfg.UI.path()
-	h, err := pages(o, path)
+	h, err := pages(o.handler, o.Authenticate, path)
 	if err != nil {
 		return err
 	}

@@ -17,8 +17,8 @@ func TestPagesAreMountedAtUIPath(t *testing.T) {
 	e := newEnv(t)
 	e.cfg.UI.Path = "/ui/"
 	var gotPath string
-	pages := func(o *orchestrator.Orchestrator, path string) (http.Handler, error) {
-		if path != "/ui/" || o.Handler() == nil {
+	pages := func(api http.Handler, authenticate func(string) (string, bool), path string) (http.Handler, error) {
+		if path != "/ui/" || api == nil || authenticate == nil {
 			t.Errorf("pages made for %q", path)
 		}
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

@@ -3,7 +3,7 @@ package orchestrator
 import (
 	"errors"
 
-	"github.com/chiffon-dev/chiffon/envelope"
+	"github.com/chiffon-dev/chiffon/api"
 )
 
 // Task returns a snapshot of one task.
@@ -53,24 +53,8 @@ func (o *Orchestrator) tasksByID(ids []string) (map[string]*Task, error) {
 	return out, nil
 }
 
-// ListOptions filters a task list.
-type ListOptions struct {
-	// State keeps tasks in this state; "" keeps all.
-	State State
-	// AgentType keeps tasks for this agent type; "" keeps all.
-	AgentType envelope.AgentType
-	// AgentID keeps tasks last sent to this agent; "" keeps all.
-	AgentID string
-	// WorkType keeps tasks of this work type; "" keeps all.
-	WorkType string
-	// Offset skips this many of the tasks kept, newest first: a page.
-	Offset int
-	// Limit bounds the number of tasks; 0 means 100.
-	Limit int
-}
-
 // Tasks lists tasks, newest first.
-func (o *Orchestrator) Tasks(opts ListOptions) ([]*Task, error) {
+func (o *Orchestrator) Tasks(opts api.ListOptions) ([]*Task, error) {
 	if opts.Limit <= 0 {
 		opts.Limit = 100
 	}

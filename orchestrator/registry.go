@@ -7,6 +7,7 @@ import (
 	"sort"
 	"time"
 
+	"github.com/chiffon-dev/chiffon/api"
 	"github.com/chiffon-dev/chiffon/broker"
 	"github.com/chiffon-dev/chiffon/envelope"
 	"github.com/chiffon-dev/chiffon/errcodes"
@@ -74,54 +75,26 @@ func (a *agentEntry) stopTimers() {
 
 func (a *agentEntry) offers(workType string) bool { return slices.Contains(a.workTypes, workType) }
 
-// AgentInfo is an agent as the API shows it.
-type AgentInfo struct {
-	ID   string             `json:"id"`
-	Type envelope.AgentType `json:"type,omitempty"`
-	Name string             `json:"name,omitempty"`
-	// State is online, offline, or unknown for a configured agent never heard from.
-	State string `json:"state"`
-	// Status is the agent's own: idle, busy or draining.
-	Status          string     `json:"status,omitempty"`
-	Load            int        `json:"load"`
-	Capacity        int        `json:"capacity"`
-	ReportedActive  int        `json:"reported_active"`
-	Breaker         string     `json:"breaker"`
-	LastHeartbeat   *time.Time `json:"last_heartbeat"`
-	ProtocolVersion string     `json:"protocol_version,omitempty"`
-	WorkTypes       []string   `json:"work_types,omitempty"`
-	RegisteredAt    *time.Time `json:"registered_at,omitempty"`
-	// Resources is what the agent last said its machine has, at registration
-	// or in a heartbeat.
-	Resources *envelope.Resources `json:"resources,omitempty"`
-	// Labels are the agent's, from its registration.
-	Labels map[string]string `json:"labels,omitempty"`
-	// Limits are those its config sets: nil when it sets none. Capacity is
-	// already within Limits.MaxConcurrency, and WorkTypes within
-	// Limits.AllowedWorkTypes.
-	Limits *AgentLimits `json:"limits,omitempty"`
-}
-
 // Agents lists every known or configured agent, by id.
-func (o *Orchestrator) Agents() []AgentInfo {
-	var out []AgentInfo
+func (o *Orchestrator) Agents() []api.AgentInfo {
+	var out []api.AgentInfo
 	if o.call(func() { out = o.agentInfos() }) != nil {
-		return []AgentInfo{}
+		return []api.AgentInfo{}
 	}
 	return out
 }
 
-func (o *Orchestrator) agentInfos() []AgentInfo {
-	out := make([]AgentInfo, 0, len(o.sec.agents))
+func (o *Orchestrator) agentInfos() []api.AgentInfo {
+	out := make([]api.AgentInfo, 0, len(o.sec.agents))
 	for id := range o.sec.agents {
 		a := o.agents[id]
 		if a == nil {
-			out = append(out, AgentInfo{ID: id, State: "unknown", Breaker: gobreaker.StateClosed.String(),
+			out = append(out, api.AgentInfo{ID: id, State: "unknown", Breaker: gobreaker.StateClosed.String(),
 				Limits: limitsOf(o.cfg.agentConfig(id))})
 			continue
 		}
 		reg := a.registeredAt
-		info := AgentInfo{ID: id, Type: a.typ, Name: a.name, State: "offline", Status: a.status,
+		info := api.AgentInfo{ID: id, Type: a.typ, Name: a.name, State: "offline", Status: a.status,
 			Load: a.inflight, Capacity: a.capacity, ReportedActive: a.reported,
 			Breaker: a.breaker.State().String(), LastHeartbeat: a.lastHB, ProtocolVersion: a.version,
 			WorkTypes: a.workTypes, RegisteredAt: &reg, Resources: a.resources, Labels: a.labels,

@@ -7,7 +7,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/chiffon-dev/chiffon/api"
 	"github.com/chiffon-dev/chiffon/broker"
+	"github.com/chiffon-dev/chiffon/client"
 	"github.com/chiffon-dev/chiffon/envelope"
 	"github.com/chiffon-dev/chiffon/internal/testnats"
 	"github.com/chiffon-dev/chiffon/orchestrator"
@@ -25,7 +27,7 @@ import (
 func TestOrchestratorAnswersOnlyIntoTheSendersInbox(t *testing.T) {
 	e := newEnv(t, "code-1", "code-2")
 	o, a := e.openWithAgent("code-1", 1)
-	task, err := o.Submit(context.Background(), orchestrator.SubmitRequest{ToAgent: envelope.Code, WorkType: "echo"})
+	task, err := o.Submit(context.Background(), api.SubmitRequest{ToAgent: envelope.Code, WorkType: "echo"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -142,7 +144,7 @@ func TestStandbyBelievesOnlySignedForwardedAnswers(t *testing.T) {
 	} {
 		sign = s
 		agents, err := e.client(b).Agents(context.Background())
-		var ae *orchestrator.APIError
+		var ae *client.APIError
 		if !errors.As(err, &ae) || ae.Status != http.StatusBadGateway || len(agents) != 0 {
 			t.Errorf("%s: the standby answered %+v, %v, want 502", name, agents, err)
 		}

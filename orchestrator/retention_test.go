@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chiffon-dev/chiffon/api"
 	"github.com/chiffon-dev/chiffon/envelope"
 	"github.com/chiffon-dev/chiffon/orchestrator"
 )
@@ -44,7 +45,7 @@ func TestFinishedTaskIsGoneAfterRetention(t *testing.T) {
 		}
 		time.Sleep(50 * time.Millisecond) // polling for the expiry, within the deadline
 	}
-	list, err := o.Tasks(orchestrator.ListOptions{})
+	list, err := o.Tasks(api.ListOptions{})
 	if err != nil {
 		t.Fatalf("Tasks: %v", err)
 	}

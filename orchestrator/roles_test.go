@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/chiffon-dev/chiffon/api"
 	"github.com/chiffon-dev/chiffon/broker"
 	"github.com/chiffon-dev/chiffon/orchestrator"
 )
@@ -89,14 +90,14 @@ func TestAPIListFiltersAndPages(t *testing.T) {
 	c := e.client(o)
 	var ids []string
 	for _, wt := range []string{"echo", "sleep", "echo"} {
-		task, err := o.Submit(t.Context(), orchestrator.SubmitRequest{ToAgent: "code", WorkType: wt})
+		task, err := o.Submit(t.Context(), api.SubmitRequest{ToAgent: "code", WorkType: wt})
 		if err != nil {
 			t.Fatal(err)
 		}
 		ids = append(ids, task.ID)
 		a.next()
 	}
-	list := func(name string, opts orchestrator.ListOptions) []string {
+	list := func(name string, opts api.ListOptions) []string {
 		t.Helper()
 		tasks, err := c.List(t.Context(), opts)
 		if err != nil {
@@ -110,16 +111,16 @@ func TestAPIListFiltersAndPages(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		name string
-		opts orchestrator.ListOptions
+		opts api.ListOptions
 		want []string
 	}{
-		{"work type", orchestrator.ListOptions{WorkType: "sleep"}, []string{ids[1]}},
-		{"agent", orchestrator.ListOptions{AgentID: "code-1"}, []string{ids[2], ids[1], ids[0]}},
-		{"another agent", orchestrator.ListOptions{AgentID: "code-2"}, nil},
-		{"first page", orchestrator.ListOptions{Limit: 2}, []string{ids[2], ids[1]}},
-		{"second page", orchestrator.ListOptions{Limit: 2, Offset: 2}, []string{ids[0]}},
-		{"past the end", orchestrator.ListOptions{Offset: 3}, nil},
-		{"work type, second page", orchestrator.ListOptions{WorkType: "echo", Limit: 1, Offset: 1}, []string{ids[0]}},
+		{"work type", api.ListOptions{WorkType: "sleep"}, []string{ids[1]}},
+		{"agent", api.ListOptions{AgentID: "code-1"}, []string{ids[2], ids[1], ids[0]}},
+		{"another agent", api.ListOptions{AgentID: "code-2"}, nil},
+		{"first page", api.ListOptions{Limit: 2}, []string{ids[2], ids[1]}},
+		{"second page", api.ListOptions{Limit: 2, Offset: 2}, []string{ids[0]}},
+		{"past the end", api.ListOptions{Offset: 3}, nil},
+		{"work type, second page", api.ListOptions{WorkType: "echo", Limit: 1, Offset: 1}, []string{ids[0]}},
 	} {
 		if got := list(tc.name, tc.opts); !slices.Equal(got, tc.want) {
 			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)

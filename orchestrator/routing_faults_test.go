@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chiffon-dev/chiffon/api"
 	"github.com/chiffon-dev/chiffon/envelope"
 	"github.com/chiffon-dev/chiffon/orchestrator"
 )
@@ -20,7 +21,7 @@ func TestUnknownWorkTypeEndsAtOnceWith5006(t *testing.T) {
 	a.registerOffering(4, "echo")
 	b.listen()
 	b.registerOffering(4, "echo", "convert")
-	task, err := o.Submit(t.Context(), orchestrator.SubmitRequest{ToAgent: envelope.Code, WorkType: "resize"})
+	task, err := o.Submit(t.Context(), api.SubmitRequest{ToAgent: envelope.Code, WorkType: "resize"})
 	if err != nil {
 		t.Fatalf("Submit: %v", err)
 	}

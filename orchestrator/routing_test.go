@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chiffon-dev/chiffon/api"
 	"github.com/chiffon-dev/chiffon/envelope"
 	"github.com/chiffon-dev/chiffon/orchestrator"
 )
@@ -67,7 +68,7 @@ func TestTaskGoesOnlyToAnAgentOfferingItsWorkType(t *testing.T) {
 	b.registerOffering(4, "echo", "resize")
 	var running []*workMsg
 	for range 3 {
-		if _, err := e.o.Submit(t.Context(), orchestrator.SubmitRequest{ToAgent: envelope.Code, WorkType: "resize",
+		if _, err := e.o.Submit(t.Context(), api.SubmitRequest{ToAgent: envelope.Code, WorkType: "resize",
 			Parameters: map[string]any{"width": 10}}); err != nil {
 			t.Fatalf("Submit: %v", err)
 		}

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/chiffon-dev/chiffon/api"
 )
 
 // scheduleIdle is the longest the schedules' clock sleeps: it reads the
@@ -49,12 +51,12 @@ func (o *Orchestrator) fireDue(started, now time.Time) time.Time {
 		if s.Paused {
 			continue
 		}
-		w, err := parseWhen(s.Cron, s.TZ)
+		w, err := api.ParseWhen(s.Cron, s.TZ)
 		if err != nil {
 			o.log.Error("schedule unreadable; it does not fire", "schedule", s.Name, "err", err)
 			continue
 		}
-		from := s.from(fired[s.Name])
+		from := fromTime(s, fired[s.Name])
 		due := dueTimes(w, from, now)
 		last, err := o.fireEach(s, pickFirings(due, started, s.CatchUp))
 		if err != nil {
@@ -64,7 +66,7 @@ func (o *Orchestrator) fireDue(started, now time.Time) time.Time {
 		}
 		if len(due) > 0 {
 			if last == nil || !last.At.Equal(due[len(due)-1]) {
-				last = &Firing{At: due[len(due)-1]} // skipped, not made
+				last = &api.Firing{At: due[len(due)-1]} // skipped, not made
 			}
 			if err := o.putFiring(s.Name, last); err != nil {
 				o.log.Warn("schedule: record a firing", "schedule", s.Name, "err", err)
@@ -73,17 +75,17 @@ func (o *Orchestrator) fireDue(started, now time.Time) time.Time {
 			}
 			from = last.At
 		}
-		next = earliest(next, w.next(latest(from, now)))
+		next = earliest(next, w.Next(latest(from, now)))
 	}
 	return next
 }
 
 // dueTimes lists w's times after from up to now, oldest first; of very many, the
 // last maxDue.
-func dueTimes(w when, from, now time.Time) []time.Time {
+func dueTimes(w api.When, from, now time.Time) []time.Time {
 	const maxDue = 100_000
 	var out []time.Time
-	for t := w.next(from); !t.After(now); t = w.next(t) {
+	for t := w.Next(from); !t.After(now); t = w.Next(t) {
 		if t.IsZero() { // no time matches
 			break
 		}
@@ -97,15 +99,15 @@ func dueTimes(w when, from, now time.Time) []time.Time {
 
 // pickFirings keeps of the due times those to make: every one due since the
 // clock started, and of the missed ones before, what catch_up says.
-func pickFirings(due []time.Time, started time.Time, mode CatchUp) []time.Time {
+func pickFirings(due []time.Time, started time.Time, mode api.CatchUp) []time.Time {
 	missed := 0
 	for missed < len(due) && due[missed].Before(started) {
 		missed++
 	}
 	switch mode {
-	case CatchUpAll:
+	case api.CatchUpAll:
 		return due[max(0, missed-maxCatchUp):]
-	case CatchUpLatest:
+	case api.CatchUpLatest:
 		return due[max(0, missed-1):]
 	}
 	return due[missed:]
@@ -113,8 +115,8 @@ func pickFirings(due []time.Time, started time.Time, mode CatchUp) []time.Time {
 
 // fireEach makes the firings of s at times, in order, and returns the last
 // made.
-func (o *Orchestrator) fireEach(s *Schedule, times []time.Time) (*Firing, error) {
-	var last *Firing
+func (o *Orchestrator) fireEach(s *api.Schedule, times []time.Time) (*api.Firing, error) {
+	var last *api.Firing
 	for _, at := range times {
 		f, err := o.fire(s, at)
 		if err != nil {
@@ -127,9 +129,9 @@ func (o *Orchestrator) fireEach(s *Schedule, times []time.Time) (*Firing, error)
 
 // fire makes the task or batch of s's firing at at: with the ids derived from
 // the schedule and the time, a firing made twice makes it once.
-func (o *Orchestrator) fire(s *Schedule, at time.Time) (*Firing, error) {
+func (o *Orchestrator) fire(s *api.Schedule, at time.Time) (*api.Firing, error) {
 	key := at.UTC().Format(time.RFC3339Nano)
-	f := &Firing{At: at}
+	f := &api.Firing{At: at}
 	if s.Task != nil {
 		org := origin{id: derivedID("schedule-task", s.Name, key), requestID: derivedID("schedule-request", s.Name, key),
 			schedule: s.Name, fireTime: &f.At, by: "schedule " + s.Name}
@@ -162,7 +164,7 @@ func (o *Orchestrator) fire(s *Schedule, at time.Time) (*Firing, error) {
 	return f, nil
 }
 
-func (o *Orchestrator) putFiring(name string, f *Firing) error {
+func (o *Orchestrator) putFiring(name string, f *api.Firing) error {
 	data, err := json.Marshal(f)
 	if err != nil {
 		return fmt.Errorf("encode a firing of schedule %s: %w", name, err)

@@ -9,21 +9,23 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chiffon-dev/chiffon/api"
+	"github.com/chiffon-dev/chiffon/client"
 	"github.com/chiffon-dev/chiffon/envelope"
 	"github.com/chiffon-dev/chiffon/orchestrator"
 )
 
 // everySecond is a schedule of an echo task every second.
-func everySecond(name string, mode orchestrator.CatchUp) orchestrator.ScheduleSpec {
-	return orchestrator.ScheduleSpec{Name: name, Cron: "* * * * * *", CatchUp: mode,
-		Task: &orchestrator.SubmitRequest{ToAgent: envelope.Code, WorkType: "echo"}}
+func everySecond(name string, mode api.CatchUp) api.ScheduleSpec {
+	return api.ScheduleSpec{Name: name, Cron: "* * * * * *", CatchUp: mode,
+		Task: &api.SubmitRequest{ToAgent: envelope.Code, WorkType: "echo"}}
 }
 
 // fireTimes lists the fire times of the tasks schedule name made, oldest first,
 // and fails on two tasks of one fire time.
 func fireTimes(t *testing.T, o *orchestrator.Orchestrator, name string) []time.Time {
 	t.Helper()
-	tasks, err := o.Tasks(orchestrator.ListOptions{Limit: 1000})
+	tasks, err := o.Tasks(api.ListOptions{Limit: 1000})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -51,7 +53,7 @@ func fireTimes(t *testing.T, o *orchestrator.Orchestrator, name string) []time.T
 // than found) would change.
 func traceIDs(t *testing.T, o *orchestrator.Orchestrator) map[string]string {
 	t.Helper()
-	tasks, err := o.Tasks(orchestrator.ListOptions{Limit: 1000})
+	tasks, err := o.Tasks(api.ListOptions{Limit: 1000})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -68,12 +70,12 @@ func traceIDs(t *testing.T, o *orchestrator.Orchestrator) map[string]string {
 // record is lost (its task's id is derived from the schedule and the time).
 func TestScheduleCatchUp(t *testing.T) {
 	for _, tc := range []struct {
-		mode   orchestrator.CatchUp
+		mode   api.CatchUp
 		missed []int // the missed seconds made, after creation
 	}{
-		{orchestrator.CatchUpNone, nil},
-		{orchestrator.CatchUpLatest, []int{10}},
-		{orchestrator.CatchUpAll, []int{1, 2, 3, 4, 5, 6, 7, 8, 9, 10}},
+		{api.CatchUpNone, nil},
+		{api.CatchUpLatest, []int{10}},
+		{api.CatchUpAll, []int{1, 2, 3, 4, 5, 6, 7, 8, 9, 10}},
 	} {
 		t.Run(string(tc.mode), func(t *testing.T) {
 			e := newEnv(t)
@@ -104,7 +106,7 @@ func TestScheduleCatchUp(t *testing.T) {
 			// The tasks have ended and left the live ones: a firing made again
 			// finds its task in the store.
 			waitFor(t, "the tasks to end", func() bool {
-				tasks, err := o.Tasks(orchestrator.ListOptions{})
+				tasks, err := o.Tasks(api.ListOptions{})
 				for _, tk := range tasks {
 					if !tk.State.Final() {
 						return false
@@ -176,8 +178,8 @@ func TestScheduleFiresEverySecond(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	spec := orchestrator.ScheduleSpec{Name: "fleet", Cron: "@every 1s",
-		Batch: &orchestrator.BatchRequest{ToAgent: envelope.Code, WorkType: "echo"}}
+	spec := api.ScheduleSpec{Name: "fleet", Cron: "@every 1s",
+		Batch: &api.BatchRequest{ToAgent: envelope.Code, WorkType: "echo"}}
 	if _, err := o.AddSchedule(spec); err != nil {
 		t.Fatal(err)
 	}
@@ -195,36 +197,36 @@ func TestScheduleAPI(t *testing.T) {
 	orchestrator.StopFleet(o)
 	c := e.client(o)
 	ctx := context.Background()
-	task := &orchestrator.SubmitRequest{ToAgent: envelope.Code, WorkType: "echo"}
+	task := &api.SubmitRequest{ToAgent: envelope.Code, WorkType: "echo"}
 	for _, tc := range []struct {
-		spec  orchestrator.ScheduleSpec
+		spec  api.ScheduleSpec
 		field string
 	}{
-		{orchestrator.ScheduleSpec{Name: "Bad Name", Cron: "@daily", Task: task}, "name"},
-		{orchestrator.ScheduleSpec{Name: "a", Cron: "61 * * * *", Task: task}, "cron"},
-		{orchestrator.ScheduleSpec{Name: "a", Cron: "CRON_TZ=UTC 0 3 * * *", Task: task}, "cron"},
-		{orchestrator.ScheduleSpec{Name: "a", Cron: "@daily", TZ: "Mars/Olympus", Task: task}, "tz"},
-		{orchestrator.ScheduleSpec{Name: "a", Cron: "@daily", CatchUp: "some", Task: task}, "catch_up"},
-		{orchestrator.ScheduleSpec{Name: "a", Cron: "@daily"}, "task"},
-		{orchestrator.ScheduleSpec{Name: "a", Cron: "@daily", Task: &orchestrator.SubmitRequest{ToAgent: "x", WorkType: "echo"}}, "task.to_agent"},
-		{orchestrator.ScheduleSpec{Name: "a", Cron: "@daily", Batch: &orchestrator.BatchRequest{ToAgent: envelope.Code, WorkType: "echo", MaxParallel: -1}}, "batch.max_parallel"},
+		{api.ScheduleSpec{Name: "Bad Name", Cron: "@daily", Task: task}, "name"},
+		{api.ScheduleSpec{Name: "a", Cron: "61 * * * *", Task: task}, "cron"},
+		{api.ScheduleSpec{Name: "a", Cron: "CRON_TZ=UTC 0 3 * * *", Task: task}, "cron"},
+		{api.ScheduleSpec{Name: "a", Cron: "@daily", TZ: "Mars/Olympus", Task: task}, "tz"},
+		{api.ScheduleSpec{Name: "a", Cron: "@daily", CatchUp: "some", Task: task}, "catch_up"},
+		{api.ScheduleSpec{Name: "a", Cron: "@daily"}, "task"},
+		{api.ScheduleSpec{Name: "a", Cron: "@daily", Task: &api.SubmitRequest{ToAgent: "x", WorkType: "echo"}}, "task.to_agent"},
+		{api.ScheduleSpec{Name: "a", Cron: "@daily", Batch: &api.BatchRequest{ToAgent: envelope.Code, WorkType: "echo", MaxParallel: -1}}, "batch.max_parallel"},
 	} {
 		_, err := c.AddSchedule(ctx, tc.spec)
-		var ae *orchestrator.APIError
+		var ae *client.APIError
 		if !errors.As(err, &ae) || ae.Status != http.StatusBadRequest || ae.Field != tc.field {
 			t.Fatalf("%+v: %v, want a 400 naming %s", tc.spec, err, tc.field)
 		}
 	}
-	s, err := c.AddSchedule(ctx, orchestrator.ScheduleSpec{Name: "backup", Cron: "0 3 * * *", TZ: "Europe/Paris", Task: task})
+	s, err := c.AddSchedule(ctx, api.ScheduleSpec{Name: "backup", Cron: "0 3 * * *", TZ: "Europe/Paris", Task: task})
 	if err != nil {
 		t.Fatal(err)
 	}
 	paris, _ := time.LoadLocation("Europe/Paris")
-	if s.CatchUp != orchestrator.CatchUpNone || s.Next == nil || s.Next.In(paris).Hour() != 3 || s.Next.In(paris).Minute() != 0 {
+	if s.CatchUp != api.CatchUpNone || s.Next == nil || s.Next.In(paris).Hour() != 3 || s.Next.In(paris).Minute() != 0 {
 		t.Fatalf("schedule %+v: want catch_up none and the next firing at 03:00 in Paris", s)
 	}
-	var ae *orchestrator.APIError
-	if _, err := c.AddSchedule(ctx, orchestrator.ScheduleSpec{Name: "backup", Cron: "@daily", Task: task}); !errors.As(err, &ae) || ae.Status != http.StatusConflict {
+	var ae *client.APIError
+	if _, err := c.AddSchedule(ctx, api.ScheduleSpec{Name: "backup", Cron: "@daily", Task: task}); !errors.As(err, &ae) || ae.Status != http.StatusConflict {
 		t.Fatalf("a second schedule of a name: %v", err)
 	}
 	if s, err = c.PauseSchedule(ctx, "backup", true); err != nil || !s.Paused || s.Next != nil {

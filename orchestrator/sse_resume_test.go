@@ -9,14 +9,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chiffon-dev/chiffon/client"
 	"github.com/chiffon-dev/chiffon/envelope"
-	"github.com/chiffon-dev/chiffon/orchestrator"
 )
 
 // streamEventIDs reads task id's raw SSE stream, resumed after lastEventID ("" for
 // none), until the server ends it, and sends each event's id on ids, which it then
 // closes. It reads the wire, not Client.Events, which itself skips what it has seen.
-func streamEventIDs(t *testing.T, c *orchestrator.Client, id, lastEventID string, ids chan<- int64) {
+func streamEventIDs(t *testing.T, c *client.Client, id, lastEventID string, ids chan<- int64) {
 	defer close(ids)
 	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, c.BaseURL+"/api/v1/tasks/"+id+"/events", nil)
 	if err != nil {

@@ -3,11 +3,11 @@ package orchestrator
 import (
 	"context"
 	"errors"
-	"fmt"
 	"slices"
 	"strings"
 	"time"
 
+	"github.com/chiffon-dev/chiffon/api"
 	"github.com/chiffon-dev/chiffon/envelope"
 	"github.com/chiffon-dev/chiffon/output"
 	"github.com/google/uuid"
@@ -18,53 +18,13 @@ func (o *Orchestrator) newRun(t *Task) *run {
 		out: output.Assembler{Limit: o.cfg.MaxOutputBytes}}
 }
 
-// SubmitRequest is a task to run.
-type SubmitRequest struct {
-	ToAgent    envelope.AgentType `json:"to_agent"`
-	WorkType   string             `json:"work_type"`
-	Parameters map[string]any     `json:"parameters,omitempty"`
-	Hints      *Hints             `json:"hints,omitempty"`
-}
-
-// FieldError is a bad value in a request, naming its field.
-type FieldError struct {
-	Field   string
-	Message string
-}
-
-func (e *FieldError) Error() string { return e.Field + ": " + e.Message }
-
 // ErrClosed is returned by methods of a closed orchestrator.
 var ErrClosed = errors.New("orchestrator closed")
-
-// Validate checks a submission and names the offending field.
-func (req *SubmitRequest) Validate() error {
-	if !req.ToAgent.Valid() || req.ToAgent == envelope.Orchestrator {
-		return &FieldError{"to_agent", fmt.Sprintf("must be one of infra, desktop, code, research, got %q", req.ToAgent)}
-	}
-	if msg := envelope.CheckWorkType(req.WorkType); msg != "" {
-		return &FieldError{"work_type", msg}
-	}
-	if h := req.Hints; h != nil {
-		switch {
-		case h.MaxDurationSeconds < 0:
-			return &FieldError{"hints.max_duration_seconds", "must be a positive integer"}
-		case h.MaxMemoryMB < 0:
-			return &FieldError{"hints.max_memory_mb", "must be a positive integer"}
-		}
-		if h.AgentID != "" {
-			if msg := envelope.CheckAgentID(h.AgentID); msg != "" {
-				return &FieldError{"hints.agent_id", msg}
-			}
-		}
-	}
-	return nil
-}
 
 // Submit stores a new task and routes it: it is dispatched at once when an agent has
 // room, or queued. It returns once the task is stored; the returned task is a
 // snapshot.
-func (o *Orchestrator) Submit(ctx context.Context, req SubmitRequest) (*Task, error) {
+func (o *Orchestrator) Submit(ctx context.Context, req api.SubmitRequest) (*Task, error) {
 	if err := req.Validate(); err != nil {
 		return nil, err
 	}
@@ -101,7 +61,7 @@ var idSpace = uuid.MustParse("7c3c2a60-51b1-4f0e-9d8a-3f1e0c6b9a41")
 // submit stores and routes a task for req, validated, made as org says. With
 // org.id set it is idempotent: a task of that id that exists (live or stored) is
 // returned as it is, with made false.
-func (o *Orchestrator) submit(req SubmitRequest, org origin) (t *Task, made bool, err error) {
+func (o *Orchestrator) submit(req api.SubmitRequest, org origin) (t *Task, made bool, err error) {
 	now := time.Now().UTC()
 	t = &Task{ID: org.id, State: StatePending, ToAgent: req.ToAgent, WorkType: req.WorkType,
 		Parameters: req.Parameters, Hints: req.Hints, RequestID: org.requestID, TraceID: envelope.NewID(),

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chiffon-dev/chiffon/api"
 	"github.com/chiffon-dev/chiffon/envelope"
 	"github.com/chiffon-dev/chiffon/orchestrator"
 )
@@ -189,7 +190,7 @@ func TestSlowStoreIsNotASilentAgent(t *testing.T) {
 		release := orchestrator.StallStoreWriter(o)
 		submitted := make(chan *orchestrator.Task, 1)
 		go func() { // Submit returns once the dispatch is stored
-			task, err := o.Submit(context.Background(), orchestrator.SubmitRequest{ToAgent: envelope.Code, WorkType: "echo"})
+			task, err := o.Submit(context.Background(), api.SubmitRequest{ToAgent: envelope.Code, WorkType: "echo"})
 			if err != nil {
 				t.Errorf("Submit: %v", err)
 			}

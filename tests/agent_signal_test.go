@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chiffon-dev/chiffon/api"
 	"github.com/chiffon-dev/chiffon/orchestrator"
 )
 
@@ -29,7 +30,7 @@ func TestAgentFirstSIGTERMDrainsSecondStopsAtOnce(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	task, err := c.client.Submit(ctx, orchestrator.SubmitRequest{ToAgent: "code", WorkType: "hang",
+	task, err := c.client.Submit(ctx, api.SubmitRequest{ToAgent: "code", WorkType: "hang",
 		Parameters: map[string]any{"seconds": 600}, Hints: &orchestrator.Hints{MaxDurationSeconds: 900}})
 	if err != nil {
 		t.Fatal(err)

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chiffon-dev/chiffon/api"
 	"github.com/chiffon-dev/chiffon/orchestrator"
 )
 
@@ -32,7 +33,7 @@ func TestApprovalAcrossProcesses(t *testing.T) {
 	go func() { done <- wait.Wait() }()
 	var tk *orchestrator.Task
 	c.waitFor("the task to await approval", 30*time.Second, func() bool {
-		tasks, err := c.client.List(fleetCtx(t), orchestrator.ListOptions{})
+		tasks, err := c.client.List(fleetCtx(t), api.ListOptions{})
 		if err != nil || len(tasks) != 1 {
 			return false
 		}
@@ -78,7 +79,7 @@ func TestApprovalAcrossProcesses(t *testing.T) {
 		}
 	}
 
-	other, err := c.client.Submit(fleetCtx(t), orchestrator.SubmitRequest{ToAgent: "code", WorkType: "count",
+	other, err := c.client.Submit(fleetCtx(t), api.SubmitRequest{ToAgent: "code", WorkType: "count",
 		Parameters: map[string]any{"n": 2}})
 	if err != nil {
 		t.Fatal(err)

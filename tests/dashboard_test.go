@@ -12,7 +12,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chiffon-dev/chiffon/api"
 	"github.com/chiffon-dev/chiffon/broker"
+	"github.com/chiffon-dev/chiffon/client"
 	"github.com/chiffon-dev/chiffon/orchestrator"
 	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/chromedp"
@@ -30,7 +32,7 @@ type dash struct {
 	secrets string // up's secrets dir
 	browser context.Context
 	shots   string
-	client  *orchestrator.Client
+	client  *client.Client
 }
 
 // newDash starts `chiffon up` on free ports and a headless Chromium.
@@ -48,7 +50,7 @@ func newDash(t *testing.T) *dash {
 	if !strings.HasPrefix(d.base, "http://127.0.0.1:") || !strings.HasSuffix(d.base, "/") {
 		t.Fatalf("chiffon up printed no dashboard address:\n%s", strings.Join(printed, "\n"))
 	}
-	d.client = &orchestrator.Client{BaseURL: strings.TrimSuffix(d.base, "/"), Token: d.token("api.token"), HTTP: &http.Client{Timeout: time.Minute}}
+	d.client = &client.Client{BaseURL: strings.TrimSuffix(d.base, "/"), Token: d.token("api.token"), HTTP: &http.Client{Timeout: time.Minute}}
 	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(chrome), chromedp.NoSandbox,
 		chromedp.WindowSize(1280, 900), chromedp.Flag("disable-dev-shm-usage", true))
 	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
@@ -295,7 +297,7 @@ func TestDashboardCancelsATask(t *testing.T) {
 func TestDashboardShowsTheTailOfALargeOutput(t *testing.T) {
 	d := newDash(t)
 	line := strings.Repeat("x", 1023) + "\n"
-	task, err := d.client.Submit(context.Background(), orchestrator.SubmitRequest{ToAgent: "infra", WorkType: "echo",
+	task, err := d.client.Submit(context.Background(), api.SubmitRequest{ToAgent: "infra", WorkType: "echo",
 		Parameters: map[string]any{"message": line, "repeat": 20 << 10}})
 	if err != nil {
 		t.Fatal(err)
@@ -335,7 +337,7 @@ func TestDashboardShowsTheTailOfALargeOutput(t *testing.T) {
 // token with 403.
 func TestDashboardViewerCannotAct(t *testing.T) {
 	d := newDash(t)
-	running, err := d.client.Submit(context.Background(), orchestrator.SubmitRequest{ToAgent: "infra", WorkType: "sleep",
+	running, err := d.client.Submit(context.Background(), api.SubmitRequest{ToAgent: "infra", WorkType: "sleep",
 		Parameters: map[string]any{"seconds": 30}})
 	if err != nil {
 		t.Fatal(err)
@@ -354,9 +356,9 @@ func TestDashboardViewerCannotAct(t *testing.T) {
 	if body := d.pageText(); !strings.Contains(body, "403") || strings.Contains(body, "Agent type and work type") {
 		t.Errorf("a viewer got the submit form:\n%s", body)
 	}
-	viewer := &orchestrator.Client{BaseURL: d.client.BaseURL, Token: d.token("viewer.token"), HTTP: d.client.HTTP}
-	var apiErr *orchestrator.APIError
-	if _, err := viewer.Submit(context.Background(), orchestrator.SubmitRequest{ToAgent: "infra", WorkType: "echo",
+	viewer := &client.Client{BaseURL: d.client.BaseURL, Token: d.token("viewer.token"), HTTP: d.client.HTTP}
+	var apiErr *client.APIError
+	if _, err := viewer.Submit(context.Background(), api.SubmitRequest{ToAgent: "infra", WorkType: "echo",
 		Parameters: map[string]any{"message": "hi"}}); !errors.As(err, &apiErr) || apiErr.Status != 403 {
 		t.Errorf("a viewer's submit through the API: %v, want 403", err)
 	}
@@ -402,7 +404,7 @@ func TestDashboardFollowsABatchAndPausesASchedule(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if slices.ContainsFunc(agents, func(a orchestrator.AgentInfo) bool {
+		if slices.ContainsFunc(agents, func(a api.AgentInfo) bool {
 			return a.ID == "infra-1" && a.State == "online" && slices.Contains(a.WorkTypes, "sleep")
 		}) {
 			break
@@ -412,7 +414,7 @@ func TestDashboardFollowsABatchAndPausesASchedule(t *testing.T) {
 		}
 		time.Sleep(200 * time.Millisecond) // the agents' own pace: they register as up starts
 	}
-	b, err := d.client.CreateBatch(ctx, orchestrator.BatchRequest{ToAgent: "infra", WorkType: "sleep", Parameters: map[string]any{"seconds": 4}})
+	b, err := d.client.CreateBatch(ctx, api.BatchRequest{ToAgent: "infra", WorkType: "sleep", Parameters: map[string]any{"seconds": 4}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -445,7 +447,7 @@ func TestDashboardFollowsABatchAndPausesASchedule(t *testing.T) {
 	if moved := eval[bool](d, seen+`.some(s => s.live && s.progress > 0 && s.progress < 100)`); !moved {
 		t.Errorf("the progress bar did not move live: %s", eval[string](d, `sessionStorage.getItem("batchSeen")`))
 	}
-	if end, err := d.client.Batch(ctx, b.ID); err != nil || end.State != orchestrator.BatchSucceeded || end.FinishedAt == nil {
+	if end, err := d.client.Batch(ctx, b.ID); err != nil || end.State != api.BatchSucceeded || end.FinishedAt == nil {
 		t.Fatalf("batch %s: %+v, %v", b.ID, end, err)
 	}
 	// The row's task links back to the batch; the list shows the batch.
@@ -458,7 +460,7 @@ func TestDashboardFollowsABatchAndPausesASchedule(t *testing.T) {
 		t.Errorf("the Batches page lacks the batch:\n%s", body)
 	}
 	// An agent named and never heard from is a row of its own, with no task.
-	odd, err := d.client.CreateBatch(ctx, orchestrator.BatchRequest{ToAgent: "infra", WorkType: "echo",
+	odd, err := d.client.CreateBatch(ctx, api.BatchRequest{ToAgent: "infra", WorkType: "echo",
 		Parameters: map[string]any{"message": "hi"}, Agents: []string{"infra-1", "infra-9"}})
 	if err != nil {
 		t.Fatal(err)
@@ -472,8 +474,8 @@ func TestDashboardFollowsABatchAndPausesASchedule(t *testing.T) {
 
 	// A schedule that fires every second: its last firing links to its task,
 	// whose page names the schedule and the fire time.
-	if _, err := d.client.AddSchedule(ctx, orchestrator.ScheduleSpec{Name: "every-second", Cron: "* * * * * *", TZ: "Europe/Paris",
-		Task: &orchestrator.SubmitRequest{ToAgent: "infra", WorkType: "echo", Parameters: map[string]any{"message": "hi"}}}); err != nil {
+	if _, err := d.client.AddSchedule(ctx, api.ScheduleSpec{Name: "every-second", Cron: "* * * * * *", TZ: "Europe/Paris",
+		Task: &api.SubmitRequest{ToAgent: "infra", WorkType: "echo", Parameters: map[string]any{"message": "hi"}}}); err != nil {
 		t.Fatal(err)
 	}
 	for deadline := time.Now().Add(30 * time.Second); ; {
@@ -510,7 +512,7 @@ func TestDashboardFollowsABatchAndPausesASchedule(t *testing.T) {
 	d.shot("schedule-remove")
 	d.do("confirm", chromedp.Click(chromedp.CSS("#confirm-remove")))
 	d.waitJS("removed", `location.pathname === "/schedules" && `+row+` === null`, 10*time.Second)
-	var apiErr *orchestrator.APIError
+	var apiErr *client.APIError
 	if _, err := d.client.Schedule(ctx, "every-second"); !errors.As(err, &apiErr) || apiErr.Status != http.StatusNotFound {
 		t.Fatalf("the API's schedule after Remove: %v, want 404", err)
 	}

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chiffon-dev/chiffon/api"
 	"github.com/chiffon-dev/chiffon/orchestrator"
 )
 
@@ -24,9 +25,9 @@ func fleetCtx(t *testing.T) context.Context {
 }
 
 // waitBatchEnd waits until batch id's end is stored and returns it.
-func (c *cluster) waitBatchEnd(id string, d time.Duration) *orchestrator.Batch {
+func (c *cluster) waitBatchEnd(id string, d time.Duration) *api.Batch {
 	c.t.Helper()
-	var b *orchestrator.Batch
+	var b *api.Batch
 	c.waitFor("batch "+id+" to end", d, func() bool {
 		var err error
 		b, err = c.client.Batch(fleetCtx(c.t), id)
@@ -35,7 +36,7 @@ func (c *cluster) waitBatchEnd(id string, d time.Duration) *orchestrator.Batch {
 	return b
 }
 
-func batchTargets(b *orchestrator.Batch) map[string]string {
+func batchTargets(b *api.Batch) map[string]string {
 	out := map[string]string{}
 	for _, t := range b.Targets {
 		out[t.AgentID] = t.State
@@ -68,17 +69,17 @@ func TestFleetBatchListsTheOfflineAgent(t *testing.T) {
 		a, ok := c.agentInfo("code-3")
 		return ok && a.State == "offline"
 	})
-	b, err := c.client.CreateBatch(fleetCtx(t), orchestrator.BatchRequest{ToAgent: "code", WorkType: "count",
+	b, err := c.client.CreateBatch(fleetCtx(t), api.BatchRequest{ToAgent: "code", WorkType: "count",
 		Parameters: map[string]any{"n": 1}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	end := c.waitBatchEnd(b.ID, time.Minute)
-	want := map[string]string{"code-1": "succeeded", "code-2": "succeeded", "code-3": orchestrator.TargetOffline}
+	want := map[string]string{"code-1": "succeeded", "code-2": "succeeded", "code-3": api.TargetOffline}
 	if got := batchTargets(end); !mapsEqual(got, want) {
 		t.Fatalf("targets %v, want %v", got, want)
 	}
-	if end.State != orchestrator.BatchFailed {
+	if end.State != api.BatchFailed {
 		t.Fatalf("batch %s, want failed", end.State)
 	}
 
@@ -95,7 +96,7 @@ func TestFleetBatchListsTheOfflineAgent(t *testing.T) {
 		}
 	}
 	t.Logf("chiffon submit --all --wait (exit %d):\n%s%s", got.code, got.stdout, got.stderr)
-	tasks, err := c.client.List(fleetCtx(t), orchestrator.ListOptions{Limit: 100})
+	tasks, err := c.client.List(fleetCtx(t), api.ListOptions{Limit: 100})
 	if err != nil || len(tasks) != 4 {
 		t.Fatalf("%d tasks (%v), want 4: two batches over two agents", len(tasks), err)
 	}
@@ -130,14 +131,14 @@ func TestFleetBatchStopsOnFailure(t *testing.T) {
 `, exit, c.runsFile))
 	}
 	c.start()
-	b, err := c.client.CreateBatch(fleetCtx(t), orchestrator.BatchRequest{ToAgent: "code", WorkType: "check",
+	b, err := c.client.CreateBatch(fleetCtx(t), api.BatchRequest{ToAgent: "code", WorkType: "check",
 		MaxParallel: 1, StopOnFailure: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	end := c.waitBatchEnd(b.ID, time.Minute)
-	want := map[string]string{"code-1": "failed", "code-2": orchestrator.TargetSkipped, "code-3": orchestrator.TargetSkipped}
-	if got := batchTargets(end); !mapsEqual(got, want) || end.State != orchestrator.BatchFailed {
+	want := map[string]string{"code-1": "failed", "code-2": api.TargetSkipped, "code-3": api.TargetSkipped}
+	if got := batchTargets(end); !mapsEqual(got, want) || end.State != api.BatchFailed {
 		t.Fatalf("batch %s, targets %v; want failed, %v", end.State, got, want)
 	}
 	if runs := c.runs(); len(runs) != 1 {
@@ -160,7 +161,7 @@ func TestFleetBatchesUnderAnAgentKill(t *testing.T) {
 		case 9: // two seconds later
 			c.startAgent("code-2")
 		}
-		b, err := c.client.CreateBatch(fleetCtx(t), orchestrator.BatchRequest{ToAgent: "code", WorkType: "count",
+		b, err := c.client.CreateBatch(fleetCtx(t), api.BatchRequest{ToAgent: "code", WorkType: "count",
 			Parameters: map[string]any{"n": i, "sleep": "0.3"}, MaxParallel: 2})
 		if err != nil {
 			t.Fatal(err)
@@ -172,15 +173,15 @@ func TestFleetBatchesUnderAnAgentKill(t *testing.T) {
 	for _, id := range ids {
 		end := c.waitBatchEnd(id, 2*time.Minute)
 		for _, tg := range end.Targets {
-			if tg.TaskID != "" && tg.State != orchestrator.TargetSkipped {
+			if tg.TaskID != "" && tg.State != api.TargetSkipped {
 				made++
 			}
-			if tg.State != orchestrator.TargetOffline && !orchestrator.State(tg.State).Final() {
+			if tg.State != api.TargetOffline && !orchestrator.State(tg.State).Final() {
 				t.Fatalf("batch %s ended with %s %s", id, tg.AgentID, tg.State)
 			}
 		}
 	}
-	tasks, err := c.client.List(fleetCtx(t), orchestrator.ListOptions{Limit: 1000})
+	tasks, err := c.client.List(fleetCtx(t), api.ListOptions{Limit: 1000})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -228,7 +229,7 @@ func (c *cluster) clockStarted() time.Time {
 // of one fire time.
 func (c *cluster) scheduleTasks(name string) map[time.Time]*orchestrator.Task {
 	c.t.Helper()
-	tasks, err := c.client.List(fleetCtx(c.t), orchestrator.ListOptions{Limit: 1000})
+	tasks, err := c.client.List(fleetCtx(c.t), api.ListOptions{Limit: 1000})
 	if err != nil {
 		c.t.Fatal(err)
 	}
@@ -253,12 +254,12 @@ func (c *cluster) scheduleTasks(name string) map[time.Time]*orchestrator.Task {
 func TestFleetScheduleAcrossAnOrchestratorKill(t *testing.T) {
 	for _, tc := range []struct {
 		store string
-		mode  orchestrator.CatchUp
+		mode  api.CatchUp
 	}{
-		{orchestrator.StoreBadger, orchestrator.CatchUpNone},
-		{orchestrator.StoreBadger, orchestrator.CatchUpLatest},
-		{orchestrator.StoreBadger, orchestrator.CatchUpAll},
-		{orchestrator.StoreJetStream, orchestrator.CatchUpAll},
+		{orchestrator.StoreBadger, api.CatchUpNone},
+		{orchestrator.StoreBadger, api.CatchUpLatest},
+		{orchestrator.StoreBadger, api.CatchUpAll},
+		{orchestrator.StoreJetStream, api.CatchUpAll},
 	} {
 		t.Run(tc.store+"/"+string(tc.mode), func(t *testing.T) {
 			c := newCluster(t, 2)
@@ -267,8 +268,8 @@ func TestFleetScheduleAcrossAnOrchestratorKill(t *testing.T) {
 				c.writeOrchConfig()
 			}
 			c.start()
-			_, err := c.client.AddSchedule(fleetCtx(t), orchestrator.ScheduleSpec{Name: "tick", Cron: "* * * * * *",
-				CatchUp: tc.mode, Task: &orchestrator.SubmitRequest{ToAgent: "code", WorkType: "count",
+			_, err := c.client.AddSchedule(fleetCtx(t), api.ScheduleSpec{Name: "tick", Cron: "* * * * * *",
+				CatchUp: tc.mode, Task: &api.SubmitRequest{ToAgent: "code", WorkType: "count",
 					Parameters: map[string]any{"n": 7}}})
 			if err != nil {
 				t.Fatal(err)
@@ -331,9 +332,9 @@ func TestFleetScheduleAcrossAnOrchestratorKill(t *testing.T) {
 			}
 			var want []time.Time
 			switch tc.mode {
-			case orchestrator.CatchUpLatest:
+			case api.CatchUpLatest:
 				want = missed[len(missed)-1:]
-			case orchestrator.CatchUpAll:
+			case api.CatchUpAll:
 				want = missed
 			}
 			if len(missed) < 2 || !slices.Equal(madeMissed, want) {

@@ -15,8 +15,8 @@ import (
 	"time"
 
 	"github.com/chiffon-dev/chiffon/broker"
+	"github.com/chiffon-dev/chiffon/client"
 	"github.com/chiffon-dev/chiffon/internal/testnats"
-	"github.com/chiffon-dev/chiffon/orchestrator"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
@@ -52,7 +52,7 @@ type haOrch struct {
 	name   string
 	addr   string // its HTTP API, host:port
 	p      *proc
-	client *orchestrator.Client
+	client *client.Client
 }
 
 // haStream is the stream the group keeps its tasks in.
@@ -90,7 +90,7 @@ func newHASite(t *testing.T, orchs, agents int, lease time.Duration) *haSite {
 	}
 	for i := 1; i <= orchs; i++ {
 		o := &haOrch{name: fmt.Sprintf("orch-%d", i), addr: "127.0.0.1:" + strconv.Itoa(freePort(t))}
-		o.client = &orchestrator.Client{BaseURL: "http://" + o.addr, Token: s.apiToken, HTTP: s.http}
+		o.client = &client.Client{BaseURL: "http://" + o.addr, Token: s.apiToken, HTTP: s.http}
 		s.orchs = append(s.orchs, o)
 		s.writeOrchConfig(o)
 	}

@@ -7,9 +7,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chiffon-dev/chiffon/api"
 	"github.com/chiffon-dev/chiffon/broker"
 	"github.com/chiffon-dev/chiffon/envelope"
-	"github.com/chiffon-dev/chiffon/orchestrator"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
@@ -31,8 +31,8 @@ func TestHAReplySubjectsCannotReachTheStore(t *testing.T) {
 	leaderName := s.leaderName(lead)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	nightly := orchestrator.ScheduleSpec{Name: "nightly", Cron: "@daily",
-		Task: &orchestrator.SubmitRequest{ToAgent: "code", WorkType: "count", Parameters: map[string]any{"n": 1}}}
+	nightly := api.ScheduleSpec{Name: "nightly", Cron: "@daily",
+		Task: &api.SubmitRequest{ToAgent: "code", WorkType: "count", Parameters: map[string]any{"n": 1}}}
 	if _, err := s.orchs[lead].client.AddSchedule(ctx, nightly); err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chiffon-dev/chiffon/api"
 	"github.com/chiffon-dev/chiffon/broker"
 	"github.com/chiffon-dev/chiffon/orchestrator"
 	"github.com/nats-io/nats.go"
@@ -98,7 +99,7 @@ func (s *haSite) submitThrough(i, n int, sleep func(int) string) map[string]int 
 			params["sleep"] = d
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		task, err := s.orchs[i].client.Submit(ctx, orchestrator.SubmitRequest{ToAgent: "code", WorkType: "count", Parameters: params})
+		task, err := s.orchs[i].client.Submit(ctx, api.SubmitRequest{ToAgent: "code", WorkType: "count", Parameters: params})
 		cancel()
 		if err != nil {
 			s.t.Fatalf("submit task %d through %s: %v", k, s.orchs[i].name, err)
@@ -113,7 +114,7 @@ func (s *haSite) submitThrough(i, n int, sleep func(int) string) map[string]int 
 func (s *haSite) finished(i int) int {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	tasks, err := s.orchs[i].client.List(ctx, orchestrator.ListOptions{Limit: 1000})
+	tasks, err := s.orchs[i].client.List(ctx, api.ListOptions{Limit: 1000})
 	if err != nil {
 		return -1
 	}
@@ -134,7 +135,7 @@ func (s *haSite) verify(i int, ids map[string]int) {
 	s.waitFor(fmt.Sprintf("%d tasks finished", len(ids)), 3*time.Minute, func() bool { return s.finished(i) >= len(ids) })
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	all, err := s.orchs[i].client.List(ctx, orchestrator.ListOptions{Limit: 1000})
+	all, err := s.orchs[i].client.List(ctx, api.ListOptions{Limit: 1000})
 	if err != nil {
 		s.t.Fatal(err)
 	}

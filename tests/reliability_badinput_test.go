@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chiffon-dev/chiffon/api"
 	"github.com/chiffon-dev/chiffon/broker"
 	"github.com/chiffon-dev/chiffon/envelope"
 	"github.com/chiffon-dev/chiffon/errcodes"
@@ -227,7 +228,7 @@ func assertServing(t *testing.T, c *cluster) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	task, err := c.client.Submit(ctx, orchestrator.SubmitRequest{ToAgent: "code", WorkType: "echo",
+	task, err := c.client.Submit(ctx, api.SubmitRequest{ToAgent: "code", WorkType: "echo",
 		Parameters: map[string]any{"message": "still serving"}})
 	if err != nil {
 		t.Fatal(err)

@@ -18,7 +18,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chiffon-dev/chiffon/api"
 	"github.com/chiffon-dev/chiffon/broker"
+	"github.com/chiffon-dev/chiffon/client"
 	"github.com/chiffon-dev/chiffon/orchestrator"
 	"github.com/nats-io/nats.go"
 )
@@ -155,7 +157,7 @@ type cluster struct {
 	agentType string
 	agentIDs  []string
 	runsFile  string
-	client    *orchestrator.Client
+	client    *client.Client
 	http      *http.Client
 
 	mu     sync.Mutex
@@ -211,7 +213,7 @@ func newCluster(t *testing.T, n int) *cluster {
 		c.writeAgentConfig(id)
 	}
 	c.http = &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 8}}
-	c.client = &orchestrator.Client{BaseURL: "http://" + c.httpAddr, Token: c.tokens["api.token"], HTTP: c.http}
+	c.client = &client.Client{BaseURL: "http://" + c.httpAddr, Token: c.tokens["api.token"], HTTP: c.http}
 	t.Cleanup(func() {
 		c.stopAll()
 		if t.Failed() || os.Getenv("CHIFFON_REL_LOGS") != "" {
@@ -519,19 +521,19 @@ func (c *cluster) waitAgentSlots(id string, n int) {
 
 // agentInfo is what the orchestrator's API says of agent id; false when it does not
 // answer or does not list it.
-func (c *cluster) agentInfo(id string) (orchestrator.AgentInfo, bool) {
+func (c *cluster) agentInfo(id string) (api.AgentInfo, bool) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	as, err := c.client.Agents(ctx)
 	if err != nil {
-		return orchestrator.AgentInfo{}, false
+		return api.AgentInfo{}, false
 	}
 	for _, a := range as {
 		if a.ID == id {
 			return a, true
 		}
 	}
-	return orchestrator.AgentInfo{}, false
+	return api.AgentInfo{}, false
 }
 
 // start starts the broker, the orchestrator and every agent.

@@ -20,6 +20,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chiffon-dev/chiffon/api"
 	"github.com/chiffon-dev/chiffon/broker"
 	"github.com/chiffon-dev/chiffon/orchestrator"
 	"github.com/nats-io/nats.go/jetstream"
@@ -266,7 +267,7 @@ func (c *cluster) submitPaced(ctx context.Context, n int, sleep func(int) string
 					}
 				}
 				ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-				task, err := c.client.Submit(ctx, orchestrator.SubmitRequest{ToAgent: "code", WorkType: "count", Parameters: params})
+				task, err := c.client.Submit(ctx, api.SubmitRequest{ToAgent: "code", WorkType: "count", Parameters: params})
 				cancel()
 				if err != nil {
 					errs <- fmt.Errorf("submit task %d: %w", i, err)

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chiffon-dev/chiffon/api"
 	"github.com/chiffon-dev/chiffon/orchestrator"
 )
 
@@ -192,7 +193,7 @@ func TestReliabilityAgentKillEndsItsSubprocess(t *testing.T) {
 	c.start()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	task, err := c.client.Submit(ctx, orchestrator.SubmitRequest{ToAgent: "code", WorkType: "hang",
+	task, err := c.client.Submit(ctx, api.SubmitRequest{ToAgent: "code", WorkType: "hang",
 		Parameters: map[string]any{"seconds": 120}})
 	if err != nil {
 		t.Fatal(err)

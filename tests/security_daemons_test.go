@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chiffon-dev/chiffon/api"
 	"github.com/chiffon-dev/chiffon/broker"
 	"github.com/chiffon-dev/chiffon/envelope"
 	"github.com/chiffon-dev/chiffon/errcodes"
@@ -148,7 +149,7 @@ func TestSecurityForgedTaskMessagesChangeNothing(t *testing.T) {
 		}
 	}
 	defer resume()
-	task, err := c.client.Submit(ctx, orchestrator.SubmitRequest{ToAgent: "code", WorkType: "count",
+	task, err := c.client.Submit(ctx, api.SubmitRequest{ToAgent: "code", WorkType: "count",
 		Parameters: map[string]any{"n": 1, "sleep": "1"}})
 	if err != nil {
 		t.Fatal(err)
@@ -171,7 +172,7 @@ func TestSecurityForgedTaskMessagesChangeNothing(t *testing.T) {
 	c.assertRealOutcome(ctx, task, 1)
 
 	// While running.
-	task, err = c.client.Submit(ctx, orchestrator.SubmitRequest{ToAgent: "code", WorkType: "count",
+	task, err = c.client.Submit(ctx, api.SubmitRequest{ToAgent: "code", WorkType: "count",
 		Parameters: map[string]any{"n": 2, "sleep": "2"}})
 	if err != nil {
 		t.Fatal(err)
@@ -317,7 +318,7 @@ func TestSecuritySubprocessGuardsRefuseInjection(t *testing.T) {
 		{"declared and undeclared parameters", "params", map[string]any{"declared": "yes", "x": "leak", "sneaky": "leak"}, 0,
 			"CHIFFON_PARAM_DECLARED=yes\n"},
 	} {
-		task, err := c.client.Submit(ctx, orchestrator.SubmitRequest{ToAgent: "code", WorkType: tc.workType, Parameters: tc.params})
+		task, err := c.client.Submit(ctx, api.SubmitRequest{ToAgent: "code", WorkType: tc.workType, Parameters: tc.params})
 		if err != nil {
 			t.Fatalf("%s: %v", tc.name, err)
 		}
@@ -362,7 +363,7 @@ func TestSecurityRunAsCannotReadAgentKeys(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	run := func(workType string) (*orchestrator.Task, string) {
-		task, err := c.client.Submit(ctx, orchestrator.SubmitRequest{ToAgent: "code", WorkType: workType})
+		task, err := c.client.Submit(ctx, api.SubmitRequest{ToAgent: "code", WorkType: workType})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -387,7 +388,7 @@ func TestSecurityOversizedSubmitIsRefusedWith413(t *testing.T) {
 	c.start()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	before, err := c.client.List(ctx, orchestrator.ListOptions{Limit: 1000})
+	before, err := c.client.List(ctx, api.ListOptions{Limit: 1000})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -423,7 +424,7 @@ func TestSecurityOversizedSubmitIsRefusedWith413(t *testing.T) {
 		}
 	}
 	// Nothing was stored nor sent, and so nothing failed.
-	after, err := c.client.List(ctx, orchestrator.ListOptions{Limit: 1000})
+	after, err := c.client.List(ctx, api.ListOptions{Limit: 1000})
 	if err != nil {
 		t.Fatal(err)
 	}

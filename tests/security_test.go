@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chiffon-dev/chiffon/api"
 	"github.com/chiffon-dev/chiffon/broker"
 	"github.com/chiffon-dev/chiffon/envelope"
 	"github.com/chiffon-dev/chiffon/internal/testnats"
@@ -199,7 +200,7 @@ func TestSecurityAgentCannotReachBeyondItsSubjects(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	for i := range 4 {
-		task, err := c.client.Submit(ctx, orchestrator.SubmitRequest{ToAgent: "code", WorkType: "count", Parameters: map[string]any{"n": i}})
+		task, err := c.client.Submit(ctx, api.SubmitRequest{ToAgent: "code", WorkType: "count", Parameters: map[string]any{"n": i}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -228,7 +229,7 @@ func TestSecuritySiteKeepsEveryRequestReplyFlow(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 
-	task, err := c.client.Submit(ctx, orchestrator.SubmitRequest{ToAgent: "code", WorkType: "hang", Parameters: map[string]any{"seconds": 60}})
+	task, err := c.client.Submit(ctx, api.SubmitRequest{ToAgent: "code", WorkType: "hang", Parameters: map[string]any{"seconds": 60}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chiffon-dev/chiffon/api"
 	"github.com/chiffon-dev/chiffon/orchestrator"
 	"github.com/nats-io/nats.go"
 )
@@ -68,7 +69,7 @@ func TestStockNATSServerRunsATask(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	task, err := c.client.Submit(ctx, orchestrator.SubmitRequest{ToAgent: "code", WorkType: "count",
+	task, err := c.client.Submit(ctx, api.SubmitRequest{ToAgent: "code", WorkType: "count",
 		Parameters: map[string]any{"n": 7, "sleep": "0.5"}})
 	if err != nil {
 		t.Fatal(err)

@@ -8,7 +8,8 @@ import (
 	"net/url"
 	"strings"
 
-	"github.com/chiffon-dev/chiffon/orchestrator"
+	"github.com/chiffon-dev/chiffon/api"
+	"github.com/chiffon-dev/chiffon/orchestrator/task"
 )
 
 // approvalListSize is how many tasks waiting for approval the home page lists:
@@ -25,7 +26,7 @@ func (u *UI) decide(kind string, approve bool) func(http.ResponseWriter, *http.R
 	}
 	return func(w http.ResponseWriter, r *http.Request, sess *session) {
 		id := url.PathEscape(r.PathValue("id"))
-		req := orchestrator.DecisionRequest{Note: strings.TrimSpace(r.PostFormValue("note"))}
+		req := api.DecisionRequest{Note: strings.TrimSpace(r.PostFormValue("note"))}
 		if err := u.call(r.Context(), sess, http.MethodPost, "/api/v1/"+kind+"/"+id+op, req, nil); err != nil {
 			var ae *apiError
 			if errors.As(err, &ae) && ae.code == "not_awaiting_approval" {
@@ -39,34 +40,34 @@ func (u *UI) decide(kind string, approve bool) func(http.ResponseWriter, *http.R
 }
 
 // taskWaits reports whether t waits for an operator's approval now.
-func taskWaits(t *orchestrator.Task) bool {
-	return t.State == orchestrator.StateAwaitingApproval && t.Approval != nil && t.Approval.State == orchestrator.ApprovalWaiting
+func taskWaits(t *task.Task) bool {
+	return t.State == task.StateAwaitingApproval && t.Approval != nil && t.Approval.State == task.ApprovalWaiting
 }
 
 // batchWaits reports whether b waits for an operator's approval now.
-func batchWaits(b *orchestrator.Batch) bool {
-	return b.State == orchestrator.BatchAwaitingApproval && b.Approval != nil && b.Approval.State == orchestrator.ApprovalWaiting
+func batchWaits(b *api.Batch) bool {
+	return b.State == api.BatchAwaitingApproval && b.Approval != nil && b.Approval.State == task.ApprovalWaiting
 }
 
 // batchNotes are targetNotes as they read for b: its agents wait for its
 // approval, not for room; those a rejection kept from starting were skipped
 // for it, not for a failure.
-func batchNotes(b *orchestrator.Batch) map[string]string {
+func batchNotes(b *api.Batch) map[string]string {
 	notes := targetNotes
 	switch {
 	case batchWaits(b):
 		notes = maps.Clone(targetNotes)
-		notes[orchestrator.TargetWaiting] = "waits for the batch's approval"
-	case b.State == orchestrator.BatchRejected:
+		notes[api.TargetWaiting] = "waits for the batch's approval"
+	case b.State == api.BatchRejected:
 		notes = maps.Clone(targetNotes)
-		notes[orchestrator.TargetSkipped] = "not started: the batch was rejected"
+		notes[api.TargetSkipped] = "not started: the batch was rejected"
 	}
 	return notes
 }
 
 // eventWhat says what an event of a task's history did: its message, its
 // error, or its result.
-func eventWhat(ev *orchestrator.Event) string {
+func eventWhat(ev *task.Event) string {
 	what := ev.Message
 	if e := ev.Error; e != nil {
 		if what != "" {
@@ -74,7 +75,7 @@ func eventWhat(ev *orchestrator.Event) string {
 		}
 		what += fmt.Sprintf("%s %d: %s", ev.Type, e.Code, e.Message)
 	}
-	if r := ev.Result; r != nil && ev.Type == orchestrator.EventResult {
+	if r := ev.Result; r != nil && ev.Type == task.EventResult {
 		what = fmt.Sprintf("result %s, exit code %d", r.Status, r.ExitCode)
 	}
 	if what == "" {

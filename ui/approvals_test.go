@@ -10,8 +10,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chiffon-dev/chiffon/api"
 	"github.com/chiffon-dev/chiffon/envelope"
-	"github.com/chiffon-dev/chiffon/orchestrator"
+	"github.com/chiffon-dev/chiffon/orchestrator/task"
 )
 
 // The fake API's approvals: a task that waits for one, a task an operator
@@ -31,40 +32,40 @@ var (
 )
 
 // fakeApprovalTasks are the fake API's tasks with an approval, by id.
-func fakeApprovalTasks() map[string]*orchestrator.Task {
+func fakeApprovalTasks() map[string]*task.Task {
 	decided := fakeAsked.Add(2 * time.Minute)
-	return map[string]*orchestrator.Task{
-		fakeWaitingTaskID: {ID: fakeWaitingTaskID, State: orchestrator.StateAwaitingApproval, ToAgent: "code", WorkType: "deploy",
-			CreatedAt: fakeAsked, Approval: &orchestrator.Approval{State: orchestrator.ApprovalWaiting, Why: fakeWhy,
+	return map[string]*task.Task{
+		fakeWaitingTaskID: {ID: fakeWaitingTaskID, State: task.StateAwaitingApproval, ToAgent: "code", WorkType: "deploy",
+			CreatedAt: fakeAsked, Approval: &task.Approval{State: task.ApprovalWaiting, Why: fakeWhy,
 				RequestedAt: fakeAsked, ExpiresAt: fakeExpiry}},
-		fakeRejectedTaskID: {ID: fakeRejectedTaskID, State: orchestrator.StateRejected, ToAgent: "code", WorkType: "deploy",
-			CreatedAt: fakeAsked, FinishedAt: &decided, Approval: &orchestrator.Approval{State: orchestrator.ApprovalRejected, Why: fakeWhy,
+		fakeRejectedTaskID: {ID: fakeRejectedTaskID, State: task.StateRejected, ToAgent: "code", WorkType: "deploy",
+			CreatedAt: fakeAsked, FinishedAt: &decided, Approval: &task.Approval{State: task.ApprovalRejected, Why: fakeWhy,
 				RequestedAt: fakeAsked, ExpiresAt: fakeExpiry, By: "bob", Note: "not on a Friday", DecidedAt: &decided}},
 	}
 }
 
 // fakeHistory is a task's audit trail as the API answers it: submitted by
 // alice's token, held by the orchestrator, rejected by bob's.
-func fakeHistory(id string) []*orchestrator.Event {
-	evs := []*orchestrator.Event{
-		{Seq: 1, Type: orchestrator.EventState, At: fakeAsked, State: orchestrator.StateAwaitingApproval, Message: "submitted", By: "alice"},
-		{Seq: 2, Type: orchestrator.EventState, At: fakeAsked, State: orchestrator.StateAwaitingApproval, Message: "awaiting approval: " + fakeWhy},
+func fakeHistory(id string) []*task.Event {
+	evs := []*task.Event{
+		{Seq: 1, Type: task.EventState, At: fakeAsked, State: task.StateAwaitingApproval, Message: "submitted", By: "alice"},
+		{Seq: 2, Type: task.EventState, At: fakeAsked, State: task.StateAwaitingApproval, Message: "awaiting approval: " + fakeWhy},
 	}
 	if id == fakeRejectedTaskID {
-		evs = append(evs, &orchestrator.Event{Seq: 3, Type: orchestrator.EventState, At: fakeAsked.Add(2 * time.Minute),
-			State: orchestrator.StateRejected, Message: "rejected: not on a Friday", By: "bob"})
+		evs = append(evs, &task.Event{Seq: 3, Type: task.EventState, At: fakeAsked.Add(2 * time.Minute),
+			State: task.StateRejected, Message: "rejected: not on a Friday", By: "bob"})
 	}
 	return evs
 }
 
 // fakeWaitingBatch is the fake API's batch that waits for approval.
-func fakeWaitingBatch() *orchestrator.Batch {
-	return &orchestrator.Batch{ID: fakeWaitingBatchID, State: orchestrator.BatchAwaitingApproval,
-		BatchRequest: orchestrator.BatchRequest{ToAgent: "code", WorkType: "deploy"}, CreatedBy: "alice", CreatedAt: fakeAsked,
-		Approval: &orchestrator.Approval{State: orchestrator.ApprovalWaiting, Why: fakeWhy, RequestedAt: fakeAsked, ExpiresAt: fakeExpiry},
-		Targets: []orchestrator.BatchTarget{
-			{AgentID: "code-1", TaskID: "99999999-9999-4999-8999-999999999991", State: orchestrator.TargetWaiting},
-			{AgentID: "code-2", TaskID: "99999999-9999-4999-8999-999999999992", State: orchestrator.TargetWaiting},
+func fakeWaitingBatch() *api.Batch {
+	return &api.Batch{ID: fakeWaitingBatchID, State: api.BatchAwaitingApproval,
+		BatchRequest: api.BatchRequest{ToAgent: "code", WorkType: "deploy"}, CreatedBy: "alice", CreatedAt: fakeAsked,
+		Approval: &task.Approval{State: task.ApprovalWaiting, Why: fakeWhy, RequestedAt: fakeAsked, ExpiresAt: fakeExpiry},
+		Targets: []api.BatchTarget{
+			{AgentID: "code-1", TaskID: "99999999-9999-4999-8999-999999999991", State: api.TargetWaiting},
+			{AgentID: "code-2", TaskID: "99999999-9999-4999-8999-999999999992", State: api.TargetWaiting},
 		},
 		Counts: map[string]int{"waiting": 2}}
 }
@@ -80,7 +81,7 @@ func approvalRoutes(m *http.ServeMux) {
 				_, _ = io.WriteString(w, `{"error":{"code":"forbidden","message":"operators only"}}`)
 				return
 			}
-			var req orchestrator.DecisionRequest
+			var req api.DecisionRequest
 			dec := json.NewDecoder(r.Body)
 			dec.DisallowUnknownFields()
 			if err := dec.Decode(&req); err != nil && err != io.EOF {
@@ -105,7 +106,7 @@ func approvalRoutes(m *http.ServeMux) {
 			_ = json.NewEncoder(w).Encode(fakeHistory(id))
 		})
 		for _, op := range []string{"approve", "reject"} {
-			m.HandleFunc("POST /api/v1/tasks/"+id+"/"+op, decide(t.State == orchestrator.StateAwaitingApproval, t))
+			m.HandleFunc("POST /api/v1/tasks/"+id+"/"+op, decide(t.State == task.StateAwaitingApproval, t))
 		}
 	}
 	m.HandleFunc("GET /api/v1/batches/"+fakeWaitingBatchID, func(w http.ResponseWriter, _ *http.Request) {
@@ -143,7 +144,7 @@ func TestApproveFormNeedsItsCSRFToken(t *testing.T) {
 		if !seen.called(call) || seen.lastToken() != "Bearer "+operatorToken {
 			t.Fatalf("%s did not call %s with the session's token", path, call)
 		}
-		var req orchestrator.DecisionRequest
+		var req api.DecisionRequest
 		if err := json.Unmarshal([]byte(seen.body(call)), &req); err != nil || req.Note != "maintenance window" {
 			t.Errorf("%s sent %q, want the note", call, seen.body(call))
 		}
@@ -253,11 +254,11 @@ func TestTaskHistoryShowsWhoDidWhat(t *testing.T) {
 // TestEventWhatSaysWhatHappened: a history row's "what" is the event's
 // message, its error with its code, or its result.
 func TestEventWhatSaysWhatHappened(t *testing.T) {
-	for want, ev := range map[string]*orchestrator.Event{
-		"cancelled before dispatch: no longer needed": {Type: orchestrator.EventState, Message: "cancelled before dispatch: no longer needed"},
-		"retry 5002: no online agent":                 {Type: orchestrator.EventRetry, Error: &orchestrator.TaskError{Code: 5002, Message: "no online agent"}},
-		"result succeeded, exit code 0":               {Type: orchestrator.EventResult, Result: &envelope.WorkResult{Status: "succeeded"}},
-		"result":                                      {Type: orchestrator.EventResult},
+	for want, ev := range map[string]*task.Event{
+		"cancelled before dispatch: no longer needed": {Type: task.EventState, Message: "cancelled before dispatch: no longer needed"},
+		"retry 5002: no online agent":                 {Type: task.EventRetry, Error: &task.TaskError{Code: 5002, Message: "no online agent"}},
+		"result succeeded, exit code 0":               {Type: task.EventResult, Result: &envelope.WorkResult{Status: "succeeded"}},
+		"result":                                      {Type: task.EventResult},
 	} {
 		if got := eventWhat(ev); got != want {
 			t.Errorf("eventWhat(%+v) = %q, want %q", ev, got, want)

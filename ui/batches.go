@@ -9,7 +9,8 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/chiffon-dev/chiffon/orchestrator"
+	"github.com/chiffon-dev/chiffon/api"
+	"github.com/chiffon-dev/chiffon/orchestrator/task"
 )
 
 // batchListSize is how many batches the Batches page shows: the newest.
@@ -17,20 +18,20 @@ const batchListSize = 100
 
 // targetNotes say why a batch's agent has no task, by the target's state.
 var targetNotes = map[string]string{
-	orchestrator.TargetOffline:     "no task: the agent was offline when the batch was made",
-	orchestrator.TargetUnknown:     "no task: the agent was never heard from",
-	orchestrator.TargetUnsupported: "no task: the agent does not offer this work type",
-	orchestrator.TargetWaiting:     "waits for room under max parallel",
-	orchestrator.TargetSkipped:     "not started: a task of the batch failed (stop on failure)",
+	api.TargetOffline:     "no task: the agent was offline when the batch was made",
+	api.TargetUnknown:     "no task: the agent was never heard from",
+	api.TargetUnsupported: "no task: the agent does not offer this work type",
+	api.TargetWaiting:     "waits for room under max parallel",
+	api.TargetSkipped:     "not started: a task of the batch failed (stop on failure)",
 }
 
 // targetOrder is the order a batch's targets are counted in: what goes on,
 // what went well, what did not, what got no task.
 var targetOrder = []string{
-	string(orchestrator.StateRunning), string(orchestrator.StateDispatched), string(orchestrator.StatePending),
-	orchestrator.TargetWaiting, string(orchestrator.StateSucceeded), string(orchestrator.StateFailed),
-	string(orchestrator.StateError), string(orchestrator.StateCancelled), orchestrator.TargetSkipped,
-	orchestrator.TargetOffline, orchestrator.TargetUnknown, orchestrator.TargetUnsupported,
+	string(task.StateRunning), string(task.StateDispatched), string(task.StatePending),
+	api.TargetWaiting, string(task.StateSucceeded), string(task.StateFailed),
+	string(task.StateError), string(task.StateCancelled), api.TargetSkipped,
+	api.TargetOffline, api.TargetUnknown, api.TargetUnsupported,
 }
 
 // scriptData is what the batch page's script needs to show a target as the
@@ -64,12 +65,12 @@ func countList(counts map[string]int) []stateCount {
 
 // targetStarted reports whether a batch's target has its task: a link to it
 // leads somewhere.
-func targetStarted(t orchestrator.BatchTarget) bool {
-	return t.TaskID != "" && t.State != orchestrator.TargetWaiting && t.State != orchestrator.TargetSkipped
+func targetStarted(t api.BatchTarget) bool {
+	return t.TaskID != "" && t.State != api.TargetWaiting && t.State != api.TargetSkipped
 }
 
 func (u *UI) batches(w http.ResponseWriter, r *http.Request, sess *session) {
-	var list []*orchestrator.Batch
+	var list []*api.Batch
 	data := map[string]any{"Limit": batchListSize}
 	if err := u.call(r.Context(), sess, http.MethodGet, "/api/v1/batches?limit="+strconv.Itoa(batchListSize), nil, &list); err != nil {
 		data["Problem"] = err.Error()
@@ -79,7 +80,7 @@ func (u *UI) batches(w http.ResponseWriter, r *http.Request, sess *session) {
 }
 
 func (u *UI) batch(w http.ResponseWriter, r *http.Request, sess *session) {
-	var b orchestrator.Batch
+	var b api.Batch
 	if err := u.call(r.Context(), sess, http.MethodGet, "/api/v1/batches/"+url.PathEscape(r.PathValue("id")), nil, &b); err != nil {
 		u.failAPI(w, r, sess, err)
 		return

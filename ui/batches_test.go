@@ -8,7 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/chiffon-dev/chiffon/orchestrator"
+	"github.com/chiffon-dev/chiffon/api"
+	"github.com/chiffon-dev/chiffon/orchestrator/task"
 )
 
 // The fake API's batch: four code agents, one offline, one waiting, made by
@@ -21,23 +22,23 @@ const (
 var fakeFireTime = time.Date(2026, 11, 24, 3, 0, 0, 0, time.UTC)
 
 // fakeBatch is the fake API's batch; finished, as its end is stored.
-func fakeBatch(finished bool) *orchestrator.Batch {
-	b := &orchestrator.Batch{ID: fakeBatchID, State: orchestrator.BatchRunning,
-		BatchRequest: orchestrator.BatchRequest{ToAgent: "code", WorkType: "echo", MaxParallel: 2, StopOnFailure: true,
+func fakeBatch(finished bool) *api.Batch {
+	b := &api.Batch{ID: fakeBatchID, State: api.BatchRunning,
+		BatchRequest: api.BatchRequest{ToAgent: "code", WorkType: "echo", MaxParallel: 2, StopOnFailure: true,
 			Labels: map[string]string{"zone": "eu"}},
 		Schedule: "nightly", FireTime: &fakeFireTime, CreatedAt: fakeFireTime,
-		Targets: []orchestrator.BatchTarget{
+		Targets: []api.BatchTarget{
 			{AgentID: "code-1", TaskID: fakeTaskID, State: "succeeded", ProgressPercent: 100},
-			{AgentID: "code-2", State: orchestrator.TargetOffline},
+			{AgentID: "code-2", State: api.TargetOffline},
 			{AgentID: "code-3", TaskID: "33333333-3333-4333-8333-333333333333", State: "running", ProgressPercent: 40},
-			{AgentID: "code-4", TaskID: "44444444-4444-4444-8444-444444444444", State: orchestrator.TargetWaiting},
+			{AgentID: "code-4", TaskID: "44444444-4444-4444-8444-444444444444", State: api.TargetWaiting},
 		},
 		Counts: map[string]int{"succeeded": 1, "offline": 1, "running": 1, "waiting": 1}}
 	if finished {
 		end := fakeFireTime.Add(time.Minute)
-		b.State, b.FinishedAt = orchestrator.BatchFailed, &end
+		b.State, b.FinishedAt = api.BatchFailed, &end
 		b.Targets[2].State, b.Targets[2].ProgressPercent = "succeeded", 100
-		b.Targets[3].State = orchestrator.TargetSkipped
+		b.Targets[3].State = api.TargetSkipped
 		b.Counts = map[string]int{"succeeded": 2, "offline": 1, "skipped": 1}
 	}
 	return b
@@ -49,7 +50,7 @@ func fakeBatch(finished bool) *orchestrator.Batch {
 func fleetAPI() *http.ServeMux {
 	m := http.NewServeMux()
 	m.HandleFunc("GET /api/v1/batches", func(w http.ResponseWriter, _ *http.Request) {
-		_ = json.NewEncoder(w).Encode([]*orchestrator.Batch{fakeBatch(false)})
+		_ = json.NewEncoder(w).Encode([]*api.Batch{fakeBatch(false)})
 	})
 	m.HandleFunc("GET /api/v1/batches/"+fakeBatchID, func(w http.ResponseWriter, _ *http.Request) {
 		_ = json.NewEncoder(w).Encode(fakeBatch(false))
@@ -63,7 +64,7 @@ func fleetAPI() *http.ServeMux {
 		}
 	})
 	m.HandleFunc("GET /api/v1/tasks/"+fakeTaskID, func(w http.ResponseWriter, _ *http.Request) {
-		_ = json.NewEncoder(w).Encode(&orchestrator.Task{ID: fakeTaskID, State: orchestrator.StateSucceeded, ToAgent: "code",
+		_ = json.NewEncoder(w).Encode(&task.Task{ID: fakeTaskID, State: task.StateSucceeded, ToAgent: "code",
 			WorkType: "echo", AgentID: "code-1", BatchID: fakeBatchID, Schedule: "nightly", FireTime: &fakeFireTime, CreatedAt: fakeFireTime})
 	})
 	m.HandleFunc("GET /api/v1/tasks/"+fakeTaskID+"/output", func(w http.ResponseWriter, _ *http.Request) {
@@ -130,11 +131,11 @@ func TestBatchRelayPassesTheEvents(t *testing.T) {
 		if len(lines) != 3 || lines[0] != fmt.Sprintf("id: %d", i+1) || lines[1] != "event: batch" {
 			t.Fatalf("event %d: %q", i+1, lines)
 		}
-		var b orchestrator.Batch
+		var b api.Batch
 		if err := json.Unmarshal([]byte(strings.TrimPrefix(lines[2], "data: ")), &b); err != nil || b.ID != fakeBatchID || len(b.Targets) != 4 {
 			t.Fatalf("event %d's data: %v %+v", i+1, err, b)
 		}
-		if (b.FinishedAt != nil) != (i == 1) || i == 1 && b.Targets[3].State != orchestrator.TargetSkipped {
+		if (b.FinishedAt != nil) != (i == 1) || i == 1 && b.Targets[3].State != api.TargetSkipped {
 			t.Errorf("event %d: finished %v, targets %+v", i+1, b.FinishedAt, b.Targets)
 		}
 	}

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/chiffon-dev/chiffon/orchestrator"
+	"github.com/chiffon-dev/chiffon/orchestrator/task"
 )
 
 // events relays a task's event stream (the API's, which this page's script
@@ -84,7 +84,7 @@ func relayBlock(block []string, tailStart int64) string {
 	var out strings.Builder
 	for _, line := range block {
 		if data, ok := strings.CutPrefix(line, "data: "); ok && tailStart > 0 {
-			var ev orchestrator.Event
+			var ev task.Event
 			if json.Unmarshal([]byte(data), &ev) == nil && ev.Status != nil && ev.OutputOffset != nil &&
 				*ev.OutputOffset+int64(len(ev.Status.Step.Output)) <= tailStart {
 				ev.Status.Step.Output = ""

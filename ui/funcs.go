@@ -8,7 +8,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/chiffon-dev/chiffon/orchestrator"
+	"github.com/chiffon-dev/chiffon/orchestrator/task"
 )
 
 // funcs are the templates' helpers.
@@ -18,7 +18,7 @@ var funcs = template.FuncMap{
 	"iso":      func(t time.Time) string { return t.UTC().Format(time.RFC3339) },
 	"elapsed":  elapsed,
 	"bytes":    humanBytes,
-	"final":    func(s orchestrator.State) bool { return s.Final() },
+	"final":    func(s task.State) bool { return s.Final() },
 	"step":     currentStep,
 	"deref":    func(t *time.Time) time.Time { return *t },
 	"add":      func(a, b int) int { return a + b },
@@ -80,7 +80,7 @@ func until(t time.Time) string {
 }
 
 // elapsed is a task's run time so far, or to its end.
-func elapsed(t *orchestrator.Task) string {
+func elapsed(t *task.Task) string {
 	end := time.Now()
 	if t.FinishedAt != nil {
 		end = *t.FinishedAt
@@ -105,7 +105,7 @@ func humanBytes(n int64) string {
 }
 
 // currentStep is the name of the task's latest step, or "".
-func currentStep(t *orchestrator.Task) string {
+func currentStep(t *task.Task) string {
 	if len(t.Steps) == 0 {
 		return ""
 	}

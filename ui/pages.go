@@ -11,7 +11,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/chiffon-dev/chiffon/orchestrator"
+	"github.com/chiffon-dev/chiffon/api"
+	"github.com/chiffon-dev/chiffon/orchestrator/task"
 )
 
 // tailBytes is how much of a task's output its page shows: the last 64 KiB. The
@@ -90,16 +91,16 @@ type counters struct {
 }
 
 func (u *UI) home(w http.ResponseWriter, r *http.Request, sess *session) {
-	var agents []orchestrator.AgentInfo
+	var agents []api.AgentInfo
 	agentsErr := u.call(r.Context(), sess, http.MethodGet, "/api/v1/agents", nil, &agents)
-	var tasks []*orchestrator.Task
+	var tasks []*task.Task
 	if err := u.call(r.Context(), sess, http.MethodGet, "/api/v1/tasks?limit=1000", nil, &tasks); err != nil {
 		u.failAPI(w, r, sess, err)
 		return
 	}
-	var waiting []*orchestrator.Task
+	var waiting []*task.Task
 	waitingErr := u.call(r.Context(), sess, http.MethodGet,
-		"/api/v1/tasks?state="+string(orchestrator.StateAwaitingApproval)+"&limit="+strconv.Itoa(approvalListSize), nil, &waiting)
+		"/api/v1/tasks?state="+string(task.StateAwaitingApproval)+"&limit="+strconv.Itoa(approvalListSize), nil, &waiting)
 	var c counters
 	for _, a := range agents {
 		if a.State == "online" {
@@ -111,13 +112,13 @@ func (u *UI) home(w http.ResponseWriter, r *http.Request, sess *session) {
 			c.BreakersOpen++
 		}
 	}
-	var active, finished []*orchestrator.Task
+	var active, finished []*task.Task
 	dayAgo := time.Now().Add(-24 * time.Hour)
 	for _, t := range tasks {
 		switch {
-		case t.State == orchestrator.StateAwaitingApproval:
+		case t.State == task.StateAwaitingApproval:
 			// neither running nor queued: listed apart, until an operator decides
-		case t.State == orchestrator.StatePending:
+		case t.State == task.StatePending:
 			c.Queued++
 			active = append(active, t)
 		case !t.State.Final():
@@ -126,7 +127,7 @@ func (u *UI) home(w http.ResponseWriter, r *http.Request, sess *session) {
 		case len(finished) < 10:
 			finished = append(finished, t)
 		}
-		if (t.State == orchestrator.StateFailed || t.State == orchestrator.StateError) && t.FinishedAt != nil && t.FinishedAt.After(dayAgo) {
+		if (t.State == task.StateFailed || t.State == task.StateError) && t.FinishedAt != nil && t.FinishedAt.After(dayAgo) {
 			c.Failed24h++
 		}
 	}
@@ -175,8 +176,8 @@ func (u *UI) tasks(w http.ResponseWriter, r *http.Request, sess *session) {
 	}
 	api.Set("offset", strconv.Itoa((f.Page-1)*pageSize))
 	api.Set("limit", strconv.Itoa(pageSize+1))
-	var tasks []*orchestrator.Task
-	data := map[string]any{"Filter": f, "States": orchestrator.States, "AgentTypes": []string{"infra", "desktop", "code", "research"}}
+	var tasks []*task.Task
+	data := map[string]any{"Filter": f, "States": task.States, "AgentTypes": []string{"infra", "desktop", "code", "research"}}
 	if err := u.call(r.Context(), sess, http.MethodGet, "/api/v1/tasks?"+api.Encode(), nil, &tasks); err != nil {
 		data["Problem"] = err.Error()
 	}
@@ -193,7 +194,7 @@ func (u *UI) tasks(w http.ResponseWriter, r *http.Request, sess *session) {
 
 func (u *UI) task(w http.ResponseWriter, r *http.Request, sess *session) {
 	id := r.PathValue("id")
-	var t orchestrator.Task
+	var t task.Task
 	if err := u.call(r.Context(), sess, http.MethodGet, "/api/v1/tasks/"+url.PathEscape(id), nil, &t); err != nil {
 		u.failAPI(w, r, sess, err)
 		return
@@ -207,7 +208,7 @@ func (u *UI) task(w http.ResponseWriter, r *http.Request, sess *session) {
 		data["Structured"] = indentJSON(t.Result.StructuredOutput)
 	}
 	data["Waiting"] = taskWaits(&t)
-	var history []*orchestrator.Event
+	var history []*task.Event
 	if err := u.call(r.Context(), sess, http.MethodGet, "/api/v1/tasks/"+url.PathEscape(id)+"/history", nil, &history); err != nil {
 		data["HistoryProblem"] = err.Error()
 	}
@@ -235,13 +236,13 @@ func (u *UI) cancel(w http.ResponseWriter, r *http.Request, sess *session) {
 
 // rerun submits a new task with the inputs of another.
 func (u *UI) rerun(w http.ResponseWriter, r *http.Request, sess *session) {
-	var t orchestrator.Task
+	var t task.Task
 	if err := u.call(r.Context(), sess, http.MethodGet, "/api/v1/tasks/"+url.PathEscape(r.PathValue("id")), nil, &t); err != nil {
 		u.failAPI(w, r, sess, err)
 		return
 	}
-	var created orchestrator.Task
-	req := orchestrator.SubmitRequest{ToAgent: t.ToAgent, WorkType: t.WorkType, Parameters: t.Parameters, Hints: t.Hints}
+	var created task.Task
+	req := api.SubmitRequest{ToAgent: t.ToAgent, WorkType: t.WorkType, Parameters: t.Parameters, Hints: t.Hints}
 	if err := u.call(r.Context(), sess, http.MethodPost, "/api/v1/tasks", req, &created); err != nil {
 		u.failAPI(w, r, sess, err)
 		return
@@ -250,7 +251,7 @@ func (u *UI) rerun(w http.ResponseWriter, r *http.Request, sess *session) {
 }
 
 func (u *UI) agents(w http.ResponseWriter, r *http.Request, sess *session) {
-	var agents []orchestrator.AgentInfo
+	var agents []api.AgentInfo
 	if err := u.call(r.Context(), sess, http.MethodGet, "/api/v1/agents", nil, &agents); err != nil {
 		u.failAPI(w, r, sess, err)
 		return
@@ -260,17 +261,17 @@ func (u *UI) agents(w http.ResponseWriter, r *http.Request, sess *session) {
 
 func (u *UI) agent(w http.ResponseWriter, r *http.Request, sess *session) {
 	id := r.PathValue("id")
-	var agents []orchestrator.AgentInfo
+	var agents []api.AgentInfo
 	if err := u.call(r.Context(), sess, http.MethodGet, "/api/v1/agents", nil, &agents); err != nil {
 		u.failAPI(w, r, sess, err)
 		return
 	}
-	i := slices.IndexFunc(agents, func(a orchestrator.AgentInfo) bool { return a.ID == id })
+	i := slices.IndexFunc(agents, func(a api.AgentInfo) bool { return a.ID == id })
 	if i < 0 {
 		u.fail(w, r, sess, http.StatusNotFound, fmt.Sprintf("No agent %q is configured.", id))
 		return
 	}
-	var tasks []*orchestrator.Task
+	var tasks []*task.Task
 	problem := ""
 	if err := u.call(r.Context(), sess, http.MethodGet, "/api/v1/tasks?limit=20&agent_id="+url.QueryEscape(id), nil, &tasks); err != nil {
 		problem = err.Error()

@@ -4,11 +4,11 @@ import (
 	"net/http"
 	"net/url"
 
-	"github.com/chiffon-dev/chiffon/orchestrator"
+	"github.com/chiffon-dev/chiffon/api"
 )
 
 func (u *UI) schedules(w http.ResponseWriter, r *http.Request, sess *session) {
-	var list []*orchestrator.Schedule
+	var list []*api.Schedule
 	data := map[string]any{}
 	if err := u.call(r.Context(), sess, http.MethodGet, "/api/v1/schedules", nil, &list); err != nil {
 		data["Problem"] = err.Error()
@@ -45,7 +45,7 @@ func (u *UI) removePage(w http.ResponseWriter, r *http.Request, sess *session) {
 		u.fail(w, r, sess, http.StatusForbidden, "Your token's role ("+sess.role+") may not remove schedules.")
 		return
 	}
-	var s orchestrator.Schedule
+	var s api.Schedule
 	if err := u.call(r.Context(), sess, http.MethodGet, "/api/v1/schedules/"+url.PathEscape(r.PathValue("name")), nil, &s); err != nil {
 		u.failAPI(w, r, sess, err)
 		return

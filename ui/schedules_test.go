@@ -9,20 +9,20 @@ import (
 	"testing"
 	"time"
 
-	"github.com/chiffon-dev/chiffon/orchestrator"
+	"github.com/chiffon-dev/chiffon/api"
 )
 
 // fakeSchedules are the fake API's schedules: nightly, active, which made the
 // fake batch; hourly, paused, which made a task.
-func fakeSchedules() []*orchestrator.Schedule {
+func fakeSchedules() []*api.Schedule {
 	next := time.Now().Add(3*time.Hour + 30*time.Minute)
-	return []*orchestrator.Schedule{
-		{ScheduleSpec: orchestrator.ScheduleSpec{Name: "hourly", Cron: "0 * * * *", TZ: "Europe/Paris", CatchUp: orchestrator.CatchUpLatest, Paused: true,
-			Task: &orchestrator.SubmitRequest{ToAgent: "infra", WorkType: "echo"}},
-			Last: &orchestrator.Firing{At: fakeFireTime, TaskID: fakeTaskID}},
-		{ScheduleSpec: orchestrator.ScheduleSpec{Name: "nightly", Cron: "0 3 * * *", CatchUp: orchestrator.CatchUpNone,
-			Batch: &orchestrator.BatchRequest{ToAgent: "code", WorkType: "echo"}},
-			Last: &orchestrator.Firing{At: fakeFireTime, BatchID: fakeBatchID}, Next: &next},
+	return []*api.Schedule{
+		{ScheduleSpec: api.ScheduleSpec{Name: "hourly", Cron: "0 * * * *", TZ: "Europe/Paris", CatchUp: api.CatchUpLatest, Paused: true,
+			Task: &api.SubmitRequest{ToAgent: "infra", WorkType: "echo"}},
+			Last: &api.Firing{At: fakeFireTime, TaskID: fakeTaskID}},
+		{ScheduleSpec: api.ScheduleSpec{Name: "nightly", Cron: "0 3 * * *", CatchUp: api.CatchUpNone,
+			Batch: &api.BatchRequest{ToAgent: "code", WorkType: "echo"}},
+			Last: &api.Firing{At: fakeFireTime, BatchID: fakeBatchID}, Next: &next},
 	}
 }
 
@@ -32,7 +32,7 @@ func scheduleRoutes(m *http.ServeMux) {
 	m.HandleFunc("GET /api/v1/schedules", func(w http.ResponseWriter, _ *http.Request) {
 		_ = json.NewEncoder(w).Encode(fakeSchedules())
 	})
-	one := func(h func(http.ResponseWriter, *http.Request, *orchestrator.Schedule)) http.HandlerFunc {
+	one := func(h func(http.ResponseWriter, *http.Request, *api.Schedule)) http.HandlerFunc {
 		return func(w http.ResponseWriter, r *http.Request) {
 			for _, s := range fakeSchedules() {
 				if s.Name == r.PathValue("name") {
@@ -44,8 +44,8 @@ func scheduleRoutes(m *http.ServeMux) {
 			_, _ = io.WriteString(w, `{"error":{"code":"not_found","message":"no such schedule"}}`)
 		}
 	}
-	operator := func(h func(http.ResponseWriter, *http.Request, *orchestrator.Schedule)) http.HandlerFunc {
-		return one(func(w http.ResponseWriter, r *http.Request, s *orchestrator.Schedule) {
+	operator := func(h func(http.ResponseWriter, *http.Request, *api.Schedule)) http.HandlerFunc {
+		return one(func(w http.ResponseWriter, r *http.Request, s *api.Schedule) {
 			if r.Header.Get("Authorization") != "Bearer "+operatorToken {
 				w.WriteHeader(http.StatusForbidden)
 				_, _ = io.WriteString(w, `{"error":{"code":"forbidden","message":"operators only"}}`)
@@ -54,16 +54,16 @@ func scheduleRoutes(m *http.ServeMux) {
 			h(w, r, s)
 		})
 	}
-	m.HandleFunc("GET /api/v1/schedules/{name}", one(func(w http.ResponseWriter, _ *http.Request, s *orchestrator.Schedule) {
+	m.HandleFunc("GET /api/v1/schedules/{name}", one(func(w http.ResponseWriter, _ *http.Request, s *api.Schedule) {
 		_ = json.NewEncoder(w).Encode(s)
 	}))
 	for op, paused := range map[string]bool{"pause": true, "resume": false} {
-		m.HandleFunc("POST /api/v1/schedules/{name}/"+op, operator(func(w http.ResponseWriter, _ *http.Request, s *orchestrator.Schedule) {
+		m.HandleFunc("POST /api/v1/schedules/{name}/"+op, operator(func(w http.ResponseWriter, _ *http.Request, s *api.Schedule) {
 			s.Paused = paused
 			_ = json.NewEncoder(w).Encode(s)
 		}))
 	}
-	m.HandleFunc("DELETE /api/v1/schedules/{name}", operator(func(w http.ResponseWriter, _ *http.Request, _ *orchestrator.Schedule) {
+	m.HandleFunc("DELETE /api/v1/schedules/{name}", operator(func(w http.ResponseWriter, _ *http.Request, _ *api.Schedule) {
 		w.WriteHeader(http.StatusNoContent)
 	}))
 }

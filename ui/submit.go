@@ -9,8 +9,9 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/chiffon-dev/chiffon/api"
 	"github.com/chiffon-dev/chiffon/envelope"
-	"github.com/chiffon-dev/chiffon/orchestrator"
+	"github.com/chiffon-dev/chiffon/orchestrator/task"
 )
 
 // paramRows is how many key/value rows the submit form offers.
@@ -29,7 +30,7 @@ type submitForm struct {
 }
 
 func (u *UI) offers(r *http.Request, sess *session) ([]offer, error) {
-	var agents []orchestrator.AgentInfo
+	var agents []api.AgentInfo
 	if err := u.call(r.Context(), sess, http.MethodGet, "/api/v1/agents", nil, &agents); err != nil {
 		return nil, err
 	}
@@ -82,7 +83,7 @@ func (u *UI) submit(w http.ResponseWriter, r *http.Request, sess *session) {
 		u.showSubmit(w, r, sess, http.StatusBadRequest, f, err.Error())
 		return
 	}
-	var created orchestrator.Task
+	var created task.Task
 	if err := u.call(r.Context(), sess, http.MethodPost, "/api/v1/tasks", req, &created); err != nil {
 		if ae, ok := err.(*apiError); ok && ae.status == http.StatusBadRequest {
 			u.showSubmit(w, r, sess, http.StatusBadRequest, f, ae.message)
@@ -96,12 +97,12 @@ func (u *UI) submit(w http.ResponseWriter, r *http.Request, sess *session) {
 
 // request builds the task the form asks for: parameters from the JSON object,
 // if given, then from the key/value rows (a row's value is a string).
-func (f submitForm) request() (orchestrator.SubmitRequest, error) {
+func (f submitForm) request() (api.SubmitRequest, error) {
 	typ, workType, ok := strings.Cut(f.Target, "/")
 	if !ok || typ == "" || workType == "" {
-		return orchestrator.SubmitRequest{}, fmt.Errorf("choose an agent type and a work type")
+		return api.SubmitRequest{}, fmt.Errorf("choose an agent type and a work type")
 	}
-	req := orchestrator.SubmitRequest{ToAgent: envelope.AgentType(typ), WorkType: workType, Parameters: map[string]any{}}
+	req := api.SubmitRequest{ToAgent: envelope.AgentType(typ), WorkType: workType, Parameters: map[string]any{}}
 	if f.JSON != "" {
 		if err := json.Unmarshal([]byte(f.JSON), &req.Parameters); err != nil {
 			return req, fmt.Errorf("parameters (JSON): must be one JSON object: %v", err)
@@ -112,7 +113,7 @@ func (f submitForm) request() (orchestrator.SubmitRequest, error) {
 			req.Parameters[k] = f.Values[i]
 		}
 	}
-	var hints orchestrator.Hints
+	var hints task.Hints
 	for _, h := range []struct {
 		name, value string
 		to          *int64
@@ -127,7 +128,7 @@ func (f submitForm) request() (orchestrator.SubmitRequest, error) {
 		*h.to = n
 	}
 	hints.AgentID = f.Pin
-	if hints != (orchestrator.Hints{}) {
+	if hints != (task.Hints{}) {
 		req.Hints = &hints
 	}
 	return req, nil

@@ -17,8 +17,6 @@ import (
 	"log/slog"
 	"net/http"
 	"time"
-
-	"github.com/chiffon-dev/chiffon/orchestrator"
 )
 
 //go:embed templates/*.html
@@ -139,8 +137,8 @@ func cacheFor(h http.Handler) http.Handler {
 
 // Pages is orchestrator.Options.Pages for the dashboard: secure says the
 // orchestrator serves HTTPS.
-func Pages(secure bool, log *slog.Logger) func(*orchestrator.Orchestrator, string) (http.Handler, error) {
-	return func(o *orchestrator.Orchestrator, path string) (http.Handler, error) {
-		return New(Options{API: o.Handler(), Authenticate: o.Authenticate, Secure: secure, Logger: log, Path: path})
+func Pages(secure bool, log *slog.Logger) func(http.Handler, func(string) (string, bool), string) (http.Handler, error) {
+	return func(api http.Handler, authenticate func(string) (string, bool), path string) (http.Handler, error) {
+		return New(Options{API: api, Authenticate: authenticate, Secure: secure, Logger: log, Path: path})
 	}
 }

@@ -16,7 +16,8 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/chiffon-dev/chiffon/orchestrator"
+	"github.com/chiffon-dev/chiffon/api"
+	"github.com/chiffon-dev/chiffon/orchestrator/task"
 	"go.uber.org/goleak"
 )
 
@@ -89,10 +90,10 @@ func fakeAPI(t *testing.T, seen *apiLog) http.Handler {
 		}
 		switch {
 		case r.URL.Path == "/api/v1/agents":
-			_ = json.NewEncoder(w).Encode([]orchestrator.AgentInfo{{ID: "code-1", Type: "code", State: "online", Breaker: "closed", WorkTypes: []string{"echo"}}})
+			_ = json.NewEncoder(w).Encode([]api.AgentInfo{{ID: "code-1", Type: "code", State: "online", Breaker: "closed", WorkTypes: []string{"echo"}}})
 		case r.URL.Path == "/api/v1/tasks" && r.Method == http.MethodGet:
-			if st := r.URL.Query().Get("state"); st == "" || st == string(orchestrator.StateAwaitingApproval) {
-				_ = json.NewEncoder(w).Encode([]*orchestrator.Task{fakeApprovalTasks()[fakeWaitingTaskID]})
+			if st := r.URL.Query().Get("state"); st == "" || st == string(task.StateAwaitingApproval) {
+				_ = json.NewEncoder(w).Encode([]*task.Task{fakeApprovalTasks()[fakeWaitingTaskID]})
 				return
 			}
 			_, _ = io.WriteString(w, "[]")

@@ -9,7 +9,7 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/chiffon-dev/chiffon/orchestrator"
+	"github.com/chiffon-dev/chiffon/api"
 	"github.com/spf13/cobra"
 )
 
@@ -46,7 +46,7 @@ func newAgentsCmd() *cobra.Command {
 
 // printLeader says which orchestrator of the group leads, as the one asked sees
 // it.
-func printLeader(w io.Writer, r orchestrator.Role) {
+func printLeader(w io.Writer, r api.Role) {
 	switch {
 	case r.Leader == nil:
 		fmt.Fprintf(w, "Leader: none yet (asked a %s)\n", r.Role)
@@ -57,7 +57,7 @@ func printLeader(w io.Writer, r orchestrator.Role) {
 	}
 }
 
-func printAgentTable(w io.Writer, agents []orchestrator.AgentInfo, now time.Time) error {
+func printAgentTable(w io.Writer, agents []api.AgentInfo, now time.Time) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "ID\tTYPE\tSTATE\tSTATUS\tLOAD\tBREAKER\tHEARTBEAT\tVERSION\tLIMITS\tLABELS")
 	for _, a := range agents {
@@ -83,7 +83,7 @@ func labelList(labels map[string]string) string {
 
 // limitList is an agent's limits, compactly: "5/s, ≤64KiB, cap 2, only build,test"
 // (its rate, its largest request, its capacity's cap, its allowed work types).
-func limitList(l *orchestrator.AgentLimits) string {
+func limitList(l *api.AgentLimits) string {
 	if l == nil {
 		return ""
 	}

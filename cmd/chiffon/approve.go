@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/chiffon-dev/chiffon/client"
 	"github.com/chiffon-dev/chiffon/orchestrator"
 	"github.com/spf13/cobra"
 )
@@ -36,7 +37,7 @@ the time. An operator's token only; a task that does not await approval is refus
 				return err
 			}
 			t, err := c.Decide(cmd.Context(), args[0], approve, note)
-			var ae *orchestrator.APIError
+			var ae *client.APIError
 			if errors.As(err, &ae) && ae.Status == http.StatusNotFound {
 				// Not a task: a batch, asking once for all its tasks?
 				b, berr := c.DecideBatch(cmd.Context(), args[0], approve, note)

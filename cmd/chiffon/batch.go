@@ -11,6 +11,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/chiffon-dev/chiffon/api"
 	"github.com/chiffon-dev/chiffon/orchestrator"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -43,11 +44,11 @@ exits with the batch's state.
 			if err != nil {
 				return err
 			}
-			api := fleetAPI{c}
+			fleet := fleetAPI{c}
 			if wait {
-				return followBatch(cmd, api, args[0], cf.jsonOut)
+				return followBatch(cmd, fleet, args[0], cf.jsonOut)
 			}
-			b, err := api.batch(cmd.Context(), args[0])
+			b, err := fleet.batch(cmd.Context(), args[0])
 			if err != nil {
 				return err
 			}
@@ -96,7 +97,7 @@ func newBatchesCmd() *cobra.Command {
 }
 
 // printBatchTable is the table of `chiffon batches`.
-func printBatchTable(w io.Writer, bs []*orchestrator.Batch, now time.Time) error {
+func printBatchTable(w io.Writer, bs []*api.Batch, now time.Time) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "ID\tSTATE\tWORK\tTARGETS\tCREATED")
 	for _, b := range bs {
@@ -106,7 +107,7 @@ func printBatchTable(w io.Writer, bs []*orchestrator.Batch, now time.Time) error
 }
 
 // printBatch shows one batch: its header lines, then its agents.
-func printBatch(w io.Writer, b *orchestrator.Batch) error {
+func printBatch(w io.Writer, b *api.Batch) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	row := func(k, v string) { fmt.Fprintf(tw, "%s:\t%s\n", k, v) }
 	row("ID", b.ID)
@@ -136,7 +137,7 @@ func printBatch(w io.Writer, b *orchestrator.Batch) error {
 }
 
 // printTargets is the table of a batch's agents.
-func printTargets(w io.Writer, targets []orchestrator.BatchTarget) error {
+func printTargets(w io.Writer, targets []api.BatchTarget) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "AGENT\tSTATE\tPROGRESS\tTASK")
 	for _, t := range targets {
@@ -146,7 +147,7 @@ func printTargets(w io.Writer, targets []orchestrator.BatchTarget) error {
 }
 
 // batchRequestRows adds the rows of what a batch runs and where.
-func batchRequestRows(row func(k, v string), req *orchestrator.BatchRequest) {
+func batchRequestRows(row func(k, v string), req *api.BatchRequest) {
 	row("Work", workText(req.ToAgent, req.WorkType))
 	if len(req.Parameters) > 0 {
 		row("Parameters", compactJSON(req.Parameters))
@@ -167,7 +168,7 @@ func batchRequestRows(row func(k, v string), req *orchestrator.BatchRequest) {
 func workText[T ~string](to T, workType string) string { return string(to) + "/" + workType }
 
 // selectorText says which agents a batch is for.
-func selectorText(req *orchestrator.BatchRequest) string {
+func selectorText(req *api.BatchRequest) string {
 	s := fmt.Sprintf("every %s agent", req.ToAgent)
 	if len(req.Agents) > 0 {
 		s = fmt.Sprintf("%s agents %s", req.ToAgent, strings.Join(req.Agents, ","))
@@ -182,9 +183,9 @@ func selectorText(req *orchestrator.BatchRequest) string {
 // what goes on, what went well, what did not, what got no task.
 var targetOrder = []string{
 	string(orchestrator.StateRunning), string(orchestrator.StateDispatched), string(orchestrator.StatePending),
-	orchestrator.TargetWaiting, string(orchestrator.StateSucceeded), string(orchestrator.StateFailed),
-	string(orchestrator.StateError), string(orchestrator.StateCancelled), orchestrator.TargetSkipped,
-	orchestrator.TargetOffline, orchestrator.TargetUnknown, orchestrator.TargetUnsupported,
+	api.TargetWaiting, string(orchestrator.StateSucceeded), string(orchestrator.StateFailed),
+	string(orchestrator.StateError), string(orchestrator.StateCancelled), api.TargetSkipped,
+	api.TargetOffline, api.TargetUnknown, api.TargetUnsupported,
 }
 
 // countsText is counts by state, such as "3 succeeded, 1 offline".
@@ -210,8 +211,8 @@ func countsText(counts map[string]int) string {
 }
 
 // noTask lists, on w, the agents of b that get no task, and why.
-func noTask(w io.Writer, b *orchestrator.Batch) {
-	var skipped []orchestrator.BatchTarget
+func noTask(w io.Writer, b *api.Batch) {
+	var skipped []api.BatchTarget
 	for _, t := range b.Targets {
 		if t.TaskID == "" {
 			skipped = append(skipped, t)
@@ -225,11 +226,11 @@ func noTask(w io.Writer, b *orchestrator.Batch) {
 	for _, t := range skipped {
 		why := t.State
 		switch t.State {
-		case orchestrator.TargetOffline:
+		case api.TargetOffline:
 			why = "offline"
-		case orchestrator.TargetUnknown:
+		case api.TargetUnknown:
 			why = "unknown: never heard from"
-		case orchestrator.TargetUnsupported:
+		case api.TargetUnsupported:
 			why = "unsupported: it does not offer " + b.WorkType
 		}
 		fmt.Fprintf(tw, "  %s\t%s\n", t.AgentID, why)
@@ -263,7 +264,7 @@ func (bf *batchFlags) batch() bool { return bf.all || len(bf.labels) > 0 || len(
 
 // request makes the batch of task the flags ask for, nil when they ask for
 // none, and checks it; a mistake is a usage error naming the flag.
-func (bf *batchFlags) request(task orchestrator.SubmitRequest) (*orchestrator.BatchRequest, error) {
+func (bf *batchFlags) request(task api.SubmitRequest) (*api.BatchRequest, error) {
 	if !bf.batch() {
 		for _, name := range []string{"max-parallel", "stop-on-failure"} {
 			if bf.flags.Changed(name) {
@@ -275,7 +276,7 @@ func (bf *batchFlags) request(task orchestrator.SubmitRequest) (*orchestrator.Ba
 	if task.Hints != nil && task.Hints.AgentID != "" {
 		return nil, usagef("--hint agent_id is not for a batch (--all, --label, --agents): each agent gets its own task; name the agents with --agents")
 	}
-	req := &orchestrator.BatchRequest{ToAgent: task.ToAgent, WorkType: task.WorkType, Parameters: task.Parameters,
+	req := &api.BatchRequest{ToAgent: task.ToAgent, WorkType: task.WorkType, Parameters: task.Parameters,
 		Hints: task.Hints, Agents: bf.agents, MaxParallel: bf.maxParallel, StopOnFailure: bf.stopOnFailure}
 	for _, kv := range bf.labels {
 		k, v, ok := strings.Cut(kv, "=")
@@ -305,7 +306,7 @@ var fieldFlags = map[string]string{
 // fieldUsage turns a request's field error into a usage error naming the flag
 // (or argument) that gives the field.
 func fieldUsage(err error) error {
-	var fe *orchestrator.FieldError
+	var fe *api.FieldError
 	if !errors.As(err, &fe) {
 		return usagef(err.Error())
 	}
@@ -346,8 +347,8 @@ func yesNo(b bool) string {
 
 // submitBatch makes batch req and prints its id, or its JSON; with wait it
 // follows it to its end.
-func submitBatch(cmd *cobra.Command, api fleetAPI, req orchestrator.BatchRequest, jsonOut, wait bool) error {
-	b, err := api.createBatch(cmd.Context(), req)
+func submitBatch(cmd *cobra.Command, fleet fleetAPI, req api.BatchRequest, jsonOut, wait bool) error {
+	b, err := fleet.createBatch(cmd.Context(), req)
 	if err != nil {
 		return err
 	}
@@ -363,7 +364,7 @@ func submitBatch(cmd *cobra.Command, api fleetAPI, req orchestrator.BatchRequest
 	if !jsonOut {
 		fmt.Fprintf(stderr, "batch %s: %s\n", b.ID, plural(len(b.Targets), "agent"))
 	}
-	return followBatch(cmd, api, b.ID, jsonOut)
+	return followBatch(cmd, fleet, b.ID, jsonOut)
 }
 
 // plural is n things, such as "1 agent" or "3 agents".

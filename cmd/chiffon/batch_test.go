@@ -16,7 +16,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/chiffon-dev/chiffon/orchestrator"
+	"github.com/chiffon-dev/chiffon/api"
 )
 
 const (
@@ -51,11 +51,11 @@ func writeAPIJSON(w http.ResponseWriter, status int, v any) {
 }
 
 func writeAPIError(w http.ResponseWriter, status int, code, field, msg string) {
-	writeAPIJSON(w, status, orchestrator.ErrorBody{Error: orchestrator.APIErrorDetail{Code: code, Field: field, Message: msg}})
+	writeAPIJSON(w, status, api.ErrorBody{Error: api.APIErrorDetail{Code: code, Field: field, Message: msg}})
 }
 
 // writeSSE sends each batch as one "batch" event, as the orchestrator does.
-func writeSSE(w http.ResponseWriter, bs ...*orchestrator.Batch) {
+func writeSSE(w http.ResponseWriter, bs ...*api.Batch) {
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.WriteHeader(http.StatusOK)
 	for i, b := range bs {
@@ -99,14 +99,14 @@ var batchCreated = time.Date(2026, 3, 1, 2, 0, 0, 0, time.UTC)
 
 // testBatch is batch batchID over agents a (task A), b (task B) and c
 // (offline), its targets in the states given for a and b; final sets its end.
-func testBatch(state orchestrator.BatchState, a, b string, final bool) *orchestrator.Batch {
-	bt := &orchestrator.Batch{ID: batchID, State: state,
-		BatchRequest: orchestrator.BatchRequest{ToAgent: "infra", WorkType: "patch", Labels: map[string]string{"site": "attic"},
+func testBatch(state api.BatchState, a, b string, final bool) *api.Batch {
+	bt := &api.Batch{ID: batchID, State: state,
+		BatchRequest: api.BatchRequest{ToAgent: "infra", WorkType: "patch", Labels: map[string]string{"site": "attic"},
 			Agents: []string{"a", "b", "c"}, MaxParallel: 2, StopOnFailure: true},
-		Targets: []orchestrator.BatchTarget{
+		Targets: []api.BatchTarget{
 			{AgentID: "a", TaskID: taskA, State: a},
 			{AgentID: "b", TaskID: taskB, State: b},
-			{AgentID: "c", State: orchestrator.TargetOffline},
+			{AgentID: "c", State: api.TargetOffline},
 		},
 		CreatedAt: batchCreated,
 	}
@@ -162,7 +162,7 @@ func TestSubmitAllPostsABatch(t *testing.T) {
 					http.NotFound(w, r)
 					return
 				}
-				writeAPIJSON(w, http.StatusCreated, testBatch(orchestrator.BatchRunning, "waiting", "waiting", false))
+				writeAPIJSON(w, http.StatusCreated, testBatch(api.BatchRunning, "waiting", "waiting", false))
 			}))
 			args := append([]string{"submit", "--to", "infra", "--work-type", "patch"}, tc.args...)
 			code, out, errOut := runCLI(t, "", append(args, server...)...)
@@ -188,10 +188,10 @@ func TestSubmitAllPostsABatch(t *testing.T) {
 func TestSubmitAllJSONPrintsTheBatch(t *testing.T) {
 	clearClientEnv(t)
 	server := serveAPI(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		writeAPIJSON(w, http.StatusCreated, testBatch(orchestrator.BatchRunning, "waiting", "waiting", false))
+		writeAPIJSON(w, http.StatusCreated, testBatch(api.BatchRunning, "waiting", "waiting", false))
 	}))
 	code, out, errOut := runCLI(t, "", append([]string{"submit", "--to", "infra", "--work-type", "patch", "--all", "--json"}, server...)...)
-	var b orchestrator.Batch
+	var b api.Batch
 	if code != 0 || json.Unmarshal([]byte(out), &b) != nil || b.ID != batchID || len(b.Targets) != 3 {
 		t.Fatalf("exit %d, stdout %q, stderr %q", code, out, errOut)
 	}
@@ -250,14 +250,14 @@ func TestSubmitAllWithNoAgentSaysSo(t *testing.T) {
 // batchStreamAPI answers a POST of a batch, and streams the events of
 // connection n (from 0) as events(n) gives them; GET of the batch answers
 // get(n) for its n-th call.
-func batchStreamAPI(t *testing.T, rec *recorder, events func(n int) []*orchestrator.Batch, get func(n int) *orchestrator.Batch) []string {
+func batchStreamAPI(t *testing.T, rec *recorder, events func(n int) []*api.Batch, get func(n int) *api.Batch) []string {
 	t.Helper()
 	var mu sync.Mutex
 	streams, gets := 0, 0
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /api/v1/batches", func(w http.ResponseWriter, r *http.Request) {
 		rec.add(r)
-		writeAPIJSON(w, http.StatusCreated, testBatch(orchestrator.BatchRunning, "waiting", "waiting", false))
+		writeAPIJSON(w, http.StatusCreated, testBatch(api.BatchRunning, "waiting", "waiting", false))
 	})
 	mux.HandleFunc("GET /api/v1/batches/{id}/events", func(w http.ResponseWriter, r *http.Request) {
 		rec.add(r)
@@ -293,25 +293,25 @@ func batchStreamAPI(t *testing.T, rec *recorder, events func(n int) []*orchestra
 
 func TestSubmitAllWaitExitsWithTheBatchState(t *testing.T) {
 	clearClientEnv(t)
-	running := testBatch(orchestrator.BatchRunning, "running", "waiting", false)
+	running := testBatch(api.BatchRunning, "running", "waiting", false)
 	running.Targets[0].ProgressPercent = 40
 	cases := []struct {
 		name  string
-		final *orchestrator.Batch
+		final *api.Batch
 		exit  int
 		sum   string
 	}{
-		{"succeeded", testBatch(orchestrator.BatchSucceeded, "succeeded", "succeeded", true), 0,
+		{"succeeded", testBatch(api.BatchSucceeded, "succeeded", "succeeded", true), 0,
 			"batch " + batchID + " succeeded: 2 succeeded, 1 offline in 1m30s"},
-		{"failed", testBatch(orchestrator.BatchFailed, "succeeded", "failed", true), exitBatchFailed,
+		{"failed", testBatch(api.BatchFailed, "succeeded", "failed", true), exitBatchFailed,
 			"batch " + batchID + " failed: 1 succeeded, 1 failed, 1 offline in 1m30s"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			var rec recorder
-			first := testBatch(orchestrator.BatchRunning, "waiting", "waiting", false)
-			server := batchStreamAPI(t, &rec, func(int) []*orchestrator.Batch {
-				return []*orchestrator.Batch{first, running, tc.final}
+			first := testBatch(api.BatchRunning, "waiting", "waiting", false)
+			server := batchStreamAPI(t, &rec, func(int) []*api.Batch {
+				return []*api.Batch{first, running, tc.final}
 			}, nil)
 			args := []string{"submit", "--to", "infra", "--work-type", "patch", "--all", "--wait"}
 			code, out, errOut := runCLI(t, "", append(args, server...)...)
@@ -347,7 +347,7 @@ func TestSubmitAllWaitExitsWithTheBatchState(t *testing.T) {
 			if len(lines) != 3 {
 				t.Fatalf("--json: %d lines, want 3:\n%s", len(lines), out)
 			}
-			var last orchestrator.Batch
+			var last api.Batch
 			if err := json.Unmarshal([]byte(lines[2]), &last); err != nil || last.State != tc.final.State || last.FinishedAt == nil {
 				t.Errorf("--json: last line %q (%v)", lines[2], err)
 			}
@@ -360,23 +360,23 @@ func TestSubmitAllWaitExitsWithTheBatchState(t *testing.T) {
 
 func TestBatchWaitFollowsABrokenStreamToTheEnd(t *testing.T) {
 	clearClientEnv(t)
-	running := testBatch(orchestrator.BatchRunning, "running", "waiting", false)
-	done := testBatch(orchestrator.BatchSucceeded, "succeeded", "succeeded", true)
+	running := testBatch(api.BatchRunning, "running", "waiting", false)
+	done := testBatch(api.BatchSucceeded, "succeeded", "succeeded", true)
 	cases := []struct {
 		name    string
-		events  func(n int) []*orchestrator.Batch
-		get     func(n int) *orchestrator.Batch
+		events  func(n int) []*api.Batch
+		get     func(n int) *api.Batch
 		streams int
 	}{
 		// The stream ends early (an orchestrator restarting): it is opened again.
-		{"reconnect", func(n int) []*orchestrator.Batch {
+		{"reconnect", func(n int) []*api.Batch {
 			if n == 0 {
-				return []*orchestrator.Batch{running}
+				return []*api.Batch{running}
 			}
-			return []*orchestrator.Batch{running, done}
-		}, func(int) *orchestrator.Batch { return running }, 2},
+			return []*api.Batch{running, done}
+		}, func(int) *api.Batch { return running }, 2},
 		// The stream is refused: the batch is read with GET meanwhile.
-		{"fall back to GET", func(int) []*orchestrator.Batch { return nil }, func(n int) *orchestrator.Batch {
+		{"fall back to GET", func(int) []*api.Batch { return nil }, func(n int) *api.Batch {
 			if n < 2 {
 				return running
 			}
@@ -433,7 +433,7 @@ func TestBatchWaitStopsWhenTheOrchestratorStaysAway(t *testing.T) {
 
 func TestBatchShowsItsAgents(t *testing.T) {
 	clearClientEnv(t)
-	b := testBatch(orchestrator.BatchFailed, "succeeded", "failed", true)
+	b := testBatch(api.BatchFailed, "succeeded", "failed", true)
 	b.Schedule = "nightly"
 	b.Parameters = map[string]any{"reboot": true}
 	server := serveAPI(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -469,7 +469,7 @@ func TestBatchShowsItsAgents(t *testing.T) {
 	}
 
 	code, out, _ = runCLI(t, "", append([]string{"batch", batchID, "--json"}, server...)...)
-	var got orchestrator.Batch
+	var got api.Batch
 	if code != 0 || json.Unmarshal([]byte(out), &got) != nil || got.ID != batchID || got.Schedule != "nightly" || len(got.Targets) != 3 {
 		t.Errorf("--json: exit %d, %q", code, out)
 	}
@@ -490,9 +490,9 @@ func TestBatchesLists(t *testing.T) {
 	var rec recorder
 	server := serveAPI(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		rec.add(r)
-		writeAPIJSON(w, http.StatusOK, []*orchestrator.Batch{
-			testBatch(orchestrator.BatchRunning, "running", "waiting", false),
-			testBatch(orchestrator.BatchSucceeded, "succeeded", "succeeded", true),
+		writeAPIJSON(w, http.StatusOK, []*api.Batch{
+			testBatch(api.BatchRunning, "running", "waiting", false),
+			testBatch(api.BatchSucceeded, "succeeded", "succeeded", true),
 		})
 	}))
 	code, out, errOut := runCLI(t, "", append([]string{"batches", "--limit", "7"}, server...)...)
@@ -513,7 +513,7 @@ func TestBatchesLists(t *testing.T) {
 		}
 	}
 	code, out, _ = runCLI(t, "", append([]string{"batches", "--json"}, server...)...)
-	var bs []orchestrator.Batch
+	var bs []api.Batch
 	if code != 0 || json.Unmarshal([]byte(out), &bs) != nil || len(bs) != 2 {
 		t.Errorf("--json: exit %d, %q", code, out)
 	}
@@ -526,7 +526,7 @@ func TestBatchesLists(t *testing.T) {
 func TestBatchLiveViewRedrawsInPlace(t *testing.T) {
 	var buf bytes.Buffer
 	v := &batchLiveView{w: &buf, columns: func() int { return 80 }}
-	v.batch(testBatch(orchestrator.BatchRunning, "running", "waiting", false))
+	v.batch(testBatch(api.BatchRunning, "running", "waiting", false))
 	first := buf.String()
 	if regexp.MustCompile(`\x1b\[\d+F`).MatchString(first) {
 		t.Fatalf("first frame moves up: %q", first)
@@ -535,11 +535,11 @@ func TestBatchLiveViewRedrawsInPlace(t *testing.T) {
 		t.Fatalf("first frame has %d lines, want 4 (the batch, 3 agents): %q", n, first)
 	}
 	buf.Reset()
-	v.batch(testBatch(orchestrator.BatchRunning, "running", "waiting", false))
+	v.batch(testBatch(api.BatchRunning, "running", "waiting", false))
 	if buf.Len() != 0 {
 		t.Errorf("an unchanged batch redrawn: %q", buf.String())
 	}
-	v.batch(testBatch(orchestrator.BatchRunning, "succeeded", "running", false))
+	v.batch(testBatch(api.BatchRunning, "succeeded", "running", false))
 	second := buf.String()
 	if !strings.HasPrefix(second, "\033[4F") || strings.Count(second, "\n") != 4 || !strings.Contains(second, "b  running") {
 		t.Errorf("second frame does not redraw the 4 lines in place: %q", second)
@@ -548,7 +548,7 @@ func TestBatchLiveViewRedrawsInPlace(t *testing.T) {
 	// More agents than rows: the last ones are summed up in one line.
 	buf.Reset()
 	v = &batchLiveView{w: &buf, columns: func() int { return 80 }, rows: func() int { return 4 }}
-	v.batch(testBatch(orchestrator.BatchRunning, "running", "waiting", false))
+	v.batch(testBatch(api.BatchRunning, "running", "waiting", false))
 	if got := buf.String(); strings.Count(got, "\n") != 3 || !strings.Contains(got, "… 2 more: 1 waiting, 1 offline") {
 		t.Errorf("frame on 4 rows: %q", got)
 	}
@@ -559,7 +559,7 @@ func TestBatchLiveViewRedrawsInPlace(t *testing.T) {
 func TestBatchWaitEndsAtTheFinalEvent(t *testing.T) {
 	clearClientEnv(t)
 	server := serveAPI(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		writeSSE(w, testBatch(orchestrator.BatchSucceeded, "succeeded", "succeeded", true))
+		writeSSE(w, testBatch(api.BatchSucceeded, "succeeded", "succeeded", true))
 		select {
 		case <-r.Context().Done():
 		case <-time.After(10 * time.Second):

@@ -11,7 +11,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/chiffon-dev/chiffon/orchestrator"
+	"github.com/chiffon-dev/chiffon/api"
+	"github.com/chiffon-dev/chiffon/client"
 	"github.com/spf13/cobra"
 	"golang.org/x/sys/unix"
 )
@@ -36,9 +37,9 @@ var (
 
 // followBatch shows batch id as it changes until it ends, then prints a
 // summary and returns the exit code of its state.
-func followBatch(cmd *cobra.Command, api fleetAPI, id string, jsonOut bool) error {
+func followBatch(cmd *cobra.Command, fleet fleetAPI, id string, jsonOut bool) error {
 	view := newBatchView(jsonOut, cmd.OutOrStdout(), cmd.ErrOrStderr())
-	b, err := watchBatch(cmd.Context(), api, id, view.batch)
+	b, err := watchBatch(cmd.Context(), fleet, id, view.batch)
 	view.close()
 	var lost *lostError
 	switch {
@@ -59,18 +60,18 @@ func followBatch(cmd *cobra.Command, api fleetAPI, id string, jsonOut bool) erro
 }
 
 // batchExitCode maps a batch to the process exit code.
-func batchExitCode(b *orchestrator.Batch) int {
+func batchExitCode(b *api.Batch) int {
 	switch {
 	case b.FinishedAt == nil:
 		return exitNotFinished
-	case b.State == orchestrator.BatchSucceeded:
+	case b.State == api.BatchSucceeded:
 		return 0
 	}
 	return exitBatchFailed
 }
 
 // batchSummary is the line that ends a followed batch.
-func batchSummary(b *orchestrator.Batch) string {
+func batchSummary(b *api.Batch) string {
 	s := fmt.Sprintf("batch %s %s: %s", b.ID, b.State, countsText(b.Counts))
 	if b.FinishedAt != nil {
 		s += " in " + b.FinishedAt.Sub(b.CreatedAt).Round(time.Millisecond).String()
@@ -94,15 +95,15 @@ func (e *lostError) Unwrap() error { return e.err }
 // breaks or ends early (an orchestrator restarting, a proxy cutting it) is
 // opened again after a growing wait, and the batch read with GET meanwhile,
 // so that an end missed while away is found.
-func watchBatch(ctx context.Context, api fleetAPI, id string, fn func(*orchestrator.Batch)) (*orchestrator.Batch, error) {
+func watchBatch(ctx context.Context, fleet fleetAPI, id string, fn func(*api.Batch)) (*api.Batch, error) {
 	var (
-		last     *orchestrator.Batch
+		last     *api.Batch
 		lastJSON []byte
 		changed  bool
 		answered = time.Now()
 		wait     time.Duration
 	)
-	see := func(b *orchestrator.Batch) {
+	see := func(b *api.Batch) {
 		answered = time.Now()
 		data, _ := json.Marshal(b)
 		if string(data) != string(lastJSON) {
@@ -114,7 +115,7 @@ func watchBatch(ctx context.Context, api fleetAPI, id string, fn func(*orchestra
 		changed = false
 		// The stream ends after the batch's end; the end seen, it is not waited for.
 		sctx, stop := context.WithCancel(ctx)
-		err := api.batchEvents(sctx, id, func(b *orchestrator.Batch) {
+		err := fleet.batchEvents(sctx, id, func(b *api.Batch) {
 			see(b)
 			if b.FinishedAt != nil {
 				stop()
@@ -140,7 +141,7 @@ func watchBatch(ctx context.Context, api fleetAPI, id string, fn func(*orchestra
 			return last, ctx.Err()
 		case <-time.After(wait):
 		}
-		b, gerr := api.batch(ctx, id)
+		b, gerr := fleet.batch(ctx, id)
 		switch {
 		case gerr == nil:
 			see(b)
@@ -163,11 +164,11 @@ func watchBatch(ctx context.Context, api fleetAPI, id string, fn func(*orchestra
 // transient reports whether err may pass: a connection refused or cut, or a
 // server error, not an answer that the request is wrong.
 func transient(err error) bool {
-	var ae *orchestrator.APIError
+	var ae *client.APIError
 	switch {
 	case errors.As(err, &ae):
 		return ae.Status >= 500 || ae.Status == http.StatusTooManyRequests || ae.Status == http.StatusRequestTimeout
-	case errors.Is(err, orchestrator.ErrBadEvent):
+	case errors.Is(err, client.ErrBadEvent):
 		return false
 	}
 	return true
@@ -175,7 +176,7 @@ func transient(err error) bool {
 
 // batchView shows a batch as it changes.
 type batchView interface {
-	batch(b *orchestrator.Batch)
+	batch(b *api.Batch)
 	// close ends the view.
 	close()
 }
@@ -198,8 +199,8 @@ func newBatchView(jsonOut bool, stdout, stderr io.Writer) batchView {
 
 type batchJSONView struct{ enc *json.Encoder }
 
-func (v batchJSONView) batch(b *orchestrator.Batch) { _ = v.enc.Encode(b) }
-func (batchJSONView) close()                        {}
+func (v batchJSONView) batch(b *api.Batch) { _ = v.enc.Encode(b) }
+func (batchJSONView) close()               {}
 
 // batchLineView prints a line each time an agent's state changes.
 type batchLineView struct {
@@ -208,7 +209,7 @@ type batchLineView struct {
 	states map[string]string
 }
 
-func (v *batchLineView) batch(b *orchestrator.Batch) {
+func (v *batchLineView) batch(b *api.Batch) {
 	if v.states == nil {
 		v.states = map[string]string{}
 	}
@@ -235,7 +236,7 @@ type batchLiveView struct {
 	drawn         []string
 }
 
-func (v *batchLiveView) batch(b *orchestrator.Batch) {
+func (v *batchLiveView) batch(b *api.Batch) {
 	cols, rows := 0, 0
 	if v.columns != nil {
 		cols = v.columns()
@@ -268,7 +269,7 @@ func (v *batchLiveView) batch(b *orchestrator.Batch) {
 // frame is the lines of b on a terminal rows high (0: unknown): the batch's
 // state and counts, then one line per agent, the last ones summed up in one
 // line when they do not fit.
-func (v *batchLiveView) frame(b *orchestrator.Batch, rows int) []string {
+func (v *batchLiveView) frame(b *api.Batch, rows int) []string {
 	lines := []string{fmt.Sprintf("batch %s: %s", b.State, countsText(b.Counts))}
 	width := agentWidth(b.Targets)
 	targets := b.Targets
@@ -292,12 +293,12 @@ func (v *batchLiveView) frame(b *orchestrator.Batch, rows int) []string {
 func (*batchLiveView) close() {}
 
 // targetLine is one agent of a batch: its id, state, progress and task.
-func targetLine(t orchestrator.BatchTarget, width int) string {
+func targetLine(t api.BatchTarget, width int) string {
 	return fmt.Sprintf("%-*s  %-11s %3d%%  %s", width, t.AgentID, t.State, t.ProgressPercent, dash(t.TaskID))
 }
 
 // agentWidth is the width of the longest agent id of targets.
-func agentWidth(targets []orchestrator.BatchTarget) int {
+func agentWidth(targets []api.BatchTarget) int {
 	w := 0
 	for _, t := range targets {
 		w = max(w, len(t.AgentID))

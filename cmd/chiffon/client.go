@@ -11,7 +11,7 @@ import (
 	"syscall"
 
 	"github.com/chiffon-dev/chiffon/broker"
-	"github.com/chiffon-dev/chiffon/orchestrator"
+	"github.com/chiffon-dev/chiffon/client"
 	"github.com/spf13/cobra"
 )
 
@@ -68,7 +68,7 @@ func (f *clientFlags) upDataDir() (dir string, named bool) {
 // client resolves the API address, token and CA: flags first, then the environment,
 // then the files of a `chiffon up` in the data dir. An address read from the data
 // dir is trusted with the data dir's site CA, unless a CA is named.
-func (f *clientFlags) client() (*orchestrator.Client, error) {
+func (f *clientFlags) client() (*client.Client, error) {
 	server := firstNonEmpty(f.server, os.Getenv("CHIFFON_SERVER"))
 	var siteCAFile string
 	if server == "" {
@@ -98,7 +98,7 @@ func (f *clientFlags) client() (*orchestrator.Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &orchestrator.Client{BaseURL: server, Token: token, HTTP: hc}, nil
+	return &client.Client{BaseURL: server, Token: token, HTTP: hc}, nil
 }
 
 // httpClient returns an HTTP client trusting only the CA of --api-ca-file (or

@@ -11,6 +11,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/chiffon-dev/chiffon/api"
+	"github.com/chiffon-dev/chiffon/client"
 	"github.com/chiffon-dev/chiffon/envelope"
 	"github.com/chiffon-dev/chiffon/internal/stack"
 	"github.com/chiffon-dev/chiffon/orchestrator"
@@ -18,7 +20,7 @@ import (
 )
 
 // demoTasks is one real task per agent type.
-var demoTasks = []orchestrator.SubmitRequest{
+var demoTasks = []api.SubmitRequest{
 	{ToAgent: envelope.Infra, WorkType: "sleep", Parameters: map[string]any{"seconds": 2}},
 	{ToAgent: envelope.Desktop, WorkType: "system_info"},
 	{ToAgent: envelope.Code, WorkType: "echo", Parameters: map[string]any{"message": "hello from the code agent"}},
@@ -47,7 +49,7 @@ in the dashboard it prints the address of.`,
 
 // demo runs tasks on a stack in a new temp dir, then removes the dir, or keeps it
 // when asked or when the demo failed (not when it was interrupted) and says where.
-func demo(ctx context.Context, out io.Writer, tasks []orchestrator.SubmitRequest, keep bool) error {
+func demo(ctx context.Context, out io.Writer, tasks []api.SubmitRequest, keep bool) error {
 	dir, err := os.MkdirTemp("", "chiffon-demo-")
 	if err != nil {
 		return err
@@ -69,7 +71,7 @@ func demo(ctx context.Context, out io.Writer, tasks []orchestrator.SubmitRequest
 // demoLog is the log file in the demo's dir.
 const demoLog = "chiffon.log"
 
-func runDemo(ctx context.Context, dir string, tasks []orchestrator.SubmitRequest, out io.Writer, keep bool) error {
+func runDemo(ctx context.Context, dir string, tasks []api.SubmitRequest, out io.Writer, keep bool) error {
 	logFile, err := os.OpenFile(filepath.Join(dir, demoLog), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
 		return err
@@ -86,7 +88,7 @@ func runDemo(ctx context.Context, dir string, tasks []orchestrator.SubmitRequest
 	}
 	defer s.Stop()
 	fmt.Fprintf(out, "Chiffon demo: broker %s, API %s, %d agents\n\n", s.NATSURL(), s.APIURL(), len(s.AgentIDs()))
-	c := &orchestrator.Client{BaseURL: s.APIURL(), Token: s.APIToken()}
+	c := &client.Client{BaseURL: s.APIURL(), Token: s.APIToken()}
 	running := ctx
 	ctx, cancel := context.WithTimeout(ctx, 45*time.Second)
 	defer cancel()
@@ -145,7 +147,7 @@ func (p *demoPrinter) line(t envelope.AgentType, format string, args ...any) {
 
 // follow prints a task's progress until it ends and returns the finished task, or nil
 // when it could not be followed.
-func (p *demoPrinter) follow(ctx context.Context, c *orchestrator.Client, t *orchestrator.Task) *orchestrator.Task {
+func (p *demoPrinter) follow(ctx context.Context, c *client.Client, t *orchestrator.Task) *orchestrator.Task {
 	var st progressState
 	err := c.Events(ctx, t.ID, func(e *orchestrator.Event) error {
 		if st.apply(e) {
@@ -165,7 +167,7 @@ func (p *demoPrinter) follow(ctx context.Context, c *orchestrator.Client, t *orc
 	return final
 }
 
-func printDemoResult(ctx context.Context, w io.Writer, c *orchestrator.Client, req orchestrator.SubmitRequest, t *orchestrator.Task) {
+func printDemoResult(ctx context.Context, w io.Writer, c *client.Client, req api.SubmitRequest, t *orchestrator.Task) {
 	if t == nil {
 		fmt.Fprintf(w, "── %s %s: no result\n\n", req.ToAgent, req.WorkType)
 		return

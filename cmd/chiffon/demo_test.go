@@ -10,26 +10,26 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/chiffon-dev/chiffon/api"
 	"github.com/chiffon-dev/chiffon/envelope"
-	"github.com/chiffon-dev/chiffon/orchestrator"
 )
 
 // TestDemoPrintsOnlyPathsItKeeps: every path the demo prints under the temp dir still
 // exists when it returns; the dir is kept with --keep and when a task failed.
 func TestDemoPrintsOnlyPathsItKeeps(t *testing.T) {
-	echo := orchestrator.SubmitRequest{ToAgent: envelope.Code, WorkType: "echo", Parameters: map[string]any{"message": "hi"}}
-	fails := orchestrator.SubmitRequest{ToAgent: envelope.Research, WorkType: "run_command",
+	echo := api.SubmitRequest{ToAgent: envelope.Code, WorkType: "echo", Parameters: map[string]any{"message": "hi"}}
+	fails := api.SubmitRequest{ToAgent: envelope.Research, WorkType: "run_command",
 		Parameters: map[string]any{"command": "df", "args": []any{"/no/such/dir"}}}
 	cases := []struct {
 		name  string
-		tasks []orchestrator.SubmitRequest
+		tasks []api.SubmitRequest
 		keep  bool
 		ok    bool
 		kept  bool
 	}{
-		{"success", []orchestrator.SubmitRequest{echo}, false, true, false},
-		{"success with --keep", []orchestrator.SubmitRequest{echo}, true, true, true},
-		{"a failed task", []orchestrator.SubmitRequest{echo, fails}, false, false, true},
+		{"success", []api.SubmitRequest{echo}, false, true, false},
+		{"success with --keep", []api.SubmitRequest{echo}, true, true, true},
+		{"a failed task", []api.SubmitRequest{echo, fails}, false, false, true},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -7,19 +7,20 @@ import (
 	"io"
 	"slices"
 
-	"github.com/chiffon-dev/chiffon/orchestrator"
+	"github.com/chiffon-dev/chiffon/api"
+	"github.com/chiffon-dev/chiffon/client"
 	"github.com/spf13/cobra"
 )
 
 // errorJSON is how a command run with --json reports its error on stderr: the API's
-// error body (orchestrator.ErrorBody) with the HTTP status of an API answer and the
+// error body (api.ErrorBody) with the HTTP status of an API answer and the
 // process's exit code beside.
 type errorJSON struct {
 	Error errorJSONDetail `json:"error"`
 }
 
 type errorJSONDetail struct {
-	orchestrator.APIErrorDetail
+	api.APIErrorDetail
 	// HTTPStatus is the API's answer, when the error is one.
 	HTTPStatus int `json:"http_status,omitempty"`
 	// ExitCode is the process's exit code (see exitcodes.go).
@@ -49,9 +50,9 @@ func wantsJSON(cmd *cobra.Command, args []string) bool {
 
 // writeErrorJSON writes err as one JSON line.
 func writeErrorJSON(w io.Writer, err error, exit int) {
-	d := errorJSONDetail{APIErrorDetail: orchestrator.APIErrorDetail{Code: errCodeCLI, Message: err.Error()}, ExitCode: exit}
+	d := errorJSONDetail{APIErrorDetail: api.APIErrorDetail{Code: errCodeCLI, Message: err.Error()}, ExitCode: exit}
 	var (
-		apiErr *orchestrator.APIError
+		apiErr *client.APIError
 		unr    *unreachableError
 	)
 	switch {

@@ -6,20 +6,21 @@ import (
 	"fmt"
 	"net/http"
 
-	"github.com/chiffon-dev/chiffon/orchestrator"
+	"github.com/chiffon-dev/chiffon/api"
+	"github.com/chiffon-dev/chiffon/client"
 )
 
 // fleetAPI calls the batch and schedule endpoints of the orchestrator's API
 // (orchestrator/api_fleet.go) with a client's address, token and HTTP client.
-type fleetAPI struct{ c *orchestrator.Client }
+type fleetAPI struct{ c *client.Client }
 
 // createBatch makes a batch: POST /api/v1/batches.
-func (a fleetAPI) createBatch(ctx context.Context, req orchestrator.BatchRequest) (*orchestrator.Batch, error) {
+func (a fleetAPI) createBatch(ctx context.Context, req api.BatchRequest) (*api.Batch, error) {
 	return a.c.CreateBatch(ctx, req)
 }
 
 // batch reads one batch, a 404 said as no batch id.
-func (a fleetAPI) batch(ctx context.Context, id string) (*orchestrator.Batch, error) {
+func (a fleetAPI) batch(ctx context.Context, id string) (*api.Batch, error) {
 	b, err := a.c.Batch(ctx, id)
 	if err != nil {
 		return nil, notFound(err, fmt.Sprintf("no batch %s", id))
@@ -28,21 +29,21 @@ func (a fleetAPI) batch(ctx context.Context, id string) (*orchestrator.Batch, er
 }
 
 // batches lists the batches, newest first, at most limit (0: the server's default).
-func (a fleetAPI) batches(ctx context.Context, limit int) ([]*orchestrator.Batch, error) {
+func (a fleetAPI) batches(ctx context.Context, limit int) ([]*api.Batch, error) {
 	return a.c.Batches(ctx, limit)
 }
 
 // batchEvents reads batch id's event stream once, handing fn each batch it
 // sends, until the server ends the stream (nil), it breaks, or ctx ends.
-func (a fleetAPI) batchEvents(ctx context.Context, id string, fn func(*orchestrator.Batch)) error {
-	err := a.c.BatchEvents(ctx, id, func(b *orchestrator.Batch) error { fn(b); return nil })
+func (a fleetAPI) batchEvents(ctx context.Context, id string, fn func(*api.Batch)) error {
+	err := a.c.BatchEvents(ctx, id, func(b *api.Batch) error { fn(b); return nil })
 	return notFound(err, fmt.Sprintf("no batch %s", id))
 }
 
 // addSchedule adds a schedule; a 409 says to remove the one of that name first.
-func (a fleetAPI) addSchedule(ctx context.Context, spec orchestrator.ScheduleSpec) (*orchestrator.Schedule, error) {
+func (a fleetAPI) addSchedule(ctx context.Context, spec api.ScheduleSpec) (*api.Schedule, error) {
 	s, err := a.c.AddSchedule(ctx, spec)
-	var ae *orchestrator.APIError
+	var ae *client.APIError
 	if errors.As(err, &ae) && ae.Status == http.StatusConflict {
 		return nil, &explainedError{
 			msg: fmt.Sprintf("a schedule named %q exists already (HTTP 409): remove it first (chiffon schedule rm %s) or pick another name",
@@ -57,12 +58,12 @@ func (a fleetAPI) addSchedule(ctx context.Context, spec orchestrator.ScheduleSpe
 }
 
 // schedules lists the schedules, by name.
-func (a fleetAPI) schedules(ctx context.Context) ([]*orchestrator.Schedule, error) {
+func (a fleetAPI) schedules(ctx context.Context) ([]*api.Schedule, error) {
 	return a.c.Schedules(ctx)
 }
 
 // schedule reads one schedule, a 404 said as no schedule of that name.
-func (a fleetAPI) schedule(ctx context.Context, name string) (*orchestrator.Schedule, error) {
+func (a fleetAPI) schedule(ctx context.Context, name string) (*api.Schedule, error) {
 	s, err := a.c.Schedule(ctx, name)
 	if err != nil {
 		return nil, notFound(err, fmt.Sprintf("no schedule named %q", name))
@@ -71,7 +72,7 @@ func (a fleetAPI) schedule(ctx context.Context, name string) (*orchestrator.Sche
 }
 
 // pauseSchedule pauses schedule name, or resumes it.
-func (a fleetAPI) pauseSchedule(ctx context.Context, name string, pause bool) (*orchestrator.Schedule, error) {
+func (a fleetAPI) pauseSchedule(ctx context.Context, name string, pause bool) (*api.Schedule, error) {
 	s, err := a.c.PauseSchedule(ctx, name, pause)
 	if err != nil {
 		return nil, notFound(err, fmt.Sprintf("no schedule named %q", name))
@@ -99,7 +100,7 @@ func (e *explainedError) Unwrap() error { return e.err }
 
 // notFound says a 404 as msg.
 func notFound(err error, msg string) error {
-	var ae *orchestrator.APIError
+	var ae *client.APIError
 	if errors.As(err, &ae) && ae.Status == http.StatusNotFound {
 		return &explainedError{msg: msg + " (HTTP 404)", err: err}
 	}

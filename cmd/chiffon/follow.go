@@ -7,13 +7,14 @@ import (
 	"strings"
 	"time"
 
+	"github.com/chiffon-dev/chiffon/client"
 	"github.com/chiffon-dev/chiffon/orchestrator"
 	"github.com/spf13/cobra"
 )
 
 // followTask shows a task's events until it ends, then prints its output (or, with
 // --json, the final task) and returns the task's exit code.
-func followTask(cmd *cobra.Command, c *orchestrator.Client, id string, jsonOut bool) error {
+func followTask(cmd *cobra.Command, c *client.Client, id string, jsonOut bool) error {
 	ctx := cmd.Context()
 	view := newProgressView(jsonOut, cmd.OutOrStdout(), cmd.ErrOrStderr())
 	err := c.Events(ctx, id, func(e *orchestrator.Event) error {

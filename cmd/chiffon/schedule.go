@@ -6,6 +6,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/chiffon-dev/chiffon/api"
 	"github.com/chiffon-dev/chiffon/envelope"
 	"github.com/chiffon-dev/chiffon/orchestrator"
 	"github.com/spf13/cobra"
@@ -55,7 +56,7 @@ Prints the schedule's next firing, or with --json the schedule. A schedule of th
 name must be removed first (schedule rm).`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			task := orchestrator.SubmitRequest{ToAgent: envelope.AgentType(to), WorkType: workType}
+			task := api.SubmitRequest{ToAgent: envelope.AgentType(to), WorkType: workType}
 			var err error
 			if task.Parameters, err = parseKeyValues(paramsJS, params); err != nil {
 				return usagef("--param: " + err.Error())
@@ -70,8 +71,8 @@ name must be removed first (schedule rm).`,
 				}
 				task.Hints = &orchestrator.Hints{MaxDurationSeconds: h.MaxDurationSeconds, MaxMemoryMB: h.MaxMemoryMB, AgentID: h.AgentID}
 			}
-			spec := orchestrator.ScheduleSpec{Name: args[0], Cron: cron, TZ: tz,
-				CatchUp: orchestrator.CatchUp(catchUp), Paused: paused}
+			spec := api.ScheduleSpec{Name: args[0], Cron: cron, TZ: tz,
+				CatchUp: api.CatchUp(catchUp), Paused: paused}
 			batch, err := bf.request(task)
 			if err != nil {
 				return err
@@ -103,7 +104,7 @@ name must be removed first (schedule rm).`,
 	f := cmd.Flags()
 	f.StringVar(&cron, "cron", "", `when it fires: "MIN HOUR DOM MON DOW", six fields with seconds first, or @daily, "@every 10m"...`)
 	f.StringVar(&tz, "tz", "", "IANA time zone the cron expression is read in, such as Europe/Paris (default UTC)")
-	f.StringVar(&catchUp, "catch-up", string(orchestrator.CatchUpNone), "the firings missed while no orchestrator ran: none, latest or all")
+	f.StringVar(&catchUp, "catch-up", string(api.CatchUpNone), "the firings missed while no orchestrator ran: none, latest or all")
 	f.BoolVar(&paused, "paused", false, "add it paused")
 	f.StringVar(&to, "to", "", "agent type: infra, desktop, code, research")
 	f.StringVar(&workType, "work-type", "", "work type, such as run_playbook")
@@ -242,7 +243,7 @@ With --json it prints {"name": NAME, "removed": true}.`,
 }
 
 // printScheduleTable is the table of `chiffon schedule list`.
-func printScheduleTable(w io.Writer, ss []*orchestrator.Schedule) error {
+func printScheduleTable(w io.Writer, ss []*api.Schedule) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "NAME\tCRON\tTZ\tCATCH-UP\tSTATE\tNEXT\tLAST\tWORK")
 	for _, s := range ss {
@@ -257,7 +258,7 @@ func printScheduleTable(w io.Writer, ss []*orchestrator.Schedule) error {
 }
 
 // printSchedule shows one schedule.
-func printSchedule(w io.Writer, s *orchestrator.Schedule) error {
+func printSchedule(w io.Writer, s *api.Schedule) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	row := func(k, v string) { fmt.Fprintf(tw, "%s:\t%s\n", k, v) }
 	row("Name", s.Name)
@@ -299,7 +300,7 @@ func printSchedule(w io.Writer, s *orchestrator.Schedule) error {
 }
 
 // scheduleState is active or paused.
-func scheduleState(s *orchestrator.Schedule) string {
+func scheduleState(s *api.Schedule) string {
 	if s.Paused {
 		return "paused"
 	}
@@ -307,7 +308,7 @@ func scheduleState(s *orchestrator.Schedule) string {
 }
 
 // scheduleWork says what a schedule makes: task or batch, and its work.
-func scheduleWork(s *orchestrator.Schedule) string {
+func scheduleWork(s *api.Schedule) string {
 	switch {
 	case s.Batch != nil:
 		return "batch " + workText(s.Batch.ToAgent, s.Batch.WorkType)
@@ -318,7 +319,7 @@ func scheduleWork(s *orchestrator.Schedule) string {
 }
 
 // nextText says when a schedule fires next.
-func nextText(s *orchestrator.Schedule) string {
+func nextText(s *api.Schedule) string {
 	if s.Next == nil {
 		if s.Paused {
 			return "paused: it does not fire until resumed"
@@ -337,9 +338,9 @@ func tzText(tz string) string {
 }
 
 // catchUpText is a schedule's catch-up mode, none when none is given.
-func catchUpText(c orchestrator.CatchUp) string {
+func catchUpText(c api.CatchUp) string {
 	if c == "" {
-		return string(orchestrator.CatchUpNone)
+		return string(api.CatchUpNone)
 	}
 	return string(c)
 }

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/chiffon-dev/chiffon/orchestrator"
+	"github.com/chiffon-dev/chiffon/api"
 )
 
 // scheduleAPI is a fake of the orchestrator's schedule endpoints, over the
@@ -16,7 +16,7 @@ import (
 type scheduleAPI struct {
 	rec recorder
 	mu  sync.Mutex
-	ss  map[string]*orchestrator.Schedule
+	ss  map[string]*api.Schedule
 }
 
 var (
@@ -25,52 +25,52 @@ var (
 	schedLast    = time.Date(2026, 3, 1, 3, 30, 0, 0, time.UTC)
 )
 
-func newScheduleAPI(t *testing.T, ss ...*orchestrator.Schedule) (*scheduleAPI, []string) {
-	api := &scheduleAPI{ss: map[string]*orchestrator.Schedule{}}
+func newScheduleAPI(t *testing.T, ss ...*api.Schedule) (*scheduleAPI, []string) {
+	sa := &scheduleAPI{ss: map[string]*api.Schedule{}}
 	for _, s := range ss {
-		api.ss[s.Name] = s
+		sa.ss[s.Name] = s
 	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /api/v1/schedules", func(w http.ResponseWriter, r *http.Request) {
-		body := api.rec.add(r)
-		var spec orchestrator.ScheduleSpec
+		body := sa.rec.add(r)
+		var spec api.ScheduleSpec
 		dec := json.NewDecoder(strings.NewReader(body))
 		dec.DisallowUnknownFields()
 		if err := dec.Decode(&spec); err != nil {
 			writeAPIError(w, http.StatusBadRequest, "invalid_json", "", err.Error())
 			return
 		}
-		api.mu.Lock()
-		defer api.mu.Unlock()
-		if api.ss[spec.Name] != nil {
+		sa.mu.Lock()
+		defer sa.mu.Unlock()
+		if sa.ss[spec.Name] != nil {
 			writeAPIError(w, http.StatusConflict, "exists", "name", "a schedule of that name exists; remove it first")
 			return
 		}
-		s := &orchestrator.Schedule{ScheduleSpec: spec, CreatedAt: schedCreated}
+		s := &api.Schedule{ScheduleSpec: spec, CreatedAt: schedCreated}
 		if !s.Paused {
 			s.Next = &schedNext
 		}
-		api.ss[spec.Name] = s
+		sa.ss[spec.Name] = s
 		writeAPIJSON(w, http.StatusCreated, s)
 	})
 	mux.HandleFunc("GET /api/v1/schedules", func(w http.ResponseWriter, r *http.Request) {
-		api.rec.add(r)
-		api.mu.Lock()
-		defer api.mu.Unlock()
-		list := []*orchestrator.Schedule{}
+		sa.rec.add(r)
+		sa.mu.Lock()
+		defer sa.mu.Unlock()
+		list := []*api.Schedule{}
 		for _, name := range []string{"backup", "nightly", "patch"} {
-			if s := api.ss[name]; s != nil {
+			if s := sa.ss[name]; s != nil {
 				list = append(list, s)
 			}
 		}
 		writeAPIJSON(w, http.StatusOK, list)
 	})
-	one := func(h func(w http.ResponseWriter, r *http.Request, s *orchestrator.Schedule)) http.HandlerFunc {
+	one := func(h func(w http.ResponseWriter, r *http.Request, s *api.Schedule)) http.HandlerFunc {
 		return func(w http.ResponseWriter, r *http.Request) {
-			api.rec.add(r)
-			api.mu.Lock()
-			defer api.mu.Unlock()
-			s := api.ss[r.PathValue("name")]
+			sa.rec.add(r)
+			sa.mu.Lock()
+			defer sa.mu.Unlock()
+			s := sa.ss[r.PathValue("name")]
 			if s == nil {
 				writeAPIError(w, http.StatusNotFound, "not_found", "name", "no such schedule")
 				return
@@ -78,10 +78,10 @@ func newScheduleAPI(t *testing.T, ss ...*orchestrator.Schedule) (*scheduleAPI, [
 			h(w, r, s)
 		}
 	}
-	mux.HandleFunc("GET /api/v1/schedules/{name}", one(func(w http.ResponseWriter, _ *http.Request, s *orchestrator.Schedule) {
+	mux.HandleFunc("GET /api/v1/schedules/{name}", one(func(w http.ResponseWriter, _ *http.Request, s *api.Schedule) {
 		writeAPIJSON(w, http.StatusOK, s)
 	}))
-	mux.HandleFunc("POST /api/v1/schedules/{name}/{verb}", one(func(w http.ResponseWriter, r *http.Request, s *orchestrator.Schedule) {
+	mux.HandleFunc("POST /api/v1/schedules/{name}/{verb}", one(func(w http.ResponseWriter, r *http.Request, s *api.Schedule) {
 		switch r.PathValue("verb") {
 		case "pause":
 			s.Paused, s.Next = true, nil
@@ -93,11 +93,11 @@ func newScheduleAPI(t *testing.T, ss ...*orchestrator.Schedule) (*scheduleAPI, [
 		}
 		writeAPIJSON(w, http.StatusOK, s)
 	}))
-	mux.HandleFunc("DELETE /api/v1/schedules/{name}", one(func(w http.ResponseWriter, r *http.Request, s *orchestrator.Schedule) {
-		delete(api.ss, s.Name)
+	mux.HandleFunc("DELETE /api/v1/schedules/{name}", one(func(w http.ResponseWriter, r *http.Request, s *api.Schedule) {
+		delete(sa.ss, s.Name)
 		w.WriteHeader(http.StatusNoContent)
 	}))
-	return api, serveAPI(t, mux)
+	return sa, serveAPI(t, mux)
 }
 
 func TestScheduleAddSendsTheSpec(t *testing.T) {
@@ -131,12 +131,12 @@ func TestScheduleAddSendsTheSpec(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			api, server := newScheduleAPI(t)
+			sa, server := newScheduleAPI(t)
 			code, out, errOut := runCLI(t, "", append(append(base, tc.args...), server...)...)
 			if code != 0 {
 				t.Fatalf("exit %d: %s", code, errOut)
 			}
-			reqs := api.rec.all()
+			reqs := sa.rec.all()
 			if len(reqs) != 1 || !strings.HasPrefix(reqs[0], "POST /api/v1/schedules ") {
 				t.Fatalf("requests %q, want one POST", reqs)
 			}
@@ -150,7 +150,7 @@ func TestScheduleAddSendsTheSpec(t *testing.T) {
 
 func TestScheduleAddUsageErrorsNameTheFlag(t *testing.T) {
 	clearClientEnv(t)
-	api, server := newScheduleAPI(t)
+	sa, server := newScheduleAPI(t)
 	task := []string{"--to", "infra", "--work-type", "patch"}
 	cases := []struct {
 		name string
@@ -178,7 +178,7 @@ func TestScheduleAddUsageErrorsNameTheFlag(t *testing.T) {
 			}
 		})
 	}
-	if reqs := api.rec.all(); len(reqs) != 0 {
+	if reqs := sa.rec.all(); len(reqs) != 0 {
 		t.Errorf("usage errors sent requests: %q", reqs)
 	}
 }
@@ -201,19 +201,19 @@ func TestScheduleAddOfANameTakenSaysSo(t *testing.T) {
 }
 
 // taskSchedule is schedule nightly, of a task, fired once.
-func taskSchedule() *orchestrator.Schedule {
-	return &orchestrator.Schedule{
-		ScheduleSpec: orchestrator.ScheduleSpec{Name: "nightly", Cron: "30 3 * * *", TZ: "Europe/Paris", CatchUp: orchestrator.CatchUpLatest,
-			Task: &orchestrator.SubmitRequest{ToAgent: "infra", WorkType: "patch", Parameters: map[string]any{"reboot": true}}},
-		CreatedAt: schedCreated, Next: &schedNext, Last: &orchestrator.Firing{At: schedLast, TaskID: taskA},
+func taskSchedule() *api.Schedule {
+	return &api.Schedule{
+		ScheduleSpec: api.ScheduleSpec{Name: "nightly", Cron: "30 3 * * *", TZ: "Europe/Paris", CatchUp: api.CatchUpLatest,
+			Task: &api.SubmitRequest{ToAgent: "infra", WorkType: "patch", Parameters: map[string]any{"reboot": true}}},
+		CreatedAt: schedCreated, Next: &schedNext, Last: &api.Firing{At: schedLast, TaskID: taskA},
 	}
 }
 
 // batchSchedule is schedule backup, of a batch, paused, never fired.
-func batchSchedule() *orchestrator.Schedule {
-	return &orchestrator.Schedule{
-		ScheduleSpec: orchestrator.ScheduleSpec{Name: "backup", Cron: "@daily", CatchUp: orchestrator.CatchUpNone, Paused: true,
-			Batch: &orchestrator.BatchRequest{ToAgent: "desktop", WorkType: "backup", Labels: map[string]string{"site": "attic"}, MaxParallel: 1}},
+func batchSchedule() *api.Schedule {
+	return &api.Schedule{
+		ScheduleSpec: api.ScheduleSpec{Name: "backup", Cron: "@daily", CatchUp: api.CatchUpNone, Paused: true,
+			Batch: &api.BatchRequest{ToAgent: "desktop", WorkType: "backup", Labels: map[string]string{"site": "attic"}, MaxParallel: 1}},
 		CreatedAt: schedCreated,
 	}
 }
@@ -235,7 +235,7 @@ func TestScheduleListAndShow(t *testing.T) {
 		t.Errorf("schedule list:\n%s\nwant:\n%s", out, strings.Join(want, "\n"))
 	}
 	code, out, _ = runCLI(t, "", append([]string{"schedule", "list", "--json"}, server...)...)
-	var ss []orchestrator.Schedule
+	var ss []api.Schedule
 	if code != 0 || json.Unmarshal([]byte(out), &ss) != nil || len(ss) != 2 || ss[0].Batch == nil || ss[1].Task == nil {
 		t.Errorf("list --json: exit %d, %q", code, out)
 	}
@@ -263,7 +263,7 @@ func TestScheduleListAndShow(t *testing.T) {
 		}
 	}
 	code, out, _ = runCLI(t, "", append([]string{"schedule", "show", "nightly", "--json"}, server...)...)
-	var s orchestrator.Schedule
+	var s api.Schedule
 	if code != 0 || json.Unmarshal([]byte(out), &s) != nil || s.Name != "nightly" || s.Last == nil || s.Last.TaskID != taskA {
 		t.Errorf("show --json: exit %d, %q", code, out)
 	}
@@ -271,7 +271,7 @@ func TestScheduleListAndShow(t *testing.T) {
 
 func TestSchedulePauseResumeRemove(t *testing.T) {
 	clearClientEnv(t)
-	api, server := newScheduleAPI(t, taskSchedule())
+	sa, server := newScheduleAPI(t, taskSchedule())
 	next := schedNext.Local().Format(time.DateTime)
 	steps := []struct {
 		args    []string
@@ -284,12 +284,12 @@ func TestSchedulePauseResumeRemove(t *testing.T) {
 		{[]string{"rm", "nightly"}, "DELETE /api/v1/schedules/nightly", "schedule nightly removed\n"},
 	}
 	for _, st := range steps {
-		before := len(api.rec.all())
+		before := len(sa.rec.all())
 		code, out, errOut := runCLI(t, "", append(append([]string{"schedule"}, st.args...), server...)...)
 		if code != 0 || !strings.Contains(out, st.out) {
 			t.Fatalf("%v: exit %d, stdout %q, want %q; stderr %q", st.args, code, out, st.out, errOut)
 		}
-		if reqs := api.rec.all()[before:]; len(reqs) != 1 || reqs[0] != st.request {
+		if reqs := sa.rec.all()[before:]; len(reqs) != 1 || reqs[0] != st.request {
 			t.Errorf("%v: requests %q, want %q", st.args, reqs, st.request)
 		}
 	}

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 
+	"github.com/chiffon-dev/chiffon/api"
 	"github.com/chiffon-dev/chiffon/envelope"
 	"github.com/chiffon-dev/chiffon/orchestrator"
 	"github.com/spf13/cobra"
@@ -46,7 +47,7 @@ See also chiffon batch ID and chiffon batches.
 ` + batchExitCodes,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			req := orchestrator.SubmitRequest{ToAgent: envelope.AgentType(to), WorkType: workType}
+			req := api.SubmitRequest{ToAgent: envelope.AgentType(to), WorkType: workType}
 			var err error
 			if req.Parameters, err = parseKeyValues(paramsJS, params); err != nil {
 				return usagef("--param: " + err.Error())

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chiffon-dev/chiffon/api"
 	"github.com/chiffon-dev/chiffon/envelope"
 	"github.com/chiffon-dev/chiffon/orchestrator"
 )
@@ -96,7 +97,7 @@ func TestCancelSendsTheReason(t *testing.T) {
 	if code, _, errOut := runCLI(t, "", append([]string{"cancel", "t1", "--reason", "wrong host"}, server...)...); code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
-	var req orchestrator.CancelRequest
+	var req api.CancelRequest
 	if got := cancels(); len(got) != 1 || json.Unmarshal([]byte(got[0]), &req) != nil || req.Reason != "wrong host" {
 		t.Fatalf("cancel bodies %q, want one with reason %q", got, "wrong host")
 	}

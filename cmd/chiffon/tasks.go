@@ -6,6 +6,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/chiffon-dev/chiffon/api"
 	"github.com/chiffon-dev/chiffon/envelope"
 	"github.com/chiffon-dev/chiffon/orchestrator"
 	"github.com/spf13/cobra"
@@ -28,7 +29,7 @@ func newTasksCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			tasks, err := c.List(cmd.Context(), orchestrator.ListOptions{
+			tasks, err := c.List(cmd.Context(), api.ListOptions{
 				State: orchestrator.State(state), AgentType: envelope.AgentType(to), Limit: limit,
 			})
 			if err != nil {

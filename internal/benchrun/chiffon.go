@@ -5,14 +5,15 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/chiffon-dev/chiffon/api"
 	"github.com/chiffon-dev/chiffon/envelope"
 	"github.com/chiffon-dev/chiffon/orchestrator"
 )
 
 // noopRequest is the task of the chiffon and api phases: a no-op work type whose
 // parameters carry size bytes.
-func noopRequest(size int) orchestrator.SubmitRequest {
-	return orchestrator.SubmitRequest{ToAgent: envelope.Infra, WorkType: workNoop,
+func noopRequest(size int) api.SubmitRequest {
+	return api.SubmitRequest{ToAgent: envelope.Infra, WorkType: workNoop,
 		Parameters: map[string]any{"data": strings.Repeat("x", size)}}
 }
 

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/chiffon-dev/chiffon/api"
 	"github.com/chiffon-dev/chiffon/envelope"
 	"github.com/chiffon-dev/chiffon/orchestrator"
 )
@@ -20,7 +21,7 @@ const chunkRuns = 3
 // The figure is MiB/s from Submit until the task has ended with its whole output
 // stored, the median of chunkRuns tasks.
 func runChunks(ctx context.Context, o *orchestrator.Orchestrator, cfg Config) (float64, error) {
-	req := orchestrator.SubmitRequest{ToAgent: envelope.Infra, WorkType: workChunks,
+	req := api.SubmitRequest{ToAgent: envelope.Infra, WorkType: workChunks,
 		Parameters: map[string]any{"bytes": cfg.ChunkBytes}}
 	rates := make([]float64, 0, chunkRuns)
 	for i := range chunkRuns + 1 { // the first, untimed, warms up the handler's text

@@ -6,9 +6,9 @@ import (
 	"strings"
 
 	"github.com/chiffon-dev/chiffon/agent"
+	"github.com/chiffon-dev/chiffon/api"
 	"github.com/chiffon-dev/chiffon/envelope"
 	"github.com/chiffon-dev/chiffon/internal/stack"
-	"github.com/chiffon-dev/chiffon/orchestrator"
 )
 
 // A whole Chiffon in one process: an embedded broker, the orchestrator and one agent
@@ -30,7 +30,7 @@ func Example() {
 	defer s.Stop()
 
 	o := s.Orchestrator()
-	t, _ := o.Submit(ctx, orchestrator.SubmitRequest{ToAgent: envelope.Desktop, WorkType: "shout",
+	t, _ := o.Submit(ctx, api.SubmitRequest{ToAgent: envelope.Desktop, WorkType: "shout",
 		Parameters: map[string]any{"text": "hello"}})
 	t, _ = o.Wait(ctx, t.ID)
 	fmt.Println(s.AgentIDs(), t.State)

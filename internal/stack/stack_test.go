@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/chiffon-dev/chiffon/agent"
+	"github.com/chiffon-dev/chiffon/api"
+	"github.com/chiffon-dev/chiffon/client"
 	"github.com/chiffon-dev/chiffon/envelope"
 	"github.com/chiffon-dev/chiffon/orchestrator"
 	"go.uber.org/goleak"
@@ -54,7 +56,7 @@ func TestStartedStackRunsTasksThroughTheOrchestratorAndTheAPI(t *testing.T) {
 			t.Errorf("agent %s has labels %v", a.ID, a.Labels)
 		}
 	}
-	task, err := s.Orchestrator().Submit(ctx, orchestrator.SubmitRequest{ToAgent: envelope.Infra, WorkType: "greet",
+	task, err := s.Orchestrator().Submit(ctx, api.SubmitRequest{ToAgent: envelope.Infra, WorkType: "greet",
 		Parameters: map[string]any{"name": "infra"}})
 	if err != nil {
 		t.Fatal(err)
@@ -63,8 +65,8 @@ func TestStartedStackRunsTasksThroughTheOrchestratorAndTheAPI(t *testing.T) {
 		t.Fatalf("task through the orchestrator: %+v, %v", task, err)
 	}
 
-	c := &orchestrator.Client{BaseURL: s.APIURL(), Token: s.APIToken()}
-	sub, err := c.Submit(ctx, orchestrator.SubmitRequest{ToAgent: envelope.Code, WorkType: "greet",
+	c := &client.Client{BaseURL: s.APIURL(), Token: s.APIToken()}
+	sub, err := c.Submit(ctx, api.SubmitRequest{ToAgent: envelope.Code, WorkType: "greet",
 		Parameters: map[string]any{"name": "api"}})
 	if err != nil {
 		t.Fatalf("submit through the API at %s: %v", s.APIURL(), err)
@@ -148,7 +150,7 @@ func TestStopNowCancelsTheWorkAStopDrains(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Orchestrator().Submit(ctx, orchestrator.SubmitRequest{ToAgent: envelope.Infra, WorkType: "block"}); err != nil {
+	if _, err := s.Orchestrator().Submit(ctx, api.SubmitRequest{ToAgent: envelope.Infra, WorkType: "block"}); err != nil {
 		t.Fatal(err)
 	}
 	<-started

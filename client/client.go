@@ -1,4 +1,7 @@
-package orchestrator
+// Package client is the Go client of the orchestrator's HTTP API: tasks, their
+// events and output, agents, batches, schedules and webhook deliveries. It speaks
+// HTTP only; nothing here talks to NATS or opens a store.
+package client
 
 import (
 	"bufio"
@@ -14,6 +17,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/chiffon-dev/chiffon/api"
+	"github.com/chiffon-dev/chiffon/orchestrator/task"
 	"github.com/chiffon-dev/chiffon/orchestrator/webhook"
 )
 
@@ -31,7 +36,7 @@ type Client struct {
 type APIError struct {
 	// Status is the HTTP status code.
 	Status int
-	APIErrorDetail
+	api.APIErrorDetail
 }
 
 func (e *APIError) Error() string {
@@ -68,7 +73,7 @@ func (c *Client) do(ctx context.Context, method, path string, body any) (*http.R
 	}
 	if resp.StatusCode >= 400 {
 		defer resp.Body.Close()
-		var eb ErrorBody
+		var eb api.ErrorBody
 		b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<16))
 		if json.Unmarshal(b, &eb) != nil || eb.Error.Message == "" {
 			eb.Error.Message = strings.TrimSpace(string(b))
@@ -90,19 +95,19 @@ func (c *Client) getJSON(ctx context.Context, method, path string, body, out any
 }
 
 // Submit creates a task.
-func (c *Client) Submit(ctx context.Context, req SubmitRequest) (*Task, error) {
-	var t Task
+func (c *Client) Submit(ctx context.Context, req api.SubmitRequest) (*task.Task, error) {
+	var t task.Task
 	return &t, c.getJSON(ctx, http.MethodPost, "/api/v1/tasks", req, &t)
 }
 
 // Get returns one task.
-func (c *Client) Get(ctx context.Context, id string) (*Task, error) {
-	var t Task
+func (c *Client) Get(ctx context.Context, id string) (*task.Task, error) {
+	var t task.Task
 	return &t, c.getJSON(ctx, http.MethodGet, "/api/v1/tasks/"+url.PathEscape(id), nil, &t)
 }
 
 // List returns tasks, newest first.
-func (c *Client) List(ctx context.Context, opts ListOptions) ([]*Task, error) {
+func (c *Client) List(ctx context.Context, opts api.ListOptions) ([]*task.Task, error) {
 	q := url.Values{}
 	if opts.State != "" {
 		q.Set("state", string(opts.State))
@@ -122,7 +127,7 @@ func (c *Client) List(ctx context.Context, opts ListOptions) ([]*Task, error) {
 	if opts.Limit > 0 {
 		q.Set("limit", strconv.Itoa(opts.Limit))
 	}
-	var ts []*Task
+	var ts []*task.Task
 	return ts, c.getJSON(ctx, http.MethodGet, "/api/v1/tasks?"+q.Encode(), nil, &ts)
 }
 
@@ -140,32 +145,32 @@ func (c *Client) Output(ctx context.Context, id string, w io.Writer) (complete b
 
 // Cancel cancels a task and returns it; reason, when not "", says why (see
 // CancelRequest).
-func (c *Client) Cancel(ctx context.Context, id, reason string) (*Task, error) {
-	var t Task
-	return &t, c.getJSON(ctx, http.MethodPost, "/api/v1/tasks/"+url.PathEscape(id)+"/cancel", CancelRequest{Reason: reason}, &t)
+func (c *Client) Cancel(ctx context.Context, id, reason string) (*task.Task, error) {
+	var t task.Task
+	return &t, c.getJSON(ctx, http.MethodPost, "/api/v1/tasks/"+url.PathEscape(id)+"/cancel", api.CancelRequest{Reason: reason}, &t)
 }
 
 // Decide approves (approve) or rejects a task waiting for approval, with an
 // optional note, and returns it.
-func (c *Client) Decide(ctx context.Context, id string, approve bool, note string) (*Task, error) {
+func (c *Client) Decide(ctx context.Context, id string, approve bool, note string) (*task.Task, error) {
 	op := "/reject"
 	if approve {
 		op = "/approve"
 	}
-	var t Task
-	return &t, c.getJSON(ctx, http.MethodPost, "/api/v1/tasks/"+url.PathEscape(id)+op, DecisionRequest{Note: note}, &t)
+	var t task.Task
+	return &t, c.getJSON(ctx, http.MethodPost, "/api/v1/tasks/"+url.PathEscape(id)+op, api.DecisionRequest{Note: note}, &t)
 }
 
 // History returns a task's audit trail: its events but its progress reports,
 // oldest first.
-func (c *Client) History(ctx context.Context, id string) ([]*Event, error) {
-	var evs []*Event
+func (c *Client) History(ctx context.Context, id string) ([]*task.Event, error) {
+	var evs []*task.Event
 	return evs, c.getJSON(ctx, http.MethodGet, "/api/v1/tasks/"+url.PathEscape(id)+"/history", nil, &evs)
 }
 
 // Agents lists the agents the orchestrator knows.
-func (c *Client) Agents(ctx context.Context) ([]AgentInfo, error) {
-	var as []AgentInfo
+func (c *Client) Agents(ctx context.Context) ([]api.AgentInfo, error) {
+	var as []api.AgentInfo
 	return as, c.getJSON(ctx, http.MethodGet, "/api/v1/agents", nil, &as)
 }
 
@@ -179,12 +184,12 @@ func (c *Client) Deliveries(ctx context.Context) ([]webhook.Delivery, error) {
 // Readiness returns the orchestrator's /readyz answer: whether it is ready, and
 // in a group of orchestrators which one leads. A 503 (not ready) is returned as
 // the answer, not as an error.
-func (c *Client) Readiness(ctx context.Context) (*Readiness, error) {
-	var r Readiness
+func (c *Client) Readiness(ctx context.Context) (*api.Readiness, error) {
+	var r api.Readiness
 	err := c.getJSON(ctx, http.MethodGet, "/readyz", nil, &r)
 	var ae *APIError
 	if errors.As(err, &ae) && ae.Status == http.StatusServiceUnavailable {
-		return &Readiness{Status: "not ready"}, nil
+		return &api.Readiness{Status: "not ready"}, nil
 	}
 	if err != nil {
 		return nil, err
@@ -202,7 +207,7 @@ var FollowGiveUp = 2 * time.Minute
 // dropped stream is resumed from the last event seen; while the orchestrator
 // cannot be reached, or answers 5xx, it tries again with a growing wait, for at
 // most FollowGiveUp.
-func (c *Client) Events(ctx context.Context, id string, fn func(*Event) error) error {
+func (c *Client) Events(ctx context.Context, id string, fn func(*task.Event) error) error {
 	var last int64
 	wait := time.Duration(0)
 	var answered time.Time // the last answer; zero: never reached
@@ -274,7 +279,7 @@ type streamError struct {
 func (e *streamError) Error() string { return e.err.Error() }
 func (e *streamError) Unwrap() error { return e.err }
 
-func (c *Client) events(ctx context.Context, id string, last *int64, fn func(*Event) error) (bool, error) {
+func (c *Client) events(ctx context.Context, id string, last *int64, fn func(*task.Event) error) (bool, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimSuffix(c.BaseURL, "/")+"/api/v1/tasks/"+url.PathEscape(id)+"/events", nil)
 	if err != nil {
 		return false, err
@@ -294,13 +299,13 @@ func (c *Client) events(ctx context.Context, id string, last *int64, fn func(*Ev
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		var eb ErrorBody
+		var eb api.ErrorBody
 		_ = json.NewDecoder(resp.Body).Decode(&eb)
 		return false, &APIError{Status: resp.StatusCode, APIErrorDetail: eb.Error}
 	}
 	final := false
 	err = readSSE(resp.Body, 4<<20, func(_, data string) error {
-		var ev Event
+		var ev task.Event
 		dec := json.NewDecoder(strings.NewReader(data))
 		dec.UseNumber()
 		if err := dec.Decode(&ev); err != nil {

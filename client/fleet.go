@@ -1,4 +1,4 @@
-package orchestrator
+package client
 
 import (
 	"context"
@@ -9,38 +9,40 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+
+	"github.com/chiffon-dev/chiffon/api"
 )
 
 // CreateBatch makes a batch and returns it.
-func (c *Client) CreateBatch(ctx context.Context, req BatchRequest) (*Batch, error) {
-	var b Batch
+func (c *Client) CreateBatch(ctx context.Context, req api.BatchRequest) (*api.Batch, error) {
+	var b api.Batch
 	return &b, c.getJSON(ctx, http.MethodPost, "/api/v1/batches", req, &b)
 }
 
 // Batch returns one batch.
-func (c *Client) Batch(ctx context.Context, id string) (*Batch, error) {
-	var b Batch
+func (c *Client) Batch(ctx context.Context, id string) (*api.Batch, error) {
+	var b api.Batch
 	return &b, c.getJSON(ctx, http.MethodGet, "/api/v1/batches/"+url.PathEscape(id), nil, &b)
 }
 
 // DecideBatch approves (approve) or rejects a batch waiting for approval, with
 // an optional note, and returns it.
-func (c *Client) DecideBatch(ctx context.Context, id string, approve bool, note string) (*Batch, error) {
+func (c *Client) DecideBatch(ctx context.Context, id string, approve bool, note string) (*api.Batch, error) {
 	op := "/reject"
 	if approve {
 		op = "/approve"
 	}
-	var b Batch
-	return &b, c.getJSON(ctx, http.MethodPost, "/api/v1/batches/"+url.PathEscape(id)+op, DecisionRequest{Note: note}, &b)
+	var b api.Batch
+	return &b, c.getJSON(ctx, http.MethodPost, "/api/v1/batches/"+url.PathEscape(id)+op, api.DecisionRequest{Note: note}, &b)
 }
 
 // Batches lists batches, newest first, at most limit (0: the server's default).
-func (c *Client) Batches(ctx context.Context, limit int) ([]*Batch, error) {
+func (c *Client) Batches(ctx context.Context, limit int) ([]*api.Batch, error) {
 	path := "/api/v1/batches"
 	if limit > 0 {
 		path += "?limit=" + strconv.Itoa(limit)
 	}
-	var bs []*Batch
+	var bs []*api.Batch
 	return bs, c.getJSON(ctx, http.MethodGet, path, nil, &bs)
 }
 
@@ -52,7 +54,7 @@ var ErrBadEvent = errors.New("bad event")
 // sends, until the server ends the stream (nil: it ends it after the batch's
 // end, or when it stops), the stream breaks, ctx ends, or fn returns an error.
 // An event cut short is never handed on.
-func (c *Client) BatchEvents(ctx context.Context, id string, fn func(*Batch) error) error {
+func (c *Client) BatchEvents(ctx context.Context, id string, fn func(*api.Batch) error) error {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimSuffix(c.BaseURL, "/")+"/api/v1/batches/"+url.PathEscape(id)+"/events", nil)
 	if err != nil {
 		return err
@@ -69,7 +71,7 @@ func (c *Client) BatchEvents(ctx context.Context, id string, fn func(*Batch) err
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		var eb ErrorBody
+		var eb api.ErrorBody
 		_ = json.NewDecoder(resp.Body).Decode(&eb)
 		return &APIError{Status: resp.StatusCode, APIErrorDetail: eb.Error}
 	}
@@ -77,7 +79,7 @@ func (c *Client) BatchEvents(ctx context.Context, id string, fn func(*Batch) err
 		if event != "" && event != "batch" {
 			return nil
 		}
-		var b Batch
+		var b api.Batch
 		dec := json.NewDecoder(strings.NewReader(data))
 		dec.UseNumber()
 		if err := dec.Decode(&b); err != nil {
@@ -92,30 +94,30 @@ func (c *Client) BatchEvents(ctx context.Context, id string, fn func(*Batch) err
 }
 
 // AddSchedule stores a new schedule.
-func (c *Client) AddSchedule(ctx context.Context, spec ScheduleSpec) (*Schedule, error) {
-	var s Schedule
+func (c *Client) AddSchedule(ctx context.Context, spec api.ScheduleSpec) (*api.Schedule, error) {
+	var s api.Schedule
 	return &s, c.getJSON(ctx, http.MethodPost, "/api/v1/schedules", spec, &s)
 }
 
 // Schedules lists the schedules, by name.
-func (c *Client) Schedules(ctx context.Context) ([]*Schedule, error) {
-	var ss []*Schedule
+func (c *Client) Schedules(ctx context.Context) ([]*api.Schedule, error) {
+	var ss []*api.Schedule
 	return ss, c.getJSON(ctx, http.MethodGet, "/api/v1/schedules", nil, &ss)
 }
 
 // Schedule returns one schedule.
-func (c *Client) Schedule(ctx context.Context, name string) (*Schedule, error) {
-	var s Schedule
+func (c *Client) Schedule(ctx context.Context, name string) (*api.Schedule, error) {
+	var s api.Schedule
 	return &s, c.getJSON(ctx, http.MethodGet, "/api/v1/schedules/"+url.PathEscape(name), nil, &s)
 }
 
 // PauseSchedule pauses schedule name, or resumes it.
-func (c *Client) PauseSchedule(ctx context.Context, name string, pause bool) (*Schedule, error) {
+func (c *Client) PauseSchedule(ctx context.Context, name string, pause bool) (*api.Schedule, error) {
 	op := "/resume"
 	if pause {
 		op = "/pause"
 	}
-	var s Schedule
+	var s api.Schedule
 	return &s, c.getJSON(ctx, http.MethodPost, "/api/v1/schedules/"+url.PathEscape(name)+op, nil, &s)
 }
 
