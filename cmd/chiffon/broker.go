@@ -7,6 +7,7 @@ import (
 	"strconv"
 
 	"github.com/chiffon-dev/chiffon/broker"
+	"github.com/chiffon-dev/chiffon/site"
 	"github.com/spf13/cobra"
 )
 
@@ -63,7 +64,7 @@ func runBroker(cmd *cobra.Command, f brokerFlags, listenGiven bool) error {
 	if f.config == "" && f.jetstream && f.storeDir == "" {
 		return usagef("--jetstream needs --store-dir")
 	}
-	if f.config == "" && !isLoopback(cfg.Host) && !f.insecure {
+	if f.config == "" && !site.IsLoopback(cfg.Host) && !f.insecure {
 		return refuseOpen(cfg.Host)
 	}
 	log := newLogger(cmd.ErrOrStderr())
@@ -74,7 +75,7 @@ func runBroker(cmd *cobra.Command, f brokerFlags, listenGiven bool) error {
 	defer srv.Shutdown()
 	// A config file may set no users either; the listener is checked once known.
 	host := listenHost(srv.ClientURL())
-	if !srv.AuthRequired() && !isLoopback(host) {
+	if !srv.AuthRequired() && !site.IsLoopback(host) {
 		if !f.insecure {
 			return refuseOpen(host)
 		}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/chiffon-dev/chiffon/broker"
 	"github.com/chiffon-dev/chiffon/client"
+	"github.com/chiffon-dev/chiffon/site"
 	"github.com/spf13/cobra"
 )
 
@@ -27,10 +28,10 @@ const clientDataDirEnv = "CHIFFON_DATA_DIR"
 // Files `chiffon up` writes into its data dir for the client commands.
 const (
 	apiURLFile   = "api.url"
-	apiTokenFile = "secrets/" + siteAPIToken
+	apiTokenFile = "secrets/" + site.APIToken
 	// apiCAFile is the site CA, which the API's certificate chains to when up
 	// serves HTTPS (--host beyond loopback).
-	apiCAFile = "secrets/" + siteCA
+	apiCAFile = "secrets/" + site.CA
 )
 
 // clientFlags say where the orchestrator's API is and how to authenticate to it.

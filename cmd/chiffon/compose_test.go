@@ -16,6 +16,7 @@ import (
 	"github.com/chiffon-dev/chiffon/agent"
 	"github.com/chiffon-dev/chiffon/broker"
 	"github.com/chiffon-dev/chiffon/orchestrator"
+	"github.com/chiffon-dev/chiffon/site"
 	"github.com/nats-io/nats-server/v2/conf"
 	"github.com/spf13/pflag"
 	"go.yaml.in/yaml/v3"
@@ -86,7 +87,7 @@ func TestComposeFileMatchesTheCLI(t *testing.T) {
 		t.Errorf("services run %v, want a broker, an orchestrator and two agents", roles)
 	}
 	slices.Sort(natsHosts)
-	checkCertNames(t, filepath.Join(c.generated, "secrets", siteServerPEM), slices.Compact(natsHosts))
+	checkCertNames(t, filepath.Join(c.generated, "secrets", site.ServerCert), slices.Compact(natsHosts))
 }
 
 // composeCheck is docker-compose.yml with the files its `chiffon init` wrote.
@@ -316,17 +317,17 @@ func (h secretHolder) String() string { return strings.TrimSpace(h.role + " " + 
 // orchestrator's. Nobody holds the CA's key.
 func (h secretHolder) mayHold(file string) bool {
 	switch file {
-	case siteCA:
+	case site.CA:
 		return true
-	case siteServerPEM, siteServerKey:
+	case site.ServerCert, site.ServerKey:
 		return h.role == "broker"
-	case siteOrchNKey, siteStoreNKey, siteAPIToken, siteAPIPEM, siteAPIKey, "client-orchestrator.pem", "client-orchestrator-key.pem",
+	case site.OrchestratorNKey, site.StoreNKey, site.APIToken, site.APICert, site.APIKey, "client-orchestrator.pem", "client-orchestrator-key.pem",
 		"client-orchestrator-store.pem", "client-orchestrator-store-key.pem":
 		return h.role == "orchestrator"
 	}
 	switch h.role {
 	case "agent":
-		return slices.Contains([]string{agentNKeyName(h.id), agentTokenName(h.id), agentOrchTokenName(h.id),
+		return slices.Contains([]string{site.AgentNKey(h.id), site.AgentToken(h.id), site.AgentOrchestratorToken(h.id),
 			"client-agent-" + h.id + ".pem", "client-agent-" + h.id + "-key.pem"}, file)
 	case "orchestrator":
 		return strings.HasPrefix(file, "agent-") && strings.HasSuffix(file, ".token")

@@ -16,6 +16,7 @@ import (
 	"github.com/chiffon-dev/chiffon/envelope"
 	"github.com/chiffon-dev/chiffon/internal/stack"
 	"github.com/chiffon-dev/chiffon/orchestrator"
+	"github.com/chiffon-dev/chiffon/site"
 	"github.com/spf13/cobra"
 )
 
@@ -123,7 +124,7 @@ func runDemo(ctx context.Context, dir string, tasks []api.SubmitRequest, out io.
 	fmt.Fprintf(out, "%d of %d tasks succeeded in %s\n", len(results)-failed, len(results), time.Since(start).Round(time.Millisecond))
 	if keep {
 		fmt.Fprintf(out, "The stack keeps running: see the tasks at %s/ and sign in with the token in %s (a viewer's: %s)\n",
-			s.APIURL(), filepath.Join(dir, "secrets", siteAPIToken), filepath.Join(dir, "secrets", siteViewerToken))
+			s.APIURL(), filepath.Join(dir, "secrets", site.APIToken), filepath.Join(dir, "secrets", site.ViewerToken))
 		fmt.Fprintln(out, "Press Ctrl-C to stop.")
 		<-running.Done()
 	}

@@ -4,39 +4,27 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
-	"net/url"
-	"os"
 	"path/filepath"
-	"slices"
-	"strconv"
 	"strings"
 
-	"github.com/chiffon-dev/chiffon/broker"
 	"github.com/chiffon-dev/chiffon/envelope"
+	"github.com/chiffon-dev/chiffon/site"
 	"github.com/spf13/cobra"
 )
 
-// initOptions say what `chiffon init` writes and what the configs it writes point at.
-type initOptions struct {
-	dir          string
-	agents       []string
-	clients      []string
-	nats         []string
-	listen       string
-	secretsDir   string
-	dataRoot     string
-	brokerHosts  []string
-	brokerListen string
-	apiHosts     []string
-	mutualTLS    bool
-	force        bool
-	ha           haOptions
+// initFlags are `chiffon init`'s flags: site.Options, with the agents and
+// clients as given.
+type initFlags struct {
+	site.Options
+	agents, clients []string
+	// ha is --ha, and haOpts the flags that go with it.
+	ha     bool
+	haOpts site.HA
 }
 
 // newInitCmd is `chiffon init`.
 func newInitCmd() *cobra.Command {
-	var o initOptions
+	var f initFlags
 	cmd := &cobra.Command{
 		Use:   "init --dir D [--agents infra,desktop] [--broker-host nas.lan]",
 		Short: "Write a secure multi-host site: configs, NATS identities, TLS and tokens",
@@ -73,53 +61,79 @@ they will be on the hosts. Existing secrets are kept; existing configs are only
 replaced with --force.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := o.checkHAFlags(cmd.Flags().Changed); err != nil {
+			opts, err := f.options(cmd.Flags().Changed)
+			if err != nil {
 				return usagef(err.Error())
 			}
-			agents, err := parseInitAgents(o.agents)
+			layout, err := opts.Layout()
 			if err != nil {
-				return usagef("--agents: " + err.Error())
+				return usagef(err.Error())
 			}
-			clients, err := parseInitClients(o.clients, agents)
+			st, err := layout.Write()
 			if err != nil {
-				return usagef("--client: " + err.Error())
+				return err
 			}
-			if o.secretsDir == "" {
-				abs, err := filepath.Abs(filepath.Join(o.dir, "secrets"))
-				if err != nil {
-					return err
-				}
-				o.secretsDir = abs
-			}
-			return writeInit(cmd.OutOrStdout(), o, agents, clients)
+			printInitSummary(cmd.OutOrStdout(), layout, st)
+			return nil
 		},
 	}
-	f := cmd.Flags()
-	f.StringVar(&o.dir, "dir", "", "directory to write into")
-	f.StringSliceVar(&o.agents, "agents", []string{"infra", "desktop", "code", "research"}, "agent types, or type=id pairs")
-	f.StringArrayVar(&o.clients, "client", nil, "a client identity NAME, or NAME=id,id to limit the agents it may command (repeatable)")
-	f.StringSliceVar(&o.nats, "nats", []string{"nats://127.0.0.1:4222"}, "NATS URLs the daemons connect to")
-	f.StringVar(&o.listen, "listen", "127.0.0.1:8080", "address of the orchestrator's HTTP API")
-	f.StringVar(&o.secretsDir, "secrets-dir", "", "where the secret files will be on the hosts (default: <dir>/secrets)")
-	f.StringVar(&o.secretsDir, "token-dir", "", "old name of --secrets-dir")
-	_ = f.MarkHidden("token-dir")
-	f.StringVar(&o.dataRoot, "data-root", "/var/lib/chiffon", "parent of every daemon's data dir on the hosts")
-	f.StringSliceVar(&o.brokerHosts, "broker-host", nil, "names and IPs of the broker in its TLS certificate (default: the hosts of --nats)")
-	f.StringVar(&o.brokerListen, "broker-listen", "0.0.0.0:4222", "address the broker listens on (broker.conf); with --ha, the host every node listens on")
-	f.StringSliceVar(&o.apiHosts, "api-host", nil, "names and IPs of the orchestrator in its HTTP API's certificate, when --listen is beyond loopback (default: the host of --listen, else --broker-host's); with --ha every orchestrator's host is added")
-	f.BoolVar(&o.mutualTLS, "mutual-tls", false, "require a client certificate from every daemon as well as its NKey")
-	f.BoolVar(&o.force, "force", false, "replace existing config files")
-	f.BoolVar(&o.ha.enabled, "ha", false, "a three-node NATS cluster (one --nats URL per node) and a group of orchestrators sharing their tasks in its JetStream")
-	f.IntVar(&o.ha.orchestrators, "orchestrators", 2, "with --ha: how many orchestrators, 2 or 3")
-	f.StringSliceVar(&o.ha.routes, "cluster-routes", nil, "with --ha: the nodes' route URLs, in the order of --nats (default: port 6222 of each --nats host)")
-	f.StringSliceVar(&o.ha.orchHosts, "orchestrator-host", nil, "with --ha: the host of each orchestrator, for its advertised API address and certificate (default: the hosts of the first --nats URLs)")
-	f.StringVar(&o.ha.group, "group", "main", "with --ha: the orchestrators' shared id")
+	fs := cmd.Flags()
+	fs.StringVar(&f.Dir, "dir", "", "directory to write into")
+	fs.StringSliceVar(&f.agents, "agents", []string{"infra", "desktop", "code", "research"}, "agent types, or type=id pairs")
+	fs.StringArrayVar(&f.clients, "client", nil, "a client identity NAME, or NAME=id,id to limit the agents it may command (repeatable)")
+	fs.StringSliceVar(&f.NATS, "nats", []string{"nats://127.0.0.1:4222"}, "NATS URLs the daemons connect to")
+	fs.StringVar(&f.Listen, "listen", "127.0.0.1:8080", "address of the orchestrator's HTTP API")
+	fs.StringVar(&f.SecretsDir, "secrets-dir", "", "where the secret files will be on the hosts (default: <dir>/secrets)")
+	fs.StringVar(&f.SecretsDir, "token-dir", "", "old name of --secrets-dir")
+	_ = fs.MarkHidden("token-dir")
+	fs.StringVar(&f.DataRoot, "data-root", "/var/lib/chiffon", "parent of every daemon's data dir on the hosts")
+	fs.StringSliceVar(&f.BrokerHosts, "broker-host", nil, "names and IPs of the broker in its TLS certificate (default: the hosts of --nats)")
+	fs.StringVar(&f.BrokerListen, "broker-listen", "0.0.0.0:4222", "address the broker listens on (broker.conf); with --ha, the host every node listens on")
+	fs.StringSliceVar(&f.APIHosts, "api-host", nil, "names and IPs of the orchestrator in its HTTP API's certificate, when --listen is beyond loopback (default: the host of --listen, else --broker-host's); with --ha every orchestrator's host is added")
+	fs.BoolVar(&f.MutualTLS, "mutual-tls", false, "require a client certificate from every daemon as well as its NKey")
+	fs.BoolVar(&f.Force, "force", false, "replace existing config files")
+	fs.BoolVar(&f.ha, "ha", false, "a three-node NATS cluster (one --nats URL per node) and a group of orchestrators sharing their tasks in its JetStream")
+	fs.IntVar(&f.haOpts.Orchestrators, "orchestrators", 2, "with --ha: how many orchestrators, 2 or 3")
+	fs.StringSliceVar(&f.haOpts.Routes, "cluster-routes", nil, "with --ha: the nodes' route URLs, in the order of --nats (default: port 6222 of each --nats host)")
+	fs.StringSliceVar(&f.haOpts.OrchestratorHosts, "orchestrator-host", nil, "with --ha: the host of each orchestrator, for its advertised API address and certificate (default: the hosts of the first --nats URLs)")
+	fs.StringVar(&f.haOpts.Group, "group", "main", "with --ha: the orchestrators' shared id")
 	_ = cmd.MarkFlagRequired("dir")
 	return cmd
 }
 
-func parseInitAgents(specs []string) ([]siteAgent, error) {
-	var out []siteAgent
+// haFlags are the flags that mean something only with --ha.
+var haFlags = []string{"orchestrators", "cluster-routes", "orchestrator-host", "group"}
+
+// options are the site.Options of the flags: the flags of --ha only with it,
+// --broker-host only without it, and the agents and clients parsed.
+func (f initFlags) options(changed func(string) bool) (site.Options, error) {
+	o := f.Options
+	if f.ha {
+		if changed("broker-host") {
+			// Its names would be in no certificate: each node's names the hosts of its URLs.
+			return o, errors.New("--broker-host does not go with --ha: node N's certificate names the hosts of --nats and --cluster-routes URL N")
+		}
+		o.HA = &f.haOpts
+	}
+	for _, name := range haFlags {
+		if !f.ha && changed(name) {
+			return o, fmt.Errorf("--%s needs --ha", name)
+		}
+	}
+	var err error
+	if o.Agents, err = parseInitAgents(f.agents); err != nil {
+		return o, fmt.Errorf("--agents: %w", err)
+	}
+	if o.Clients, err = parseInitClients(f.clients, o.Agents); err != nil {
+		return o, fmt.Errorf("--client: %w", err)
+	}
+	return o, nil
+}
+
+// parseInitAgents reads --agents values: a type, whose agent's id is
+// <type>-1, or type=id.
+func parseInitAgents(specs []string) ([]site.Agent, error) {
+	var out []site.Agent
 	seen := map[string]bool{}
 	for _, s := range specs {
 		typ, id, ok := strings.Cut(strings.TrimSpace(s), "=")
@@ -136,7 +150,7 @@ func parseInitAgents(specs []string) ([]siteAgent, error) {
 			return nil, fmt.Errorf("agent id %q given twice", id)
 		}
 		seen[id] = true
-		out = append(out, siteAgent{typ: typ, id: id})
+		out = append(out, site.Agent{Type: typ, ID: id})
 	}
 	if len(out) == 0 {
 		return nil, errors.New("name at least one agent")
@@ -145,12 +159,12 @@ func parseInitAgents(specs []string) ([]siteAgent, error) {
 }
 
 // parseInitClients reads --client values: NAME, or NAME=id,id.
-func parseInitClients(specs []string, agents []siteAgent) ([]siteClient, error) {
+func parseInitClients(specs []string, agents []site.Agent) ([]site.Client, error) {
 	known := map[string]bool{}
 	for _, a := range agents {
-		known[a.id] = true
+		known[a.ID] = true
 	}
-	var out []siteClient
+	var out []site.Client
 	seen := map[string]bool{}
 	for _, s := range specs {
 		name, ids, limited := strings.Cut(strings.TrimSpace(s), "=")
@@ -161,14 +175,14 @@ func parseInitClients(specs []string, agents []siteAgent) ([]siteClient, error) 
 			return nil, fmt.Errorf("client %q given twice", name)
 		}
 		seen[name] = true
-		c := siteClient{name: name, agents: agentIDs(agents)}
+		c := site.Client{Name: name, Agents: site.AgentIDs(agents)}
 		if limited {
-			c.agents = nil
+			c.Agents = nil
 			for _, id := range strings.Split(ids, ",") {
 				if id = strings.TrimSpace(id); !known[id] {
 					return nil, fmt.Errorf("client %q: %q is not an agent of --agents", name, id)
 				}
-				c.agents = append(c.agents, id)
+				c.Agents = append(c.Agents, id)
 			}
 		}
 		out = append(out, c)
@@ -176,211 +190,41 @@ func parseInitClients(specs []string, agents []siteAgent) ([]siteClient, error) 
 	return out, nil
 }
 
-// brokerHosts are the names in the broker's certificate: --broker-host, or the
-// hosts of the NATS URLs.
-func (o initOptions) brokerHostNames() ([]string, error) {
-	if len(o.brokerHosts) > 0 {
-		return o.brokerHosts, nil
+// printInitSummary says what init wrote, which files each host needs and how
+// to start the site.
+func printInitSummary(w io.Writer, l *site.Layout, st *site.Secrets) {
+	fmt.Fprintf(w, "Wrote %s:\n", l.Dir)
+	if l.Nodes == nil {
+		fmt.Fprintf(w, "  broker.conf             the broker (%s): NKey users, TLS, least privilege\n", l.BrokerListen)
 	}
-	var hosts []string
-	for _, raw := range o.nats {
-		u, err := url.Parse(raw)
-		if err != nil || u.Hostname() == "" {
-			return nil, fmt.Errorf("--nats %q: not a URL such as nats://nas.lan:4222", raw)
-		}
-		hosts = append(hosts, u.Hostname())
-	}
-	return hosts, nil
-}
-
-// initOrch is one orchestrator config that init writes.
-type initOrch struct {
-	file, dataDir string
-	// advertise is a group member's API address, its ha.advertise_url.
-	advertise string
-	// edits are added to every orchestrator's: a group member's.
-	edits []yamlEdit
-}
-
-func writeInit(w io.Writer, o initOptions, agents []siteAgent, clients []siteClient) error {
-	hosts, err := o.brokerHostNames()
-	if err != nil {
-		return usagef(err.Error())
-	}
-	var nodes []clusterNode
-	orchs := []initOrch{{file: "orchestrator.yaml", dataDir: filepath.Join(o.dataRoot, "orchestrator")}}
-	apiFallback := hosts // an orchestrator often runs beside the broker
-	if o.ha.enabled {
-		if nodes, err = o.clusterNodes(); err != nil {
-			return usagef(err.Error())
-		}
-		if apiFallback, err = o.orchestratorHosts(); err != nil {
-			return usagef(err.Error())
-		}
-		orchs = orchs[:0]
-		for i := range o.ha.orchestrators {
-			name := "orchestrator-" + strconv.Itoa(i+1)
-			orchs = append(orchs, initOrch{file: name + ".yaml", dataDir: filepath.Join(o.dataRoot, name)})
-		}
-	}
-	brokerFiles := []string{"broker.conf"}
-	if nodes != nil {
-		brokerFiles = brokerFiles[:0]
-		for _, n := range nodes {
-			brokerFiles = append(brokerFiles, n.name+".conf")
-		}
-	}
-	// Refuse before anything is made: a new NKey without the broker config that
-	// lists it would lock its daemon out.
-	var targets []string
-	for _, f := range brokerFiles {
-		targets = append(targets, filepath.Join(o.dir, f))
-	}
-	for _, orch := range orchs {
-		targets = append(targets, filepath.Join(o.dir, orch.file))
-	}
-	for _, a := range agents {
-		targets = append(targets, filepath.Join(o.dir, "agents", a.id+".yaml"))
-	}
-	for _, c := range clients {
-		targets = append(targets, filepath.Join(o.dir, "clients", c.name+".txt"))
-	}
-	for _, path := range targets {
-		if err := refuseOverwrite(path, o.force); err != nil {
-			return err
-		}
-	}
-	for _, d := range []string{"agents", "clients"} {
-		if err := os.MkdirAll(filepath.Join(o.dir, d), 0o755); err != nil {
-			return err
-		}
-	}
-	apiHosts, err := o.apiHostNames(apiFallback)
-	if err != nil {
-		return usagef(err.Error())
-	}
-	if o.ha.enabled && apiHosts != nil {
-		// Each orchestrator of the group serves the API with the same certificate.
-		apiHosts = append(slices.Clip(apiHosts), apiFallback...)
-	}
-	spec := siteSpec{agents: agents, clients: clients, brokerHosts: hosts, apiHosts: apiHosts, mutualTLS: o.mutualTLS}
-	for _, n := range nodes {
-		spec.nodes = append(spec.nodes, n.siteNode)
-	}
-	if o.ha.enabled {
-		for _, orch := range orchs {
-			spec.orchestrators = append(spec.orchestrators, strings.TrimSuffix(orch.file, ".yaml"))
-		}
-	}
-	st, err := ensureSite(filepath.Join(o.dir, "secrets"), spec)
-	if err != nil {
-		return err
-	}
-	if nodes == nil {
-		if err := broker.WriteServerFile(filepath.Join(o.dir, "broker.conf"), st.brokerFile(o.secretsDir, o.brokerListen)); err != nil {
-			return err
-		}
-	}
-	for _, n := range nodes {
-		if err := broker.WriteServerFile(filepath.Join(o.dir, n.name+".conf"), st.nodeFile(n, o.secretsDir, o.dataRoot)); err != nil {
-			return err
-		}
-	}
-	allowed, err := writeAgentConfigs(o, st, agents)
-	if err != nil {
-		return err
-	}
-	if o.ha.enabled {
-		_, port, err := net.SplitHostPort(o.listen)
-		if err != nil {
-			return usagef(fmt.Sprintf("--listen %q: %v", o.listen, err))
-		}
-		scheme := "http"
-		if apiHosts != nil {
-			scheme = "https"
-		}
-		for i := range orchs {
-			orchs[i].advertise = scheme + "://" + net.JoinHostPort(apiFallback[i], port)
-			orchs[i].edits = append(o.haEdits(orchs[i].advertise),
-				yamlEdit{storeIdentity(st.natsConfig(storeID, nil, o.secretsDir)), []string{"store", "jetstream", "nats"}})
-		}
-	}
-	for _, orch := range orchs {
-		if err := writeOrchConfig(o, st, orch, allowed); err != nil {
-			return err
-		}
-	}
-	for _, c := range clients {
-		if err := writeClientNotes(o, st, c); err != nil {
-			return err
-		}
-	}
-	printInitSummary(w, o, st, nodes, orchs)
-	return nil
-}
-
-// apiHostNames are the names in the HTTP API's certificate, or nil when the API
-// listens on loopback only and its token never crosses a network: --api-host, or
-// the host of --listen, or (listening on every address) fallback: the broker's
-// names, or with --ha the orchestrators' hosts.
-func (o initOptions) apiHostNames(fallback []string) ([]string, error) {
-	host, _, err := net.SplitHostPort(o.listen)
-	if err != nil {
-		return nil, fmt.Errorf("--listen %q: %v", o.listen, err)
-	}
-	if isLoopback(host) && len(o.apiHosts) == 0 {
-		return nil, nil
-	}
-	switch ip := net.ParseIP(host); {
-	case len(o.apiHosts) > 0:
-		return o.apiHosts, nil
-	case host != "" && (ip == nil || !ip.IsUnspecified()):
-		return []string{host}, nil
-	}
-	return fallback, nil
-}
-
-func agentIDs(agents []siteAgent) []string {
-	ids := make([]string, len(agents))
-	for i, a := range agents {
-		ids[i] = a.id
-	}
-	return ids
-}
-
-func printInitSummary(w io.Writer, o initOptions, st *site, nodes []clusterNode, orchs []initOrch) {
-	fmt.Fprintf(w, "Wrote %s:\n", o.dir)
-	if nodes == nil {
-		fmt.Fprintf(w, "  broker.conf             the broker (%s): NKey users, TLS, least privilege\n", o.brokerListen)
-	}
-	for _, n := range nodes {
+	for _, n := range l.Nodes {
 		fmt.Fprintf(w, "  %-23s node %s of the cluster, on %s (clients %s, routes %s over verified TLS), JetStream\n",
-			n.name+".conf", strings.TrimPrefix(n.name, "broker-"), n.hosts[0], n.clientListen, n.routeListen)
+			n.Name+".conf", strings.TrimPrefix(n.Name, "broker-"), n.Hosts[0], n.ClientListen, n.RouteListen)
 	}
 	scheme, ca := "http", ""
-	if st.spec.apiHosts != nil {
-		scheme, ca = "https", fmt.Sprintf("; clients trust it with --api-ca-file %s", filepath.Join(o.dir, "secrets", siteCA))
+	if l.Spec.APIHosts != nil {
+		scheme, ca = "https", fmt.Sprintf("; clients trust it with --api-ca-file %s", filepath.Join(l.Dir, "secrets", site.CA))
 	}
-	for _, orch := range orchs {
-		if orch.advertise == "" {
-			fmt.Fprintf(w, "  %-23s orchestrator (API %s://%s%s)\n", orch.file, scheme, o.listen, ca)
+	for _, orch := range l.Orchestrators {
+		if orch.Advertise == "" {
+			fmt.Fprintf(w, "  %-23s orchestrator (API %s://%s%s)\n", orch.File, scheme, l.Listen, ca)
 			continue
 		}
 		fmt.Fprintf(w, "  %-23s member of group %s, tasks in JetStream on 3 replicas (API %s, listening on %s%s)\n",
-			orch.file, o.ha.group, orch.advertise, o.listen, ca)
+			orch.File, l.HA.Group, orch.Advertise, l.Listen, ca)
 	}
-	for _, a := range st.spec.agents {
-		fmt.Fprintf(w, "  agents/%-16s %s agent\n", a.id+".yaml", a.typ)
+	for _, a := range l.Agents {
+		fmt.Fprintf(w, "  agents/%-16s %s agent\n", a.ID+".yaml", a.Type)
 	}
-	for _, c := range st.spec.clients {
-		fmt.Fprintf(w, "  clients/%-15s client %s\n", c.name+".txt", c.name)
+	for _, c := range l.Clients {
+		fmt.Fprintf(w, "  clients/%-15s client %s\n", c.Name+".txt", c.Name)
 	}
-	fmt.Fprintf(w, "Copy to each host's %s only the files it needs (all 0600 but the certificates):\n", o.secretsDir)
-	for _, row := range st.hostFiles() {
-		fmt.Fprintf(w, "  %-22s %s\n", row[0]+":", row[1])
+	fmt.Fprintf(w, "Copy to each host's %s only the files it needs (all 0600 but the certificates):\n", l.SecretsDir)
+	for _, h := range st.HostFiles() {
+		fmt.Fprintf(w, "  %-22s %s\n", h.Host+":", strings.Join(h.Files, ", "))
 	}
 	fmt.Fprintln(w, "Keep secrets/ca-key.pem off every host: it signs certificates.")
-	if o.ha.enabled {
+	if l.HA != nil {
 		fmt.Fprintln(w, "Then run chiffon broker --config broker-N.conf on each node's host, and once the three have")
 		fmt.Fprintln(w, "started, chiffon orchestrator --config orchestrator-N.yaml on each orchestrator's host;")
 	} else {

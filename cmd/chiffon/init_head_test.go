@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/chiffon-dev/chiffon/site"
 )
 
 // TestInitConfigsDoNotNameTheExamples: a written orchestrator.yaml says how to run
@@ -46,7 +48,7 @@ func TestInitServesTheAPIOverHTTPSBeyondLoopback(t *testing.T) {
 			t.Fatalf("%v: %s", args, errOut)
 		}
 		orch, _ := os.ReadFile(filepath.Join(dir, "orchestrator.yaml"))
-		certPath := filepath.Join(dir, "secrets", siteAPIPEM)
+		certPath := filepath.Join(dir, "secrets", site.APICert)
 		hasTLS := strings.Contains(string(orch), "cert_file: "+certPath)
 		if hasTLS != tc.tls {
 			t.Errorf("--listen %s %v: http.tls set %v, want %v:\n%s", tc.listen, tc.args, hasTLS, tc.tls, orch)

@@ -13,6 +13,7 @@ import (
 	"github.com/chiffon-dev/chiffon/examples"
 	"github.com/chiffon-dev/chiffon/internal/stack"
 	"github.com/chiffon-dev/chiffon/orchestrator"
+	"github.com/chiffon-dev/chiffon/site"
 )
 
 // localConfig says where `up` and `demo` run a whole Chiffon on this host.
@@ -34,60 +35,57 @@ type localConfig struct {
 // first use, as `chiffon init` makes them for several hosts, and the broker runs the
 // config that gives each daemon only its rights: no anonymous local process can use
 // its port either. Beyond loopback the API serves HTTPS with a certificate of the
-// site CA (secrets/api.pem) for listenNames(Host).
+// site CA (secrets/api.pem) for site.ListenNames(Host).
 func localStack(cfg localConfig) (stack.Config, error) {
-	var agents []siteAgent
+	var agents []site.Agent
 	var acs []agent.Config
 	for _, t := range envelope.AgentTypes {
 		ac, err := exampleAgentConfig(string(t))
 		if err != nil {
 			return stack.Config{}, err
 		}
-		agents = append(agents, siteAgent{typ: string(t), id: ac.ID})
+		agents = append(agents, site.Agent{Type: string(t), ID: ac.ID})
 		acs = append(acs, ac)
 	}
 	secrets := filepath.Join(cfg.DataDir, "secrets")
-	names := listenNames(cfg.Host)
-	// The daemons here dial the broker at Host itself, even a wildcard one.
-	spec := siteSpec{agents: agents, brokerHosts: append([]string{cfg.Host}, names...)}
-	if !isLoopback(cfg.Host) {
+	names := site.ListenNames(cfg.Host)
+	// The daemons here dial the broker at Host itself, even a wildcard one. A
+	// viewer's token beside the operator's api.token looks at the dashboard
+	// read-only.
+	spec := site.Spec{Agents: agents, BrokerHosts: append([]string{cfg.Host}, names...), ViewerToken: true}
+	if !site.IsLoopback(cfg.Host) {
 		// Other hosts reach the API: it serves HTTPS with a certificate of the site
 		// CA, as init gives an orchestrator listening beyond loopback.
-		spec.apiHosts = names
+		spec.APIHosts = names
 	}
-	st, err := ensureSite(secrets, spec)
+	st, err := site.Ensure(secrets, spec)
 	if err != nil {
-		return stack.Config{}, err
-	}
-	// A viewer's token beside the operator's api.token, to look at the
-	// dashboard read-only.
-	if _, err := loadOrCreateToken(filepath.Join(secrets, siteViewerToken)); err != nil {
 		return stack.Config{}, err
 	}
 	confPath := filepath.Join(cfg.DataDir, "broker.conf")
 	listen := net.JoinHostPort(cfg.Host, strconv.Itoa(max(cfg.NATSPort, 0)))
-	if err := broker.WriteServerFile(confPath, st.brokerFile(secrets, listen)); err != nil {
+	if err := broker.WriteServerFile(confPath, st.BrokerFile(secrets, listen)); err != nil {
 		return stack.Config{}, err
 	}
 	httpCfg := orchestrator.HTTPConfig{Listen: net.JoinHostPort(cfg.Host, strconv.Itoa(cfg.HTTPPort))}
-	if spec.apiHosts != nil {
-		httpCfg.TLS = orchestrator.TLSConfig{CertFile: filepath.Join(secrets, siteAPIPEM), KeyFile: filepath.Join(secrets, siteAPIKey)}
+	if spec.APIHosts != nil {
+		httpCfg.TLS = orchestrator.TLSConfig{CertFile: filepath.Join(secrets, site.APICert), KeyFile: filepath.Join(secrets, site.APIKey)}
 	}
 	sc := stack.Config{
 		Broker:  broker.ServerConfig{ConfigFile: confPath, Host: cfg.Host, Port: portOrRandom(cfg.NATSPort)},
 		DataDir: cfg.DataDir,
 		Orchestrator: orchestrator.Config{
-			NATS:         st.natsConfig(broker.Identity{Role: broker.RoleOrchestrator}, nil, secrets),
-			APITokenFile: filepath.Join(secrets, siteAPIToken),
-			APITokens:    []orchestrator.APITokenConfig{{TokenFile: filepath.Join(secrets, siteViewerToken), Role: orchestrator.RoleViewer}},
+			NATS:         st.NATSConfig(broker.Identity{Role: broker.RoleOrchestrator}, nil, secrets),
+			APITokenFile: filepath.Join(secrets, site.APIToken),
+			APITokens:    []orchestrator.APITokenConfig{{TokenFile: filepath.Join(secrets, site.ViewerToken), Role: orchestrator.RoleViewer}},
 			HTTP:         httpCfg,
 		},
 		Log: cfg.Log,
 	}
 	for _, ac := range acs {
-		ac.NATS = st.natsConfig(broker.Identity{Role: broker.RoleAgent, Name: ac.ID}, nil, secrets)
-		ac.TokenFile = filepath.Join(secrets, agentTokenName(ac.ID))
-		ac.OrchestratorTokenFile = filepath.Join(secrets, agentOrchTokenName(ac.ID))
+		ac.NATS = st.NATSConfig(broker.Identity{Role: broker.RoleAgent, Name: ac.ID}, nil, secrets)
+		ac.TokenFile = filepath.Join(secrets, site.AgentToken(ac.ID))
+		ac.OrchestratorTokenFile = filepath.Join(secrets, site.AgentOrchestratorToken(ac.ID))
 		ac.DataDir = filepath.Join(cfg.DataDir, "agents", ac.ID)
 		sc.Agents = append(sc.Agents, stack.Agent{Config: ac})
 	}

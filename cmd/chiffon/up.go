@@ -13,6 +13,7 @@ import (
 	"syscall"
 
 	"github.com/chiffon-dev/chiffon/internal/stack"
+	"github.com/chiffon-dev/chiffon/site"
 	"github.com/spf13/cobra"
 )
 
@@ -117,19 +118,19 @@ func watchSignals(s *stack.Stack) (stop func()) {
 
 // upAPIURLs are the API's URL for this host's clients (the one in api.url) and for
 // other hosts, from the URL the stack serves on and up's --host: a wildcard
-// address is reached at 127.0.0.1 here and at advertisedHost elsewhere.
+// address is reached at 127.0.0.1 here and at site.AdvertisedHost elsewhere.
 func upAPIURLs(served, host string) (local, remote string, err error) {
 	u, err := url.Parse(served)
 	if err != nil {
 		return "", "", err
 	}
-	if !isWildcard(u.Hostname()) {
+	if !site.IsWildcard(u.Hostname()) {
 		return served, served, nil
 	}
 	port := u.Port()
 	u.Host = net.JoinHostPort("127.0.0.1", port)
 	local = u.String()
-	u.Host = net.JoinHostPort(advertisedHost(host), port)
+	u.Host = net.JoinHostPort(site.AdvertisedHost(host), port)
 	return local, u.String(), nil
 }
 
@@ -158,7 +159,7 @@ func (b upBanner) print(w io.Writer) {
 	fmt.Fprintf(w, "  NATS broker    %s\n", b.natsURL)
 	fmt.Fprintf(w, "  HTTP API       %s  (token in %s)\n", b.apiURL, tokenFile)
 	fmt.Fprintf(w, "  dashboard      %s/  (sign in with that token; a viewer's is in %s)\n", b.apiURL,
-		filepath.Join(dataDir, "secrets", siteViewerToken))
+		filepath.Join(dataDir, "secrets", site.ViewerToken))
 	for _, a := range b.agents {
 		fmt.Fprintf(w, "  agent %-8s %s  data %s\n", a.Config.Type, a.Config.ID, a.Config.DataDir)
 	}
@@ -168,14 +169,14 @@ func (b upBanner) print(w io.Writer) {
 	fmt.Fprintf(w, "  chiffon agents --data-dir %s\n", dataDir)
 	remoteURL := cmp.Or(b.remoteURL, b.apiURL)
 	if b.tls {
-		caFile := filepath.Join(dataDir, "secrets", siteCA)
+		caFile := filepath.Join(dataDir, "secrets", site.CA)
 		fmt.Fprintf(w, "From another host, with copies of the token file and the site CA (browsers: import %s):\n", caFile)
 		fmt.Fprintf(w, "  chiffon agents --server %s --api-token-file %s --api-ca-file %s\n", remoteURL, tokenFile, caFile)
 	} else {
 		fmt.Fprintln(w, "From another host, with a copy of the token file:")
 		fmt.Fprintf(w, "  chiffon agents --server %s --api-token-file %s\n", remoteURL, tokenFile)
 	}
-	if isLoopback(b.host) {
+	if site.IsLoopback(b.host) {
 		fmt.Fprintf(w, "  (the API listens on %s only: for other hosts, start up with --host and this host's address)\n", b.host)
 	}
 	fmt.Fprintln(w, "Press Ctrl-C to stop.")

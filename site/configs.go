@@ -1,4 +1,4 @@
-package main
+package site
 
 import (
 	"errors"
@@ -13,57 +13,63 @@ import (
 
 // writeAgentConfigs writes agents/<id>.yaml for each agent, from the example of
 // its type, and returns the orchestrator's list of allowed agents.
-func writeAgentConfigs(o initOptions, st *site, agents []siteAgent) ([]map[string]string, error) {
-	onHost := func(name string) string { return filepath.Join(o.secretsDir, name) }
+func (l *Layout) writeAgentConfigs(st *Secrets) ([]map[string]string, error) {
 	var allowed []map[string]string
-	for _, a := range agents {
-		allowed = append(allowed, map[string]string{"id": a.id, "type": a.typ,
-			"token_file": onHost(agentTokenName(a.id)), "orchestrator_token_file": onHost(agentOrchTokenName(a.id))})
-		id := broker.Identity{Role: broker.RoleAgent, Name: a.id}
-		doc, err := exampleDoc(examples.AgentConfig(a.typ))
+	for _, a := range l.Agents {
+		allowed = append(allowed, map[string]string{"id": a.ID, "type": a.Type,
+			"token_file": l.onHost(AgentToken(a.ID)), "orchestrator_token_file": l.onHost(AgentOrchestratorToken(a.ID))})
+		id := broker.Identity{Role: broker.RoleAgent, Name: a.ID}
+		doc, err := exampleDoc(examples.AgentConfig(a.Type))
 		if err != nil {
 			return nil, err
 		}
-		edits := append(natsEdits(st.natsConfig(id, o.nats, o.secretsDir)),
-			yamlEdit{a.id, []string{"id"}},
-			yamlEdit{onHost(agentTokenName(a.id)), []string{"token_file"}},
-			yamlEdit{onHost(agentOrchTokenName(a.id)), []string{"orchestrator_token_file"}},
-			yamlEdit{filepath.Join(o.dataRoot, a.id), []string{"data_dir"}})
+		edits := append(natsEdits(st.NATSConfig(id, l.NATS, l.SecretsDir)),
+			yamlEdit{a.ID, []string{"id"}},
+			yamlEdit{l.onHost(AgentToken(a.ID)), []string{"token_file"}},
+			yamlEdit{l.onHost(AgentOrchestratorToken(a.ID)), []string{"orchestrator_token_file"}},
+			yamlEdit{filepath.Join(l.DataRoot, a.ID), []string{"data_dir"}})
 		if err := applyEdits(doc, edits); err != nil {
 			return nil, err
 		}
 		doc.remove("name") // each host's agent is named after the host by default
-		if err := writeConfig(filepath.Join(o.dir, "agents", a.id+".yaml"), doc, o.force); err != nil {
+		if err := writeConfig(filepath.Join(l.Dir, "agents", a.ID+".yaml"), doc, l.Force); err != nil {
 			return nil, err
 		}
 	}
 	return allowed, nil
 }
 
+// onHost is the path of a secret file on the hosts.
+func (l *Layout) onHost(name string) string { return filepath.Join(l.SecretsDir, name) }
+
 // writeOrchConfig writes an orchestrator's config from the example: the site's
-// NATS identity, API token and agents, its data dir, and orch's own edits.
-func writeOrchConfig(o initOptions, st *site, orch initOrch, allowed []map[string]string) error {
-	onHost := func(name string) string { return filepath.Join(o.secretsDir, name) }
+// NATS identity, API token and agents, its data dir, and for a group member
+// the group's settings and the store's identity.
+func (l *Layout) writeOrchConfig(st *Secrets, orch OrchestratorFile, allowed []map[string]string) error {
 	doc, err := exampleDoc(examples.OrchestratorConfig())
 	if err != nil {
 		return err
 	}
-	edits := append(natsEdits(st.natsConfig(broker.Identity{Role: broker.RoleOrchestrator}, o.nats, o.secretsDir)),
-		yamlEdit{onHost(siteAPIToken), []string{"api_token_file"}},
-		yamlEdit{o.listen, []string{"http", "listen"}},
-		yamlEdit{orch.dataDir, []string{"data_dir"}},
+	edits := append(natsEdits(st.NATSConfig(orchID, l.NATS, l.SecretsDir)),
+		yamlEdit{l.onHost(APIToken), []string{"api_token_file"}},
+		yamlEdit{l.Listen, []string{"http", "listen"}},
+		yamlEdit{orch.DataDir, []string{"data_dir"}},
 		yamlEdit{allowed, []string{"agents"}})
-	if st.spec.apiHosts != nil {
-		edits = append(edits, yamlEdit{map[string]string{"cert_file": onHost(siteAPIPEM), "key_file": onHost(siteAPIKey)},
+	if l.Spec.APIHosts != nil {
+		edits = append(edits, yamlEdit{map[string]string{"cert_file": l.onHost(APICert), "key_file": l.onHost(APIKey)},
 			[]string{"http", "tls"}})
 	}
-	if err := applyEdits(doc, append(edits, orch.edits...)); err != nil {
+	if l.HA != nil {
+		edits = append(append(edits, haEdits(l.HA.Group, orch.Advertise)...),
+			yamlEdit{storeIdentity(st.NATSConfig(storeID, nil, l.SecretsDir)), []string{"store", "jetstream", "nats"}})
+	}
+	if err := applyEdits(doc, edits); err != nil {
 		return err
 	}
 	// The example's first comment line names the example file.
 	head := &doc.root.HeadComment
-	*head = strings.Replace(*head, "examples/orchestrator.yaml", orch.file+"  (written by chiffon init)", 1)
-	return writeConfig(filepath.Join(o.dir, orch.file), doc, o.force)
+	*head = strings.Replace(*head, "examples/orchestrator.yaml", orch.File+"  (written by chiffon init)", 1)
+	return writeConfig(filepath.Join(l.Dir, orch.File), doc, l.Force)
 }
 
 // storeIdentity is the store.jetstream.nats section of an orchestrator's
@@ -74,21 +80,6 @@ func storeIdentity(c broker.NATSConfig) map[string]any {
 		out["tls"] = map[string]string{"cert_file": c.TLS.CertFile, "key_file": c.TLS.KeyFile}
 	}
 	return out
-}
-
-// yamlEdit is a value to set at a path of a config.
-type yamlEdit struct {
-	value any
-	path  []string
-}
-
-func applyEdits(doc *yamlDoc, edits []yamlEdit) error {
-	for _, e := range edits {
-		if err := doc.set(e.value, e.path...); err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 // natsEdits set a config's nats section to c, keeping the comments around it.
@@ -106,13 +97,13 @@ func natsEdits(c broker.NATSConfig) []yamlEdit {
 
 // writeClientNotes writes clients/<name>.txt: what a client identity may do and
 // how to connect as it with the nats CLI.
-func writeClientNotes(o initOptions, st *site, c siteClient) error {
-	id := broker.Identity{Role: broker.RoleClient, Name: c.name, Agents: c.agents}
-	nc := st.natsConfig(id, o.nats, o.secretsDir)
+func (l *Layout) writeClientNotes(st *Secrets, c Client) error {
+	id := broker.Identity{Role: broker.RoleClient, Name: c.Name, Agents: c.Agents}
+	nc := st.NATSConfig(id, l.NATS, l.SecretsDir)
 	subj := broker.Subjects{}
 	perms := subj.Permissions(id, st.identities)
 	var b strings.Builder
-	fmt.Fprintf(&b, "Client %s may command agents: %s\n\n", c.name, strings.Join(c.agents, ", "))
+	fmt.Fprintf(&b, "Client %s may command agents: %s\n\n", c.Name, strings.Join(c.Agents, ", "))
 	fmt.Fprintf(&b, "It may publish to:\n  %s\nand subscribe to:\n  %s\n\n",
 		strings.Join(perms.Publish, "\n  "), strings.Join(perms.Subscribe, "\n  "))
 	fmt.Fprintf(&b, "Its requests must use the inbox prefix %s. With the nats CLI:\n\n", subj.InboxOf(id))
@@ -120,26 +111,17 @@ func writeClientNotes(o initOptions, st *site, c siteClient) error {
 	if nc.TLS.CertFile != "" {
 		flags += fmt.Sprintf(" --tlscert %s --tlskey %s", nc.TLS.CertFile, nc.TLS.KeyFile)
 	}
-	if len(c.agents) > 0 {
-		a := c.agents[0]
+	if len(c.Agents) > 0 {
+		a := c.Agents[0]
 		// --no-templates: the nats CLI would otherwise read {{ }} in a body as a template.
 		fmt.Fprintf(&b, "  nats %s \\\n    request --no-templates %s \\\n"+
 			"    \"$(chiffon envelope new --type work_request --to %s --work-type echo --param message=hi)\" \\\n"+
 			"    --header \"Authorization:Bearer $(cat %s)\" --header Chiffon-Agent-Id:%s\n\n",
-			flags, subj.AgentWork(a), agentType(st, a), filepath.Join(o.secretsDir, agentOrchTokenName(a)), a)
+			flags, subj.AgentWork(a), st.spec.agentType(a), l.onHost(AgentOrchestratorToken(a)), a)
 		fmt.Fprintf(&b, "The Authorization token of each agent is its agent-<id>.orchestrator.token; its answers\n"+
 			"carry its agent-<id>.token, which the client should check.\n")
 	}
-	return os.WriteFile(filepath.Join(o.dir, "clients", c.name+".txt"), []byte(b.String()), 0o644)
-}
-
-func agentType(st *site, id string) string {
-	for _, a := range st.spec.agents {
-		if a.id == id {
-			return a.typ
-		}
-	}
-	return ""
+	return os.WriteFile(filepath.Join(l.Dir, "clients", c.Name+".txt"), []byte(b.String()), 0o644)
 }
 
 func exampleDoc(b []byte, err error) (*yamlDoc, error) {

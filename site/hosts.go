@@ -1,4 +1,4 @@
-package main
+package site
 
 import (
 	"net"
@@ -7,9 +7,9 @@ import (
 	"slices"
 )
 
-// isLoopback reports whether host only accepts connections from this machine. Names
+// IsLoopback reports whether host only accepts connections from this machine. Names
 // other than localhost count as reachable from elsewhere.
-func isLoopback(host string) bool {
+func IsLoopback(host string) bool {
 	if host == "localhost" {
 		return true
 	}
@@ -17,19 +17,19 @@ func isLoopback(host string) bool {
 	return ip != nil && ip.IsLoopback()
 }
 
-// isWildcard reports whether host, as a listen address, means every address of
+// IsWildcard reports whether host, as a listen address, means every address of
 // this machine: "", 0.0.0.0 or ::.
-func isWildcard(host string) bool {
+func IsWildcard(host string) bool {
 	ip := net.ParseIP(host)
 	return host == "" || ip != nil && ip.IsUnspecified()
 }
 
-// listenNames are the names and addresses other hosts reach a listener on host by,
+// ListenNames are the names and addresses other hosts reach a listener on host by,
 // for its certificate: host itself, or for a wildcard address this machine's name
 // and the addresses of its interfaces, IPv4 first, leaving out loopback and
 // link-local ones. (Certificates name localhost and 127.0.0.1 in any case.)
-func listenNames(host string) []string {
-	if !isWildcard(host) {
+func ListenNames(host string) []string {
+	if !IsWildcard(host) {
 		return []string{host}
 	}
 	var names []string
@@ -63,14 +63,14 @@ func interfaceAddrs() []string {
 	return slices.Concat(v4, v6)
 }
 
-// advertisedHost is the host to give other hosts for a listener on host: host
-// itself, or for a wildcard address the first of listenNames' addresses (an
+// AdvertisedHost is the host to give other hosts for a listener on host: host
+// itself, or for a wildcard address the first of ListenNames' addresses (an
 // address reaches further than a name a LAN may not resolve), else its name.
-func advertisedHost(host string) string {
-	if !isWildcard(host) {
+func AdvertisedHost(host string) string {
+	if !IsWildcard(host) {
 		return host
 	}
-	names := listenNames(host)
+	names := ListenNames(host)
 	for _, n := range names {
 		if net.ParseIP(n) != nil {
 			return n

@@ -1,4 +1,4 @@
-package main
+package site
 
 import (
 	"bytes"
@@ -11,6 +11,23 @@ import (
 // configs read like the commented examples they come from.
 type yamlDoc struct{ root yaml.Node }
 
+// yamlEdit is a value to set at a path of a config.
+type yamlEdit struct {
+	value any
+	path  []string
+}
+
+// applyEdits sets each edit's value in doc.
+func applyEdits(doc *yamlDoc, edits []yamlEdit) error {
+	for _, e := range edits {
+		if err := doc.set(e.value, e.path...); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// parseYAMLDoc reads a YAML mapping for editing.
 func parseYAMLDoc(b []byte) (*yamlDoc, error) {
 	d := &yamlDoc{}
 	if err := yaml.Unmarshal(b, &d.root); err != nil {
@@ -57,6 +74,7 @@ func (d *yamlDoc) set(value any, path ...string) error {
 	return nil
 }
 
+// lookup is the value of key in mapping m, or nil.
 func lookup(m *yaml.Node, key string) *yaml.Node {
 	for i := 0; i+1 < len(m.Content); i += 2 {
 		if m.Content[i].Value == key {
@@ -66,6 +84,7 @@ func lookup(m *yaml.Node, key string) *yaml.Node {
 	return nil
 }
 
+// bytes is the document, indented by two spaces.
 func (d *yamlDoc) bytes() ([]byte, error) {
 	var buf bytes.Buffer
 	enc := yaml.NewEncoder(&buf)

@@ -1,0 +1,82 @@
+package site
+
+import (
+	"os"
+	"path/filepath"
+
+	"github.com/chiffon-dev/chiffon/broker"
+)
+
+// Write writes the site under Dir: its secrets (kept when they exist), the
+// broker's config (or each node's), the orchestrators', each agent's and each
+// client's notes. It refuses before anything is made when a config exists and
+// Force is off: a new NKey without the broker config that lists it would lock
+// its daemon out.
+func (l *Layout) Write() (*Secrets, error) {
+	for _, path := range l.configFiles() {
+		if err := refuseOverwrite(path, l.Force); err != nil {
+			return nil, err
+		}
+	}
+	for _, d := range []string{"agents", "clients"} {
+		if err := os.MkdirAll(filepath.Join(l.Dir, d), 0o755); err != nil {
+			return nil, err
+		}
+	}
+	st, err := Ensure(filepath.Join(l.Dir, "secrets"), l.Spec)
+	if err != nil {
+		return nil, err
+	}
+	if err := l.writeBrokerFiles(st); err != nil {
+		return nil, err
+	}
+	allowed, err := l.writeAgentConfigs(st)
+	if err != nil {
+		return nil, err
+	}
+	for _, orch := range l.Orchestrators {
+		if err := l.writeOrchConfig(st, orch, allowed); err != nil {
+			return nil, err
+		}
+	}
+	for _, c := range l.Clients {
+		if err := l.writeClientNotes(st, c); err != nil {
+			return nil, err
+		}
+	}
+	return st, nil
+}
+
+// configFiles are the paths of every config Write writes.
+func (l *Layout) configFiles() []string {
+	var paths []string
+	if l.Nodes == nil {
+		paths = append(paths, filepath.Join(l.Dir, "broker.conf"))
+	}
+	for _, n := range l.Nodes {
+		paths = append(paths, filepath.Join(l.Dir, n.Name+".conf"))
+	}
+	for _, orch := range l.Orchestrators {
+		paths = append(paths, filepath.Join(l.Dir, orch.File))
+	}
+	for _, a := range l.Agents {
+		paths = append(paths, filepath.Join(l.Dir, "agents", a.ID+".yaml"))
+	}
+	for _, c := range l.Clients {
+		paths = append(paths, filepath.Join(l.Dir, "clients", c.Name+".txt"))
+	}
+	return paths
+}
+
+// writeBrokerFiles writes broker.conf, or each node's broker-<n>.conf.
+func (l *Layout) writeBrokerFiles(st *Secrets) error {
+	if l.Nodes == nil {
+		return broker.WriteServerFile(filepath.Join(l.Dir, "broker.conf"), st.BrokerFile(l.SecretsDir, l.BrokerListen))
+	}
+	for _, n := range l.Nodes {
+		if err := broker.WriteServerFile(filepath.Join(l.Dir, n.Name+".conf"), st.nodeFile(n, l.SecretsDir, l.DataRoot)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
