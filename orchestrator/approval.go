@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"slices"
 	"time"
 
@@ -186,7 +185,7 @@ func (o *Orchestrator) DecideBatch(ctx context.Context, id string, approve bool,
 	a.State = ApprovalApproved
 	if !approve {
 		a.State = ApprovalRejected
-		o.rejectBatch(b, now)
+		rejectView(b, now)
 	}
 	if err := o.putBatch(b); err != nil {
 		return nil, err
@@ -196,49 +195,4 @@ func (o *Orchestrator) DecideBatch(ctx context.Context, id string, approve bool,
 	}
 	o.fleet.taskEnded(id) // wakes its runner
 	return o.GetBatch(id)
-}
-
-// rejectBatch ends b rejected at now: none of its tasks is made.
-func (o *Orchestrator) rejectBatch(b *api.Batch, now time.Time) {
-	b.State, b.FinishedAt = api.BatchRejected, &now
-	for i := range b.Targets {
-		if t := &b.Targets[i]; t.State == api.TargetWaiting || t.State == "" {
-			t.State = api.TargetSkipped
-		}
-	}
-	b.Count()
-}
-
-// awaitBatchApproval is a batch runner's step while b waits for approval: it
-// reads the decision, rejects b once the approval expired, and otherwise waits
-// (woken by DecideBatch) at most until then.
-func (o *Orchestrator) awaitBatchApproval(b *api.Batch, log *slog.Logger) time.Duration {
-	o.batchMu.Lock()
-	defer o.batchMu.Unlock()
-	stored, err := o.storedBatch(b.ID)
-	if err != nil {
-		log.Warn("batch: read its approval", "err", err)
-		return batchRetry
-	}
-	*b = *stored
-	a := b.Approval
-	switch {
-	case b.State.Final():
-		return -1
-	case a.State != ApprovalWaiting:
-		return time.Nanosecond // decided: go on at once
-	}
-	now := time.Now().UTC()
-	if left := a.ExpiresAt.Sub(now); left > 0 {
-		return left
-	}
-	a.State, a.DecidedAt = ApprovalExpired, &now
-	o.rejectBatch(b, now)
-	if err := o.putBatch(b); err != nil {
-		log.Warn("batch: store its rejection", "err", err)
-		return batchRetry
-	}
-	log.Info("batch rejected: its approval expired")
-	o.batchFinished(b)
-	return -1
 }

@@ -186,59 +186,27 @@ func (o *Orchestrator) Batches(limit int) ([]*api.Batch, error) {
 }
 
 // refresh brings a running batch's targets to their tasks' states, and sets
-// its state: a stored finished batch holds its final view already.
+// its state (viewBatch): a stored finished batch holds its final view already.
 func (o *Orchestrator) refresh(b *api.Batch) error {
 	if b.State != api.BatchRunning {
 		return nil
 	}
-	if a := b.Approval; a != nil && a.State == ApprovalWaiting {
-		b.State = api.BatchAwaitingApproval
-		b.Count()
-		return nil
+	tasks, err := o.batchTasks(b)
+	if err != nil {
+		return err
 	}
+	viewBatch(b, tasks)
+	return nil
+}
+
+// batchTasks reads the tasks of b's targets that have a task id, by id; a task
+// not made yet is absent.
+func (o *Orchestrator) batchTasks(b *api.Batch) (map[string]*Task, error) {
 	ids := make([]string, 0, len(b.Targets))
 	for _, t := range b.Targets {
 		if t.TaskID != "" {
 			ids = append(ids, t.TaskID)
 		}
 	}
-	tasks, err := o.tasksByID(ids)
-	if err != nil {
-		return err
-	}
-	failed := false
-	for i := range b.Targets {
-		t := &b.Targets[i]
-		if t.TaskID == "" {
-			continue
-		}
-		tk := tasks[t.TaskID]
-		if tk == nil { // not made yet
-			t.State, t.ProgressPercent = api.TargetWaiting, 0
-			continue
-		}
-		t.State, t.ProgressPercent = string(tk.State), tk.ProgressPercent
-		failed = failed || tk.State.Final() && tk.State != StateSucceeded
-	}
-	if failed && b.StopOnFailure {
-		for i := range b.Targets {
-			if t := &b.Targets[i]; t.State == api.TargetWaiting {
-				t.State = api.TargetSkipped
-			}
-		}
-	}
-	b.Count()
-	done, ok := true, true
-	for i := range b.Targets {
-		t := &b.Targets[i]
-		done = done && t.Final()
-		ok = ok && t.State == string(StateSucceeded)
-	}
-	if done {
-		b.State = api.BatchFailed
-		if ok {
-			b.State = api.BatchSucceeded
-		}
-	}
-	return nil
+	return o.tasksByID(ids)
 }

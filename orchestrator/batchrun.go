@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
-	"slices"
 	"time"
 
 	"github.com/chiffon-dev/chiffon/api"
@@ -16,22 +15,23 @@ import (
 // failed before it tries again.
 const batchRetry = time.Second
 
-// runBatch runs batch b until every target is done with: it makes the tasks of
-// the waiting targets while there is room under max_parallel (none once one
-// failed, with stop_on_failure), wakes when one of them ends, and stores the
-// batch's final view. Each task's id is the one the record names, so a task
-// made before (by an earlier runner, before a restart) is found, not made again.
+// runBatch runs batch b until its end is stored: it looks at the batch, asks the
+// batch machine (decideBatch) what to do, and does it: makes the tasks of the
+// waiting targets, stores the end, or waits until one of its tasks ends, the
+// approval expires, or a failure is worth trying again. Each task's id is the one
+// the record names, so a task made before (by an earlier runner, before a
+// restart) is found, not made again.
 func (o *Orchestrator) runBatch(ctx context.Context, b *api.Batch, wake <-chan struct{}) {
 	defer o.fleet.batchEnded(b.ID)
 	log := o.log.With("batch_id", b.ID)
 	for {
-		again := o.stepBatch(b, log)
-		if again < 0 {
+		after, stop := o.stepBatch(b, log)
+		if stop {
 			return
 		}
 		var retry <-chan time.Time
-		if again > 0 {
-			retry = time.After(again)
+		if after > 0 {
+			retry = time.After(after)
 		}
 		select {
 		case <-ctx.Done():
@@ -42,53 +42,61 @@ func (o *Orchestrator) runBatch(ctx context.Context, b *api.Batch, wake <-chan s
 	}
 }
 
-// stepBatch makes what b's tasks allow now: it returns -1 once b is finished
-// and stored, 0 to wait for a task to end, or how long to wait before looking
-// again (after a failure, or while b awaits its approval).
-func (o *Orchestrator) stepBatch(b *api.Batch, log *slog.Logger) time.Duration {
+// stepBatch looks at b once and carries out what the machine says: it reports
+// whether the runner stops, or else how long to wait at most (0: until one of
+// b's tasks ends). While b awaits its approval, its record is read again and
+// the step holds batchMu, which an operator's decision holds too.
+func (o *Orchestrator) stepBatch(b *api.Batch, log *slog.Logger) (after time.Duration, stop bool) {
 	if a := b.Approval; a != nil && a.State == ApprovalWaiting {
-		return o.awaitBatchApproval(b, log)
+		o.batchMu.Lock()
+		defer o.batchMu.Unlock()
+		stored, err := o.storedBatch(b.ID)
+		if err != nil {
+			log.Warn("batch: read its approval", "err", err)
+			return batchRetry, false
+		}
+		*b = *stored
 	}
-	view := *b
-	view.Targets = slices.Clone(b.Targets)
-	if err := o.refresh(&view); err != nil {
+	tasks, err := o.batchTasks(b)
+	if err != nil {
 		log.Warn("batch: read its tasks", "err", err)
-		return batchRetry
+		return batchRetry, false
 	}
-	if view.State.Final() {
-		now := time.Now().UTC()
-		view.FinishedAt = &now
-		if err := o.putBatch(&view); err != nil {
-			log.Warn("batch: store its end", "err", err)
-			return batchRetry
+	view, effects := decideBatch(b, tasks, time.Now().UTC())
+	for _, e := range effects {
+		switch e.kind {
+		case batchMakeTask:
+			org := origin{id: taskOf(b, e.agentID), requestID: derivedID("batch-request", b.ID, e.agentID),
+				batchID: b.ID, schedule: b.Schedule, fireTime: b.FireTime, by: b.CreatedBy, approval: b.Approval}
+			if _, _, err := o.submit(b.TaskFor(e.agentID), org); err != nil {
+				log.Warn("batch: make a task", "agent_id", e.agentID, "err", err)
+				return batchRetry, false
+			}
+			o.fleet.bump()
+		case batchStoreEnd:
+			if err := o.putBatch(&view); err != nil {
+				log.Warn("batch: store its end", "err", err)
+				return batchRetry, false
+			}
+			log.Info("batch finished", "state", view.State, "counts", fmt.Sprint(view.Counts))
+			o.batchFinished(&view)
+		case batchWait:
+			return e.after, false
+		case batchStop:
+			return 0, true
 		}
-		log.Info("batch finished", "state", view.State, "counts", fmt.Sprint(view.Counts))
-		o.batchFinished(&view)
-		return -1
 	}
-	running := 0
-	for _, t := range view.Targets {
-		if t.Started() && !t.Final() {
-			running++
+	return 0, false
+}
+
+// taskOf is the id of agentID's task in b.
+func taskOf(b *api.Batch, agentID string) string {
+	for _, t := range b.Targets {
+		if t.AgentID == agentID {
+			return t.TaskID
 		}
 	}
-	for _, t := range view.Targets {
-		if t.State != api.TargetWaiting {
-			continue
-		}
-		if b.MaxParallel > 0 && running >= b.MaxParallel {
-			break
-		}
-		org := origin{id: t.TaskID, requestID: derivedID("batch-request", b.ID, t.AgentID),
-			batchID: b.ID, schedule: b.Schedule, fireTime: b.FireTime, by: b.CreatedBy, approval: b.Approval}
-		if _, _, err := o.submit(b.TaskFor(t.AgentID), org); err != nil {
-			log.Warn("batch: make a task", "agent_id", t.AgentID, "err", err)
-			return batchRetry
-		}
-		running++
-		o.fleet.bump()
-	}
-	return 0
+	return ""
 }
 
 // batchFinished tells the webhook receivers that b's end is stored.

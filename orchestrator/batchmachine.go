@@ -1,0 +1,267 @@
+package orchestrator
+
+import (
+	"slices"
+	"time"
+
+	"github.com/chiffon-dev/chiffon/api"
+)
+
+// The batch machine. A batch's runner (batchrun.go) reads the batch's record and
+// its tasks; decideBatch says, from them and the clock alone, what the batch is
+// now and what the runner does next, as effects the runner carries out. Nothing
+// here reads or writes, so batchmachine_test.go can hold a row for every state a
+// batch can be in and every event its runner can see, as machine_test.go does
+// for a task.
+
+// batchEvent is what the runner sees when it looks at a batch.
+type batchEvent string
+
+// Batch events.
+const (
+	// batchApprovalOpen: the batch awaits an operator's answer, with time left.
+	batchApprovalOpen batchEvent = "approval open"
+	// batchApprovalExpired: nobody answered before the approval expired.
+	batchApprovalExpired batchEvent = "approval expired"
+	// batchRoom: a target waits for its task and max_parallel leaves room.
+	batchRoom batchEvent = "room"
+	// batchBusy: tasks run and no more may start now.
+	batchBusy batchEvent = "busy"
+	// batchDone: every target is done with: its task ended, or it gets none.
+	batchDone batchEvent = "done"
+)
+
+// batchEvents lists every batch event.
+var batchEvents = []batchEvent{batchApprovalOpen, batchApprovalExpired, batchRoom, batchBusy, batchDone}
+
+// batchStates lists every state a batch's record can be in when its runner
+// looks; awaiting_approval is a running record whose approval waits.
+var batchStates = []api.BatchState{api.BatchAwaitingApproval, api.BatchRunning, api.BatchSucceeded,
+	api.BatchFailed, api.BatchRejected}
+
+// batchEffectKind is what a batch effect asks of the runner.
+type batchEffectKind int
+
+const (
+	// batchMakeTask makes the task of target agentID (its id derived from the
+	// batch and the agent, so making it again finds it).
+	batchMakeTask batchEffectKind = iota
+	// batchStoreEnd stores the view as the batch's end and tells the webhook
+	// receivers.
+	batchStoreEnd
+	// batchWait looks again after `after`, or when one of the batch's tasks
+	// ends; after 0 waits for a task alone.
+	batchWait
+	// batchStop ends the runner: the batch's end is stored.
+	batchStop
+)
+
+// batchEffect is one thing the runner does, in order.
+type batchEffect struct {
+	kind    batchEffectKind
+	agentID string
+	after   time.Duration
+}
+
+// batchRow is one row of the machine: from a batch's view as seen, the effects.
+// It may change the view (a rejection, skipped targets).
+type batchRow func(view *api.Batch, now time.Time) []batchEffect
+
+// batchKey names a row.
+type batchKey struct {
+	state api.BatchState
+	event batchEvent
+}
+
+// batchRows is the machine: one row for each state and event. A final record's
+// runner only stops, whatever it sees; a pair observeBatch never gives (its state
+// decides which events it can see) looks again later rather than guess.
+var batchRows = map[batchKey]batchRow{
+	{api.BatchAwaitingApproval, batchApprovalOpen}:    awaitApproval,
+	{api.BatchAwaitingApproval, batchApprovalExpired}: expireApproval,
+	{api.BatchAwaitingApproval, batchRoom}:            lookLater,
+	{api.BatchAwaitingApproval, batchBusy}:            lookLater,
+	{api.BatchAwaitingApproval, batchDone}:            lookLater,
+
+	{api.BatchRunning, batchApprovalOpen}:    lookLater,
+	{api.BatchRunning, batchApprovalExpired}: lookLater,
+	{api.BatchRunning, batchRoom}:            startTasks,
+	{api.BatchRunning, batchBusy}:            waitForATask,
+	{api.BatchRunning, batchDone}:            endBatch,
+
+	{api.BatchSucceeded, batchApprovalOpen}:    stopBatch,
+	{api.BatchSucceeded, batchApprovalExpired}: stopBatch,
+	{api.BatchSucceeded, batchRoom}:            stopBatch,
+	{api.BatchSucceeded, batchBusy}:            stopBatch,
+	{api.BatchSucceeded, batchDone}:            stopBatch,
+
+	{api.BatchFailed, batchApprovalOpen}:    stopBatch,
+	{api.BatchFailed, batchApprovalExpired}: stopBatch,
+	{api.BatchFailed, batchRoom}:            stopBatch,
+	{api.BatchFailed, batchBusy}:            stopBatch,
+	{api.BatchFailed, batchDone}:            stopBatch,
+
+	{api.BatchRejected, batchApprovalOpen}:    stopBatch,
+	{api.BatchRejected, batchApprovalExpired}: stopBatch,
+	{api.BatchRejected, batchRoom}:            stopBatch,
+	{api.BatchRejected, batchBusy}:            stopBatch,
+	{api.BatchRejected, batchDone}:            stopBatch,
+}
+
+// decideBatch returns b's view at now, given its tasks by id (a task not made
+// yet is absent), and what b's runner does next. b itself is not changed.
+func decideBatch(b *api.Batch, tasks map[string]*Task, now time.Time) (api.Batch, []batchEffect) {
+	state := b.State
+	if a := b.Approval; a != nil && a.State == ApprovalWaiting && state == api.BatchRunning {
+		state = api.BatchAwaitingApproval
+	}
+	view := *b
+	view.Targets = slices.Clone(b.Targets)
+	viewBatch(&view, tasks)
+	row, ok := batchRows[batchKey{state, observeBatch(&view, now)}]
+	if !ok { // a state no row knows: a record from a later release
+		return view, lookLater(&view, now)
+	}
+	return view, row(&view, now)
+}
+
+// observeBatch is the event a view shows.
+func observeBatch(view *api.Batch, now time.Time) batchEvent {
+	switch {
+	case view.State == api.BatchAwaitingApproval && now.Before(view.Approval.ExpiresAt):
+		return batchApprovalOpen
+	case view.State == api.BatchAwaitingApproval:
+		return batchApprovalExpired
+	case view.State.Final():
+		return batchDone
+	}
+	running := 0
+	for _, t := range view.Targets {
+		if t.Started() && !t.Final() {
+			running++
+		}
+	}
+	for _, t := range view.Targets {
+		if t.State == api.TargetWaiting && (view.MaxParallel == 0 || running < view.MaxParallel) {
+			return batchRoom
+		}
+	}
+	return batchBusy
+}
+
+// viewBatch brings a running batch's targets to their tasks' states (tasks by
+// id; absent: not made yet) and sets its state and counts: awaiting_approval
+// while its approval waits, succeeded or failed once every target is done with.
+// A stored finished batch holds its final view already.
+func viewBatch(b *api.Batch, tasks map[string]*Task) {
+	if b.State != api.BatchRunning {
+		return
+	}
+	if a := b.Approval; a != nil && a.State == ApprovalWaiting {
+		b.State = api.BatchAwaitingApproval
+		b.Count()
+		return
+	}
+	failed := false
+	for i := range b.Targets {
+		t := &b.Targets[i]
+		if t.TaskID == "" {
+			continue
+		}
+		tk := tasks[t.TaskID]
+		if tk == nil { // not made yet
+			t.State, t.ProgressPercent = api.TargetWaiting, 0
+			continue
+		}
+		t.State, t.ProgressPercent = string(tk.State), tk.ProgressPercent
+		failed = failed || tk.State.Final() && tk.State != StateSucceeded
+	}
+	if failed && b.StopOnFailure {
+		for i := range b.Targets {
+			if t := &b.Targets[i]; t.State == api.TargetWaiting {
+				t.State = api.TargetSkipped
+			}
+		}
+	}
+	b.Count()
+	done, ok := true, true
+	for _, t := range b.Targets {
+		done = done && t.Final()
+		ok = ok && t.State == string(StateSucceeded)
+	}
+	if done {
+		b.State = api.BatchFailed
+		if ok {
+			b.State = api.BatchSucceeded
+		}
+	}
+}
+
+// awaitApproval waits for the operator's answer, at most until it expires.
+func awaitApproval(view *api.Batch, now time.Time) []batchEffect {
+	return []batchEffect{{kind: batchWait, after: view.Approval.ExpiresAt.Sub(now)}}
+}
+
+// expireApproval rejects a batch nobody approved in time.
+func expireApproval(view *api.Batch, now time.Time) []batchEffect {
+	a := *view.Approval
+	a.State, a.DecidedAt = ApprovalExpired, &now
+	view.Approval = &a
+	rejectView(view, now)
+	return []batchEffect{{kind: batchStoreEnd}, {kind: batchStop}}
+}
+
+// rejectView ends a batch rejected: its targets without a task are skipped.
+func rejectView(b *api.Batch, now time.Time) {
+	b.State, b.FinishedAt = api.BatchRejected, &now
+	for i := range b.Targets {
+		if t := &b.Targets[i]; t.State == api.TargetWaiting || t.State == "" {
+			t.State = api.TargetSkipped
+		}
+	}
+	b.Count()
+}
+
+// startTasks makes the waiting targets' tasks while max_parallel leaves room,
+// in the order of the targets, then waits for one to end.
+func startTasks(view *api.Batch, _ time.Time) []batchEffect {
+	running := 0
+	for _, t := range view.Targets {
+		if t.Started() && !t.Final() {
+			running++
+		}
+	}
+	var out []batchEffect
+	for _, t := range view.Targets {
+		if t.State != api.TargetWaiting {
+			continue
+		}
+		if view.MaxParallel > 0 && running >= view.MaxParallel {
+			break
+		}
+		out = append(out, batchEffect{kind: batchMakeTask, agentID: t.AgentID})
+		running++
+	}
+	return append(out, batchEffect{kind: batchWait})
+}
+
+// waitForATask waits for one of the batch's tasks to end.
+func waitForATask(*api.Batch, time.Time) []batchEffect {
+	return []batchEffect{{kind: batchWait}}
+}
+
+// endBatch stores a batch whose targets are all done with as finished.
+func endBatch(view *api.Batch, now time.Time) []batchEffect {
+	view.FinishedAt = &now
+	return []batchEffect{{kind: batchStoreEnd}, {kind: batchStop}}
+}
+
+// stopBatch ends the runner of a batch whose end is stored.
+func stopBatch(*api.Batch, time.Time) []batchEffect {
+	return []batchEffect{{kind: batchStop}}
+}
+
+// lookLater is the row of a pair observeBatch never gives: look again later.
+func lookLater(*api.Batch, time.Time) []batchEffect {
+	return []batchEffect{{kind: batchWait, after: batchRetry}}
+}

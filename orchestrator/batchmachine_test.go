@@ -1,0 +1,179 @@
+package orchestrator
+
+// The batch's life as a table: each row is a batch record and its tasks as the
+// runner reads them, and checks the view and the effects decideBatch returns. No
+// store, NATS or timer: the clock is fixed.
+
+import (
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/chiffon-dev/chiffon/api"
+)
+
+var btNow = time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
+
+// btBatch is a running batch over agents a, b and c, their task ids t-a, t-b and
+// t-c, with max_parallel and stop_on_failure as given.
+func btBatch(maxParallel int, stopOnFailure bool) *api.Batch {
+	b := &api.Batch{ID: "b1", State: api.BatchRunning, CreatedAt: btNow.Add(-time.Hour)}
+	b.MaxParallel, b.StopOnFailure = maxParallel, stopOnFailure
+	for _, id := range []string{"a", "b", "c"} {
+		b.Targets = append(b.Targets, api.BatchTarget{AgentID: id, TaskID: "t-" + id, State: api.TargetWaiting})
+	}
+	return b
+}
+
+// btTasks are tasks by id, from agent -> state.
+func btTasks(states map[string]State) map[string]*Task {
+	out := map[string]*Task{}
+	for agent, s := range states {
+		out["t-"+agent] = &Task{ID: "t-" + agent, State: s}
+	}
+	return out
+}
+
+// btAwaiting is btBatch awaiting its approval, which expires at expires.
+func btAwaiting(expires time.Time) *api.Batch {
+	b := btBatch(0, false)
+	b.Approval = &Approval{State: ApprovalWaiting, RequestedAt: btNow.Add(-time.Minute), ExpiresAt: expires}
+	return b
+}
+
+// btFinal is a stored batch that ended in state.
+func btFinal(state api.BatchState) *api.Batch {
+	b := btBatch(0, false)
+	b.State = state
+	at := btNow.Add(-time.Minute)
+	b.FinishedAt = &at
+	return b
+}
+
+func makeTask(agent string) batchEffect { return batchEffect{kind: batchMakeTask, agentID: agent} }
+
+var (
+	waitTask   = batchEffect{kind: batchWait}
+	storeEnd   = batchEffect{kind: batchStoreEnd}
+	stopRunner = batchEffect{kind: batchStop}
+)
+
+type batchMachineRow struct {
+	name    string
+	batch   *api.Batch
+	tasks   map[string]State
+	state   api.BatchState // the view's
+	targets []string       // the view's target states, a b c
+	effects []batchEffect
+}
+
+var batchMachineRows = []batchMachineRow{
+	// awaiting_approval
+	{"approval open: wait until it expires", btAwaiting(btNow.Add(time.Hour)), nil,
+		api.BatchAwaitingApproval, []string{"waiting", "waiting", "waiting"},
+		[]batchEffect{{kind: batchWait, after: time.Hour}}},
+	{"approval expired: rejected, every target skipped, end stored", btAwaiting(btNow), nil,
+		api.BatchRejected, []string{"skipped", "skipped", "skipped"}, []batchEffect{storeEnd, stopRunner}},
+
+	// running
+	{"room for all: every task made", btBatch(0, false), nil,
+		api.BatchRunning, []string{"waiting", "waiting", "waiting"},
+		[]batchEffect{makeTask("a"), makeTask("b"), makeTask("c"), waitTask}},
+	{"max_parallel 2: two made, in target order", btBatch(2, false), nil,
+		api.BatchRunning, []string{"waiting", "waiting", "waiting"},
+		[]batchEffect{makeTask("a"), makeTask("b"), waitTask}},
+	{"max_parallel 2, one ended: the third made", btBatch(2, false),
+		map[string]State{"a": StateSucceeded, "b": StateRunning},
+		api.BatchRunning, []string{"succeeded", "running", "waiting"}, []batchEffect{makeTask("c"), waitTask}},
+	{"max_parallel 2, both running: busy", btBatch(2, false),
+		map[string]State{"a": StateRunning, "b": StateDispatched},
+		api.BatchRunning, []string{"running", "dispatched", "waiting"}, []batchEffect{waitTask}},
+	{"stop_on_failure, one failed: the waiting one skipped, the running one finishes", btBatch(2, true),
+		map[string]State{"a": StateFailed, "b": StateRunning},
+		api.BatchRunning, []string{"failed", "running", "skipped"}, []batchEffect{waitTask}},
+	{"stop_on_failure, one failed, the rest ended: failed", btBatch(2, true),
+		map[string]State{"a": StateFailed, "b": StateSucceeded},
+		api.BatchFailed, []string{"failed", "succeeded", "skipped"}, []batchEffect{storeEnd, stopRunner}},
+	{"without stop_on_failure a failure starts the next", btBatch(2, false),
+		map[string]State{"a": StateFailed, "b": StateRunning},
+		api.BatchRunning, []string{"failed", "running", "waiting"}, []batchEffect{makeTask("c"), waitTask}},
+	{"every task succeeded: succeeded, end stored", btBatch(0, false),
+		map[string]State{"a": StateSucceeded, "b": StateSucceeded, "c": StateSucceeded},
+		api.BatchSucceeded, []string{"succeeded", "succeeded", "succeeded"}, []batchEffect{storeEnd, stopRunner}},
+	{"one cancelled, the rest succeeded: failed", btBatch(0, false),
+		map[string]State{"a": StateSucceeded, "b": StateCancelled, "c": StateSucceeded},
+		api.BatchFailed, []string{"succeeded", "cancelled", "succeeded"}, []batchEffect{storeEnd, stopRunner}},
+
+	// stored ends: the runner only stops
+	{"succeeded: stop", btFinal(api.BatchSucceeded), nil, api.BatchSucceeded,
+		[]string{"waiting", "waiting", "waiting"}, []batchEffect{stopRunner}},
+	{"failed: stop", btFinal(api.BatchFailed), nil, api.BatchFailed,
+		[]string{"waiting", "waiting", "waiting"}, []batchEffect{stopRunner}},
+	{"rejected: stop", btFinal(api.BatchRejected), nil, api.BatchRejected,
+		[]string{"waiting", "waiting", "waiting"}, []batchEffect{stopRunner}},
+}
+
+// TestBatchMachineDecidesWhatARunnerDoes runs the table.
+func TestBatchMachineDecidesWhatARunnerDoes(t *testing.T) {
+	for _, row := range batchMachineRows {
+		t.Run(row.name, func(t *testing.T) {
+			before := *row.batch
+			view, effects := decideBatch(row.batch, btTasks(row.tasks), btNow)
+			if view.State != row.state {
+				t.Errorf("view state %s, want %s", view.State, row.state)
+			}
+			var targets []string
+			for _, tg := range view.Targets {
+				targets = append(targets, tg.State)
+			}
+			if !reflect.DeepEqual(targets, row.targets) {
+				t.Errorf("targets %v, want %v", targets, row.targets)
+			}
+			if !reflect.DeepEqual(effects, row.effects) {
+				t.Errorf("effects %+v, want %+v", effects, row.effects)
+			}
+			if row.batch.State != before.State || row.batch.Targets[0].State != before.Targets[0].State {
+				t.Error("decideBatch changed the record it was given")
+			}
+			if view.State.Final() && view.State != before.State && view.FinishedAt == nil {
+				t.Error("a batch that ends has no finished_at")
+			}
+		})
+	}
+}
+
+// TestBatchMachineHasARowForEveryStateAndEvent fails when a state or an event
+// of a batch has no row, and when the table test leaves a row it can reach
+// untried.
+func TestBatchMachineHasARowForEveryStateAndEvent(t *testing.T) {
+	for _, s := range batchStates {
+		for _, e := range batchEvents {
+			if batchRows[batchKey{s, e}] == nil {
+				t.Errorf("no row for a %s batch that sees %q", s, e)
+			}
+		}
+	}
+	if len(batchRows) != len(batchStates)*len(batchEvents) {
+		t.Errorf("%d rows for %d states and %d events: a row for a state or event the lists lack",
+			len(batchRows), len(batchStates), len(batchEvents))
+	}
+	tried := map[batchKey]bool{}
+	for _, row := range batchMachineRows {
+		state := row.batch.State
+		if a := row.batch.Approval; a != nil && a.State == ApprovalWaiting {
+			state = api.BatchAwaitingApproval
+		}
+		view := *row.batch
+		view.Targets = append([]api.BatchTarget(nil), row.batch.Targets...)
+		viewBatch(&view, btTasks(row.tasks))
+		tried[batchKey{state, observeBatch(&view, btNow)}] = true
+	}
+	for _, s := range []api.BatchState{api.BatchAwaitingApproval, api.BatchRunning} {
+		for _, e := range batchEvents {
+			k := batchKey{s, e}
+			if reflect.ValueOf(batchRows[k]).Pointer() != reflect.ValueOf(lookLater).Pointer() && !tried[k] {
+				t.Errorf("the row for a %s batch that sees %q is never tried", s, e)
+			}
+		}
+	}
+}
