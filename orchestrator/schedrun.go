@@ -38,8 +38,9 @@ func (o *Orchestrator) runSchedules(ctx context.Context, wake <-chan struct{}) {
 	}
 }
 
-// fireDue makes each schedule's firings due at now, and returns when to look
-// again: the earliest next firing, or sooner after a failure.
+// fireDue makes each schedule's firings due at now, as the schedule machine
+// (decideSchedule) says, and returns when to look again: the earliest next
+// firing, or sooner after a failure.
 func (o *Orchestrator) fireDue(started, now time.Time) time.Time {
 	next := now.Add(scheduleIdle)
 	defs, fired, err := o.readSchedules()
@@ -48,36 +49,49 @@ func (o *Orchestrator) fireDue(started, now time.Time) time.Time {
 		return now.Add(batchRetry)
 	}
 	for _, s := range defs {
-		if s.Paused {
-			continue
-		}
-		w, err := api.ParseWhen(s.Cron, s.TZ)
-		if err != nil {
-			o.log.Error("schedule unreadable; it does not fire", "schedule", s.Name, "err", err)
-			continue
-		}
-		from := fromTime(s, fired[s.Name])
-		due := dueTimes(w, from, now)
-		last, err := o.fireEach(s, pickFirings(due, started, s.CatchUp))
-		if err != nil {
-			o.log.Warn("schedule: fire", "schedule", s.Name, "err", err)
+		if at, ok := o.runSchedule(s, decideSchedule(s, fired[s.Name], started, now)); ok {
+			next = earliest(next, at)
+		} else {
 			next = earliest(next, now.Add(batchRetry))
-			continue
 		}
-		if len(due) > 0 {
-			if last == nil || !last.At.Equal(due[len(due)-1]) {
-				last = &api.Firing{At: due[len(due)-1]} // skipped, not made
+	}
+	return next
+}
+
+// runSchedule carries out s's effects, in order: it returns when s wants the
+// clock back (the zero time and true when it does not), or false after a
+// failure, which the clock tries again soon.
+func (o *Orchestrator) runSchedule(s *api.Schedule, effects []scheduleEffect) (time.Time, bool) {
+	var made *api.Firing
+	wake := time.Time{}
+	for _, e := range effects {
+		switch e.kind {
+		case scheduleFire:
+			f, err := o.fire(s, e.at)
+			if err != nil {
+				o.log.Warn("schedule: fire", "schedule", s.Name, "err", err)
+				return time.Time{}, false
+			}
+			made = f
+		case scheduleSaveFiring:
+			last := made
+			if last == nil || !last.At.Equal(e.at) {
+				last = &api.Firing{At: e.at} // skipped, not made
 			}
 			if err := o.putFiring(s.Name, last); err != nil {
 				o.log.Warn("schedule: record a firing", "schedule", s.Name, "err", err)
-				next = earliest(next, now.Add(batchRetry))
-				continue
+				return time.Time{}, false
 			}
-			from = last.At
+		case scheduleWake:
+			wake = e.at
+		case scheduleUnreadable:
+			o.log.Error("schedule unreadable; it does not fire", "schedule", s.Name)
 		}
-		next = earliest(next, w.Next(latest(from, now)))
 	}
-	return next
+	if wake.IsZero() {
+		return time.Now().Add(scheduleIdle), true
+	}
+	return wake, true
 }
 
 // dueTimes lists w's times after from up to now, oldest first; of very many, the
@@ -111,20 +125,6 @@ func pickFirings(due []time.Time, started time.Time, mode api.CatchUp) []time.Ti
 		return due[max(0, missed-1):]
 	}
 	return due[missed:]
-}
-
-// fireEach makes the firings of s at times, in order, and returns the last
-// made.
-func (o *Orchestrator) fireEach(s *api.Schedule, times []time.Time) (*api.Firing, error) {
-	var last *api.Firing
-	for _, at := range times {
-		f, err := o.fire(s, at)
-		if err != nil {
-			return last, err
-		}
-		last = f
-	}
-	return last, nil
 }
 
 // fire makes the task or batch of s's firing at at: with the ids derived from
