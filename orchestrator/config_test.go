@@ -84,7 +84,7 @@ func TestDefaults(t *testing.T) {
 	}
 	want := orchestrator.HTTPLimits{ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second,
 		WriteTimeout: 60 * time.Second, IdleTimeout: 60 * time.Second, MaxConnections: 1024,
-		MaxStreamsPerToken: 16, MaxStreams: 256}
+		MaxStreamsPerToken: 128, MaxStreams: 512}
 	if c.HTTP.Limits != want {
 		t.Fatalf("http.limits defaults %+v, want %+v", c.HTTP.Limits, want)
 	}

@@ -31,10 +31,11 @@ type HTTPLimits struct {
 	// (up to an eighth more of them, at least 8), and beyond that closed at once.
 	MaxConnections int `yaml:"max_connections"`
 	// MaxStreamsPerToken caps the event streams open with one API token (by its
-	// name); 0 means 16. One more is answered 429.
+	// name); 0 means 128, room for a script that follows many tasks at once
+	// (chiffon bench follows 64). One more is answered 429.
 	MaxStreamsPerToken int `yaml:"max_streams_per_token"`
-	// MaxStreams caps the event streams open in all; 0 means 256. One more is
-	// answered 503.
+	// MaxStreams caps the event streams open in all; 0 means 512, half of
+	// MaxConnections' default. One more is answered 503.
 	MaxStreams int `yaml:"max_streams"`
 }
 
@@ -45,8 +46,8 @@ const (
 	DefaultHTTPWriteTimeout      = 60 * time.Second
 	DefaultHTTPIdleTimeout       = 60 * time.Second
 	DefaultMaxConnections        = 1024
-	DefaultMaxStreamsPerToken    = 16
-	DefaultMaxStreams            = 256
+	DefaultMaxStreamsPerToken    = 128
+	DefaultMaxStreams            = 512
 )
 
 // limitRetryAfter is the Retry-After of an answer refused for a limit, in seconds.
