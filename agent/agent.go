@@ -199,36 +199,16 @@ func (a *Agent) Run(ctx context.Context) error {
 		defer ms.shutdown()
 		a.metricsAddr.Store(&ms.addr)
 	}
-	a.cache = a.cfg.DedupeCache
-	if a.cache == nil {
-		cache, err := OpenDedupeCache(a.cfg.DataDir, time.Duration(a.cfg.DedupeTTL), a.log)
-		if err != nil {
-			return fmt.Errorf("agent: %w", err)
-		}
-		a.cache = cache
-		defer func() {
-			if err := cache.Close(); err != nil {
-				a.log.Error("close dedupe cache", "err", err)
-			}
-		}()
+	closeCache, err := a.openCache()
+	if err != nil {
+		return fmt.Errorf("agent: %w", err)
 	}
-	cc := a.cfg.NATS.ConnConfig("chiffon-agent-" + a.cfg.ID)
-	cc.Logger = a.log
-	cc.OnReconnect = func(*nats.Conn) {
-		a.metrics.reconnects.Inc() // before registering: a registration follows the count
-		a.kickRegister()
-	}
-	cc.InboxPrefix = a.subjects.Inbox(broker.RoleAgent, a.cfg.ID)
-	nc, err := broker.Connect(cc)
+	defer closeCache()
+	nc, err := a.connect()
 	if err != nil {
 		return fmt.Errorf("agent: %w", err)
 	}
 	defer nc.Close()
-	a.nc = nc
-	a.metrics.conn.Store(nc)
-	identified := broker.AuthHeader(a.cfg.Token, a.cfg.ID)
-	identified.Set(broker.HeaderInstance, a.instance)
-	a.pub = &publisher{nc: nc, auth: broker.AuthHeader(a.cfg.Token, a.cfg.ID), identified: identified, log: a.log}
 
 	// The control subject first: the orchestrator pings it to learn whether
 	// another process with this id is live before it accepts this one.
@@ -244,25 +224,7 @@ func (a *Agent) Run(ctx context.Context) error {
 	go func() { defer bgWG.Done(); a.heartbeatLoop(bg) }()
 	a.kickRegister()
 
-	var runErr error
-	select {
-	case <-a.accepted:
-		work, err := a.subscribe(a.subjects.AgentWork(a.cfg.ID), a.onWork)
-		if err != nil {
-			runErr = fmt.Errorf("agent: %w", err)
-			break
-		}
-		subs = append(subs, work)
-		a.sendHeartbeat() // the orchestrator routes work here from this heartbeat on
-		close(a.ready)
-		a.log.Info("agent running", "type", a.cfg.Type, "work_types", a.WorkTypes())
-		select {
-		case <-ctx.Done():
-		case runErr = <-a.refused:
-		}
-	case runErr = <-a.refused:
-	case <-ctx.Done():
-	}
+	subs, runErr := a.serve(ctx, subs)
 	a.log.Info("agent draining", "timeout", time.Duration(a.cfg.DrainTimeout))
 	a.drain(time.Duration(a.cfg.DrainTimeout))
 	a.waitTasks()
@@ -278,6 +240,74 @@ func (a *Agent) Run(ctx context.Context) error {
 	a.authLog.Flush(context.Background())
 	a.log.Info("agent stopped")
 	return runErr
+}
+
+// openCache sets a.cache: the configured dedupe cache, or one opened in the data
+// directory, which the func returned closes (it does nothing for a configured one).
+func (a *Agent) openCache() (closeCache func(), err error) {
+	a.cache = a.cfg.DedupeCache
+	if a.cache != nil {
+		return func() {}, nil
+	}
+	cache, err := OpenDedupeCache(a.cfg.DataDir, time.Duration(a.cfg.DedupeTTL), a.log)
+	if err != nil {
+		return nil, err
+	}
+	a.cache = cache
+	return func() {
+		if err := cache.Close(); err != nil {
+			a.log.Error("close dedupe cache", "err", err)
+		}
+	}, nil
+}
+
+// connect connects to NATS as the agent, which registers again on each reconnect,
+// and sets up its publisher.
+func (a *Agent) connect() (*nats.Conn, error) {
+	cc := a.cfg.NATS.ConnConfig("chiffon-agent-" + a.cfg.ID)
+	cc.Logger = a.log
+	cc.OnReconnect = func(*nats.Conn) {
+		a.metrics.reconnects.Inc() // before registering: a registration follows the count
+		a.kickRegister()
+	}
+	cc.InboxPrefix = a.subjects.Inbox(broker.RoleAgent, a.cfg.ID)
+	nc, err := broker.Connect(cc)
+	if err != nil {
+		return nil, err
+	}
+	a.nc = nc
+	a.metrics.conn.Store(nc)
+	identified := broker.AuthHeader(a.cfg.Token, a.cfg.ID)
+	identified.Set(broker.HeaderInstance, a.instance)
+	a.pub = &publisher{nc: nc, auth: broker.AuthHeader(a.cfg.Token, a.cfg.ID), identified: identified, log: a.log}
+	return nc, nil
+}
+
+// serve takes work once the orchestrator has accepted the registration, until ctx
+// is done or the orchestrator refuses the agent (the error returned). It returns
+// subs with the work subscription added.
+func (a *Agent) serve(ctx context.Context, subs []*nats.Subscription) ([]*nats.Subscription, error) {
+	select {
+	case <-a.accepted:
+		work, err := a.subscribe(a.subjects.AgentWork(a.cfg.ID), a.onWork)
+		if err != nil {
+			return subs, fmt.Errorf("agent: %w", err)
+		}
+		subs = append(subs, work)
+		a.sendHeartbeat() // the orchestrator routes work here from this heartbeat on
+		close(a.ready)
+		a.log.Info("agent running", "type", a.cfg.Type, "work_types", a.WorkTypes())
+		select {
+		case <-ctx.Done():
+			return subs, nil
+		case err := <-a.refused:
+			return subs, err
+		}
+	case err := <-a.refused:
+		return subs, err
+	case <-ctx.Done():
+		return subs, nil
+	}
 }
 
 // subscribe subscribes h to subject and makes sure the server knows it before it

@@ -18,31 +18,13 @@ func (o *Orchestrator) do(r *run, eff effect) {
 	case publish:
 		o.sendWork(r, e)
 	case claim:
-		if a := o.agents[e.agentID]; a != nil {
-			a.inflight++
-			a.lastDispatch = time.Now()
-			r.agent = a
-			if done, err := a.breaker.Allow(); err == nil {
-				r.done = done
-			}
-		}
+		o.claim(r, e.agentID)
 	case release:
-		o.settle(r, e.outcome)
-		if a := r.agent; a != nil {
-			r.agent = nil
-			a.inflight--
-			if e.drain {
-				o.drainQueue(a.typ)
-			}
-		}
+		o.release(r, e)
 	case settle:
 		o.settle(r, e.outcome)
 	case arm:
-		if old := r.timers[e.kind]; old != nil {
-			old.Stop()
-		}
-		fire := e.fire
-		r.timers[e.kind] = time.AfterFunc(e.after, func() { o.deliverLater(r, fire) })
+		o.arm(r, e)
 	case stop:
 		if tm := r.timers[e.kind]; tm != nil {
 			tm.Stop()
@@ -64,10 +46,7 @@ func (o *Orchestrator) do(r *run, eff effect) {
 	case cancelAgent:
 		o.sendCancel(r, e)
 	case unreachable:
-		if a := o.agents[e.agentID]; a != nil && !a.unreachable {
-			a.unreachable = true
-			o.log.Warn("agent unreachable until it registers again: no responders on its work subject", "agent_id", a.id)
-		}
+		o.markUnreachable(e.agentID)
 	case forged:
 		o.metrics.authFailures.Inc()
 		o.authLog.Warn("forged-503", "no-responders status off the current attempt's subject dropped", "task_id", r.t.ID)
@@ -80,22 +59,74 @@ func (o *Orchestrator) do(r *run, eff effect) {
 	case asked:
 		o.askApproval(r)
 	case forget:
-		if e.uncount {
-			o.metrics.tasks.WithLabelValues(string(r.t.State)).Dec()
-		}
-		delete(o.runs, r.t.ID)
-		var final *Task
-		if !e.uncount && len(o.watchers[r.t.ID]) > 0 {
-			final = cloneTask(r.t)
-		}
-		if !e.uncount && o.hooks != nil { // the end is stored: tell the receivers
-			o.hooks.Send(taskEvent(r.t.State), cloneTask(r.t))
-		}
-		if !e.uncount && r.t.BatchID != "" {
-			o.fleet.taskEnded(r.t.BatchID)
-		}
-		o.closeWatchers(r.t.ID, final)
+		o.forget(r, e)
 	}
+}
+
+// claim takes a slot on agentID for r's attempt and asks its breaker; nothing
+// when agentID is not registered.
+func (o *Orchestrator) claim(r *run, agentID string) {
+	if a := o.agents[agentID]; a != nil {
+		a.inflight++
+		a.lastDispatch = time.Now()
+		r.agent = a
+		if done, err := a.breaker.Allow(); err == nil {
+			r.done = done
+		}
+	}
+}
+
+// release settles r's attempt and gives its slot back, draining the type's queue
+// into it when e says so.
+func (o *Orchestrator) release(r *run, e release) {
+	o.settle(r, e.outcome)
+	if a := r.agent; a != nil {
+		r.agent = nil
+		a.inflight--
+		if e.drain {
+			o.drainQueue(a.typ)
+		}
+	}
+}
+
+// arm starts r's timer e.kind, stopping the one it replaces; when it runs out,
+// e.fire is delivered to the loop.
+func (o *Orchestrator) arm(r *run, e arm) {
+	if old := r.timers[e.kind]; old != nil {
+		old.Stop()
+	}
+	fire := e.fire
+	r.timers[e.kind] = time.AfterFunc(e.after, func() { o.deliverLater(r, fire) })
+}
+
+// markUnreachable marks agentID unreachable until it registers or heartbeats.
+func (o *Orchestrator) markUnreachable(agentID string) {
+	if a := o.agents[agentID]; a != nil && !a.unreachable {
+		a.unreachable = true
+		o.log.Warn("agent unreachable until it registers again: no responders on its work subject", "agent_id", a.id)
+	}
+}
+
+// forget removes r's ended task from the live ones and ends its streams with the
+// final task. Unless the task was never stored (e.uncount, which takes it out of
+// the tasks-by-state gauge instead), the webhook receivers and its batch learn
+// of the end.
+func (o *Orchestrator) forget(r *run, e forget) {
+	if e.uncount {
+		o.metrics.tasks.WithLabelValues(string(r.t.State)).Dec()
+	}
+	delete(o.runs, r.t.ID)
+	var final *Task
+	if !e.uncount && len(o.watchers[r.t.ID]) > 0 {
+		final = cloneTask(r.t)
+	}
+	if !e.uncount && o.hooks != nil { // the end is stored: tell the receivers
+		o.hooks.Send(taskEvent(r.t.State), cloneTask(r.t))
+	}
+	if !e.uncount && r.t.BatchID != "" {
+		o.fleet.taskEnded(r.t.BatchID)
+	}
+	o.closeWatchers(r.t.ID, final)
 }
 
 func (r *run) stopTimers() {

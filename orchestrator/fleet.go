@@ -19,9 +19,36 @@ type fleet struct {
 	batches map[string]chan struct{}
 	// schedules wakes the schedules' clock when a schedule changes.
 	schedules chan struct{}
-	// changed is closed, and replaced, when a batch changes: the batch event
-	// streams wait on it.
-	changed chan struct{}
+	// changed tells the batch event streams that a batch changed. It has a lock
+	// of its own, so that no method of fleet needs mu held to bump it.
+	changed broadcast
+}
+
+// broadcast wakes all its waiters at once: wait returns a channel that the next
+// bump closes. The zero value is ready.
+type broadcast struct {
+	mu sync.Mutex
+	ch chan struct{} // nil while nobody waits
+}
+
+// wait returns a channel closed at the next bump.
+func (b *broadcast) wait() <-chan struct{} {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.ch == nil {
+		b.ch = make(chan struct{})
+	}
+	return b.ch
+}
+
+// bump wakes the waiters.
+func (b *broadcast) bump() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.ch != nil {
+		close(b.ch)
+		b.ch = nil
+	}
 }
 
 // startFleet starts the batch runners of the running batches and the schedules'
@@ -93,23 +120,23 @@ func (f *fleet) batchMade(o *Orchestrator, b *api.Batch) {
 // batchEnded forgets the runner of batch id.
 func (f *fleet) batchEnded(id string) {
 	f.mu.Lock()
-	defer f.mu.Unlock()
 	delete(f.batches, id)
-	f.bumpLocked()
+	f.mu.Unlock()
+	f.changed.bump()
 }
 
 // taskEnded wakes the runner of batch id, one of whose tasks ended. It never
 // waits: the loop calls it.
 func (f *fleet) taskEnded(id string) {
 	f.mu.Lock()
-	defer f.mu.Unlock()
 	if wake := f.batches[id]; wake != nil {
 		select {
 		case wake <- struct{}{}:
 		default:
 		}
 	}
-	f.bumpLocked()
+	f.mu.Unlock()
+	f.changed.bump()
 }
 
 // schedulesChanged wakes the schedules' clock.
@@ -123,25 +150,7 @@ func (f *fleet) schedulesChanged() {
 }
 
 // changes returns a channel closed at the next change of a batch.
-func (f *fleet) changes() <-chan struct{} {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.changed == nil {
-		f.changed = make(chan struct{})
-	}
-	return f.changed
-}
+func (f *fleet) changes() <-chan struct{} { return f.changed.wait() }
 
 // bump tells the batch event streams that a batch changed.
-func (f *fleet) bump() {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.bumpLocked()
-}
-
-func (f *fleet) bumpLocked() {
-	if f.changed != nil {
-		close(f.changed)
-		f.changed = nil
-	}
-}
+func (f *fleet) bump() { f.changed.bump() }

@@ -38,7 +38,9 @@ func (o *Orchestrator) pick(r *run) pickResult {
 	if t.Hints != nil {
 		pinned = t.Hints.AgentID
 	}
-	var candidates, open, unreachable, tooSmall, asking []*agentEntry
+	// The slices stay local, where the compiler keeps small ones off the heap.
+	var candidates []*agentEntry
+	var u unfit
 	size := taskSize{t: t}
 	typeOnline, offered := false, false
 	for _, a := range o.agents {
@@ -50,19 +52,19 @@ func (o *Orchestrator) pick(r *run) pickResult {
 			continue
 		}
 		if a.conf != nil && a.conf.MaxRequestBytes > 0 && size.over(a.conf.MaxRequestBytes) {
-			tooSmall = append(tooSmall, a)
+			u.tooSmall = append(u.tooSmall, a)
 			continue
 		}
 		if a.conf != nil && slices.Contains(a.conf.ApprovalRequired, t.WorkType) && !approved(t) {
-			asking = append(asking, a) // approval.go: only approved work goes there
+			u.asking = append(u.asking, a) // approval.go: only approved work goes there
 			continue
 		}
 		if a.unreachable {
-			unreachable = append(unreachable, a)
+			u.unreachable = append(u.unreachable, a)
 			continue
 		}
 		if a.breaker.State() != gobreaker.StateClosed {
-			open = append(open, a)
+			u.open = append(u.open, a)
 			continue
 		}
 		candidates = append(candidates, a)
@@ -73,28 +75,48 @@ func (o *Orchestrator) pick(r *run) pickResult {
 		return pickResult{err: errcodes.NewUnsupportedWorkType(t.WorkType, o.offeredWorkTypes(t.ToAgent)), failFast: true}
 	}
 	if len(candidates) == 0 {
-		if len(unreachable) > 0 {
-			// It waits in the queue for the agent to register again.
-			return pickResult{queue: true}
-		}
-		what := fmt.Sprintf("no online %s agent offers work type %q", t.ToAgent, t.WorkType)
-		if pinned != "" {
-			what = fmt.Sprintf("agent %q is not an online %s agent offering work type %q", pinned, t.ToAgent, t.WorkType)
-		}
-		if len(open) > 0 {
-			e := errcodes.NewAgentUnavailable(fmt.Sprintf("every %s agent offering %q has an open circuit breaker", t.ToAgent, t.WorkType), open[0].id, open[0].lastHB)
-			return pickResult{err: e, failFast: true}
-		}
-		if len(tooSmall) > 0 {
-			return pickResult{err: tooLargeFor(t, tooSmall, size.n), failFast: true}
-		}
-		if len(asking) > 0 {
-			e := errcodes.NewAgentUnavailable(fmt.Sprintf("every %s agent offering %q requires approval for it (approval_required): "+
-				"pin the task to one with hints.agent_id, and it waits for an operator's yes", t.ToAgent, t.WorkType), asking[0].id, nil)
-			return pickResult{err: e, failFast: true}
-		}
-		return pickResult{err: errcodes.NewAgentUnavailable(what, pinned, nil)}
+		return u.noCandidate(t, pinned, size.n)
 	}
+	return o.leastLoaded(r, candidates)
+}
+
+// unfit are the agents pick passes over, by why: over their max_request_bytes
+// (tooSmall), requiring approval for unapproved work (asking), unreachable, or
+// with a breaker that is not closed (open).
+type unfit struct {
+	open, unreachable, tooSmall, asking []*agentEntry
+}
+
+// noCandidate is pick's answer for t, of size bytes, when no agent can take it:
+// the queue when the only ones that could are unreachable, else why none can.
+func (u *unfit) noCandidate(t *Task, pinned string, size int) pickResult {
+	if len(u.unreachable) > 0 {
+		// It waits in the queue for the agent to register again.
+		return pickResult{queue: true}
+	}
+	what := fmt.Sprintf("no online %s agent offers work type %q", t.ToAgent, t.WorkType)
+	if pinned != "" {
+		what = fmt.Sprintf("agent %q is not an online %s agent offering work type %q", pinned, t.ToAgent, t.WorkType)
+	}
+	if len(u.open) > 0 {
+		e := errcodes.NewAgentUnavailable(fmt.Sprintf("every %s agent offering %q has an open circuit breaker", t.ToAgent, t.WorkType), u.open[0].id, u.open[0].lastHB)
+		return pickResult{err: e, failFast: true}
+	}
+	if len(u.tooSmall) > 0 {
+		return pickResult{err: tooLargeFor(t, u.tooSmall, size), failFast: true}
+	}
+	if len(u.asking) > 0 {
+		e := errcodes.NewAgentUnavailable(fmt.Sprintf("every %s agent offering %q requires approval for it (approval_required): "+
+			"pin the task to one with hints.agent_id, and it waits for an operator's yes", t.ToAgent, t.WorkType), u.asking[0].id, nil)
+		return pickResult{err: e, failFast: true}
+	}
+	return pickResult{err: errcodes.NewAgentUnavailable(what, pinned, nil)}
+}
+
+// leastLoaded chooses among candidates the best (see better) that has room, is not
+// draining and whose rate limits allow a dispatch now; with none, r is queued,
+// with the rate limits that held candidates back.
+func (o *Orchestrator) leastLoaded(r *run, candidates []*agentEntry) pickResult {
 	var best *agentEntry
 	var held []rateHold
 	now := time.Now()
@@ -102,7 +124,7 @@ func (o *Orchestrator) pick(r *run) pickResult {
 		if a.inflight >= a.capacity || a.status == "draining" {
 			continue
 		}
-		if h, ok := o.rateHeld(a, t.WorkType, now); ok {
+		if h, ok := o.rateHeld(a, r.t.WorkType, now); ok {
 			held = append(held, h)
 			continue
 		}

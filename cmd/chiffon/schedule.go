@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/chiffon-dev/chiffon/api"
-	"github.com/chiffon-dev/chiffon/envelope"
 	"github.com/chiffon-dev/chiffon/orchestrator"
 	"github.com/spf13/cobra"
 )
@@ -31,12 +30,11 @@ firing is made once, even across a restart or a change of leader.`,
 // newScheduleAddCmd is `chiffon schedule add NAME`.
 func newScheduleAddCmd() *cobra.Command {
 	var (
-		cf                     clientFlags
-		cron, tz, catchUp      string
-		paused                 bool
-		to, workType, paramsJS string
-		params, hints          []string
-		bf                     batchFlags
+		cf                clientFlags
+		cron, tz, catchUp string
+		paused            bool
+		tf                taskFlags
+		bf                batchFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "add NAME --cron EXPR --to TYPE --work-type W [--param k=v]... [--all | --label k=v | --agents a,b]",
@@ -56,20 +54,12 @@ Prints the schedule's next firing, or with --json the schedule. A schedule of th
 name must be removed first (schedule rm).`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			task := api.SubmitRequest{ToAgent: envelope.AgentType(to), WorkType: workType}
-			var err error
-			if task.Parameters, err = parseKeyValues(paramsJS, params); err != nil {
-				return usagef("--param: " + err.Error())
+			task, err := tf.request()
+			if err != nil {
+				return err
 			}
 			if len(task.Parameters) == 0 {
 				task.Parameters = nil
-			}
-			if len(hints) > 0 {
-				h, err := parseHints(hints)
-				if err != nil {
-					return usagef("--hint: " + err.Error())
-				}
-				task.Hints = &orchestrator.Hints{MaxDurationSeconds: h.MaxDurationSeconds, MaxMemoryMB: h.MaxMemoryMB, AgentID: h.AgentID}
 			}
 			spec := api.ScheduleSpec{Name: args[0], Cron: cron, TZ: tz,
 				CatchUp: api.CatchUp(catchUp), Paused: paused}
@@ -106,15 +96,9 @@ name must be removed first (schedule rm).`,
 	f.StringVar(&tz, "tz", "", "IANA time zone the cron expression is read in, such as Europe/Paris (default UTC)")
 	f.StringVar(&catchUp, "catch-up", string(api.CatchUpNone), "the firings missed while no orchestrator ran: none, latest or all")
 	f.BoolVar(&paused, "paused", false, "add it paused")
-	f.StringVar(&to, "to", "", "agent type: infra, desktop, code, research")
-	f.StringVar(&workType, "work-type", "", "work type, such as run_playbook")
-	f.StringArrayVar(&params, "param", nil, "parameter k=v (string) or k:=JSON; repeatable")
-	f.StringVar(&paramsJS, "params-json", "", "parameters as one JSON object")
-	f.StringArrayVar(&hints, "hint", nil, "hint k=v: max_duration_seconds, max_memory_mb, agent_id (not with a batch); repeatable")
+	tf.add(cmd, "hint k=v: max_duration_seconds, max_memory_mb, agent_id (not with a batch); repeatable")
 	bf.add(f)
 	_ = cmd.MarkFlagRequired("cron")
-	_ = cmd.MarkFlagRequired("to")
-	_ = cmd.MarkFlagRequired("work-type")
 	return cmd
 }
 

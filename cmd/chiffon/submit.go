@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/chiffon-dev/chiffon/api"
+	"github.com/chiffon-dev/chiffon/client"
 	"github.com/chiffon-dev/chiffon/envelope"
 	"github.com/chiffon-dev/chiffon/orchestrator"
 	"github.com/spf13/cobra"
@@ -12,11 +13,10 @@ import (
 // newSubmitCmd is `chiffon submit`.
 func newSubmitCmd() *cobra.Command {
 	var (
-		cf                     clientFlags
-		to, workType, paramsJS string
-		params, hints          []string
-		wait                   bool
-		bf                     batchFlags
+		cf   clientFlags
+		tf   taskFlags
+		wait bool
+		bf   batchFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "submit --to TYPE --work-type W [--param k=v]... [--all | --label k=v | --agents a,b] [--wait]",
@@ -47,17 +47,9 @@ See also chiffon batch ID and chiffon batches.
 ` + batchExitCodes,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			req := api.SubmitRequest{ToAgent: envelope.AgentType(to), WorkType: workType}
-			var err error
-			if req.Parameters, err = parseKeyValues(paramsJS, params); err != nil {
-				return usagef("--param: " + err.Error())
-			}
-			if len(hints) > 0 {
-				h, err := parseHints(hints)
-				if err != nil {
-					return usagef("--hint: " + err.Error())
-				}
-				req.Hints = &orchestrator.Hints{MaxDurationSeconds: h.MaxDurationSeconds, MaxMemoryMB: h.MaxMemoryMB, AgentID: h.AgentID}
+			req, err := tf.request()
+			if err != nil {
+				return err
 			}
 			if err := req.Validate(); err != nil {
 				return fieldUsage(err)
@@ -73,33 +65,71 @@ See also chiffon batch ID and chiffon batches.
 			if batch != nil {
 				return submitBatch(cmd, fleetAPI{c}, *batch, cf.jsonOut, wait)
 			}
-			task, err := c.Submit(cmd.Context(), req)
-			if err != nil {
-				return err
-			}
-			if !wait {
-				if cf.jsonOut {
-					return printJSON(cmd.OutOrStdout(), task)
-				}
-				_, err := fmt.Fprintln(cmd.OutOrStdout(), task.ID)
-				return err
-			}
-			if !cf.jsonOut {
-				fmt.Fprintln(cmd.ErrOrStderr(), "task", task.ID)
-			}
-			return followTask(cmd, c, task.ID, cf.jsonOut)
+			return submitTask(cmd, c, req, cf.jsonOut, wait)
 		},
 	}
 	cf.add(cmd)
+	tf.add(cmd, "hint k=v: max_duration_seconds, max_memory_mb, agent_id; repeatable")
 	f := cmd.Flags()
-	f.StringVar(&to, "to", "", "agent type: infra, desktop, code, research")
-	f.StringVar(&workType, "work-type", "", "work type, such as run_playbook")
-	f.StringArrayVar(&params, "param", nil, "parameter k=v (string) or k:=JSON; repeatable")
-	f.StringVar(&paramsJS, "params-json", "", "parameters as one JSON object")
-	f.StringArrayVar(&hints, "hint", nil, "hint k=v: max_duration_seconds, max_memory_mb, agent_id; repeatable")
 	f.BoolVar(&wait, "wait", false, "follow the task (or batch) to its end and exit with its exit code")
 	bf.add(f)
+	return cmd
+}
+
+// submitTask submits req and prints its id (the task with jsonOut); with wait, it
+// follows the task to its end.
+func submitTask(cmd *cobra.Command, c *client.Client, req api.SubmitRequest, jsonOut, wait bool) error {
+	task, err := c.Submit(cmd.Context(), req)
+	if err != nil {
+		return err
+	}
+	if !wait {
+		if jsonOut {
+			return printJSON(cmd.OutOrStdout(), task)
+		}
+		_, err := fmt.Fprintln(cmd.OutOrStdout(), task.ID)
+		return err
+	}
+	if !jsonOut {
+		fmt.Fprintln(cmd.ErrOrStderr(), "task", task.ID)
+	}
+	return followTask(cmd, c, task.ID, jsonOut)
+}
+
+// taskFlags are the flags that describe a task, as submit and schedule add take
+// them.
+type taskFlags struct {
+	to, workType, paramsJS string
+	params, hints          []string
+}
+
+// add defines the flags on cmd, --to and --work-type required; hintUsage is
+// --hint's usage.
+func (tf *taskFlags) add(cmd *cobra.Command, hintUsage string) {
+	f := cmd.Flags()
+	f.StringVar(&tf.to, "to", "", "agent type: infra, desktop, code, research")
+	f.StringVar(&tf.workType, "work-type", "", "work type, such as run_playbook")
+	f.StringArrayVar(&tf.params, "param", nil, "parameter k=v (string) or k:=JSON; repeatable")
+	f.StringVar(&tf.paramsJS, "params-json", "", "parameters as one JSON object")
+	f.StringArrayVar(&tf.hints, "hint", nil, hintUsage)
 	_ = cmd.MarkFlagRequired("to")
 	_ = cmd.MarkFlagRequired("work-type")
-	return cmd
+}
+
+// request is the task the flags describe, or a usage error naming the bad --param
+// or --hint.
+func (tf *taskFlags) request() (api.SubmitRequest, error) {
+	req := api.SubmitRequest{ToAgent: envelope.AgentType(tf.to), WorkType: tf.workType}
+	var err error
+	if req.Parameters, err = parseKeyValues(tf.paramsJS, tf.params); err != nil {
+		return req, usagef("--param: " + err.Error())
+	}
+	if len(tf.hints) > 0 {
+		h, err := parseHints(tf.hints)
+		if err != nil {
+			return req, usagef("--hint: " + err.Error())
+		}
+		req.Hints = &orchestrator.Hints{MaxDurationSeconds: h.MaxDurationSeconds, MaxMemoryMB: h.MaxMemoryMB, AgentID: h.AgentID}
+	}
+	return req, nil
 }

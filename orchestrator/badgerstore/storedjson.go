@@ -49,8 +49,19 @@ func encodeStored(v any) ([]byte, bool) {
 // recordWriter appends a stored record.
 type recordWriter struct{ jsonw.Writer }
 
+// task writes t's record, its members in the order of task.Task's fields.
 func (w *recordWriter) task(t *task.Task) {
-	w.Raw(`{"id":`)
+	w.Raw("{")
+	w.taskRequest(t)
+	w.taskProgress(t)
+	w.taskTimes(t)
+	w.Raw("}")
+}
+
+// taskRequest writes what was asked, of whom, and where it comes from: the
+// members from "id" to "fire_time".
+func (w *recordWriter) taskRequest(t *task.Task) {
+	w.Raw(`"id":`)
 	w.String(t.ID)
 	w.Raw(`,"state":`)
 	w.String(string(t.State))
@@ -84,6 +95,11 @@ func (w *recordWriter) task(t *task.Task) {
 		w.Raw(`,"fire_time":`)
 		w.Time(*t.FireTime)
 	}
+}
+
+// taskProgress writes how the task went: the members from "attempts" to
+// "cancel_requested", each after a comma.
+func (w *recordWriter) taskProgress(t *task.Task) {
 	w.Raw(`,"attempts":`)
 	w.Int(int64(t.Attempts))
 	if len(t.Retries) > 0 {
@@ -122,6 +138,10 @@ func (w *recordWriter) task(t *task.Task) {
 	if t.CancelRequested {
 		w.Raw(`,"cancel_requested":true`)
 	}
+}
+
+// taskTimes writes the task's times, from "created_at" on, each after a comma.
+func (w *recordWriter) taskTimes(t *task.Task) {
 	w.Raw(`,"created_at":`)
 	w.Time(t.CreatedAt)
 	w.Raw(`,"updated_at":`)
@@ -138,7 +158,6 @@ func (w *recordWriter) task(t *task.Task) {
 		w.Raw(`,"finished_at":`)
 		w.Time(*t.FinishedAt)
 	}
-	w.Raw("}")
 }
 
 // hints writes the members that are set, each omitted when zero.
