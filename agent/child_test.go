@@ -201,9 +201,16 @@ func TestIdleAgentProcessStaysUnder64MiB(t *testing.T) {
 	for _, line := range strings.Split(string(b), "\n") {
 		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
 			kb, _ := strconv.Atoi(strings.TrimSuffix(strings.TrimSpace(rest), " kB"))
-			t.Logf("idle agent RSS: %d KiB (%.1f MiB)", kb, float64(kb)/1024)
-			if kb > 64<<10 {
-				t.Fatalf("idle agent RSS %d KiB is over 64 MiB", kb)
+			// 64 MiB is the budget of an agent built as it ships; the race
+			// detector's shadow memory adds about half again, more under load
+			// (chiffon bench's memory phase measures the shipped binary).
+			limit := 64 << 10
+			if raceDetector {
+				limit = 96 << 10
+			}
+			t.Logf("idle agent RSS: %d KiB (%.1f MiB), race detector %v", kb, float64(kb)/1024, raceDetector)
+			if kb > limit {
+				t.Fatalf("idle agent RSS %d KiB is over %d MiB", kb, limit>>10)
 			}
 		}
 	}

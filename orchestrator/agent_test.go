@@ -11,7 +11,7 @@ import (
 
 	"github.com/chiffon-dev/chiffon/agent"
 	"github.com/chiffon-dev/chiffon/broker"
-	"github.com/chiffon-dev/chiffon/orchestrator"
+	"github.com/chiffon-dev/chiffon/orchestrator/task"
 )
 
 // realAgent runs an agent.Agent of type code against e's broker until the test ends.
@@ -85,7 +85,7 @@ func TestRestartMidTaskLosesNothing(t *testing.T) {
 		e.realAgent("code-1", g.handle)
 		o := e.open()
 		waitFor(t, "agent registered", func() bool { return o.Agents()[0].State == "online" })
-		task := submit(t, o, nil)
+		tsk := submit(t, o, nil)
 		g.waitStarted(t)
 		if err := o.Close(); err != nil {
 			t.Fatal(err)
@@ -96,17 +96,17 @@ func TestRestartMidTaskLosesNothing(t *testing.T) {
 			t.Fatalf("orch_id changed across restart: %s -> %s", o.ID(), o2.ID())
 		}
 		waitFor(t, "task resumed", func() bool {
-			tk, err := o2.Task(task.ID)
+			tk, err := o2.Task(tsk.ID)
 			// Running again: the agent attached the new inbox to the running handler.
-			return err == nil && tk.Attempts >= 2 && tk.State == orchestrator.StateRunning
+			return err == nil && tk.Attempts >= 2 && tk.State == task.StateRunning
 		})
 		close(g.release)
-		final := waitFinal(t, o2, task.ID)
-		if final.State != orchestrator.StateSucceeded || final.RequestID != task.RequestID {
+		final := waitFinal(t, o2, tsk.ID)
+		if final.State != task.StateSucceeded || final.RequestID != tsk.RequestID {
 			t.Fatalf("got %s (request %s) error %+v", final.State, final.RequestID, final.Error)
 		}
 		var out strings.Builder
-		if _, err := e.client(o2).Output(t.Context(), task.ID, &out); err != nil || out.String() != "part1;part2" {
+		if _, err := e.client(o2).Output(t.Context(), tsk.ID, &out); err != nil || out.String() != "part1;part2" {
 			t.Fatalf("output %q err %v", out.String(), err)
 		}
 		if n := g.runs.Load(); n != 1 {
@@ -126,7 +126,7 @@ func TestRetryAfterTimeoutGoesBackToSameAgentAndRunsOnce(t *testing.T) {
 		as := o.Agents()
 		return as[0].State == "online" && as[1].State == "online"
 	})
-	task := submit(t, o, nil)
+	tsk := submit(t, o, nil)
 	var g *gatedHandler
 	select {
 	case <-ga.started:
@@ -138,12 +138,12 @@ func TestRetryAfterTimeoutGoesBackToSameAgentAndRunsOnce(t *testing.T) {
 	}
 	// The handler is silent longer than the inactivity timeout: 5001, retried.
 	waitFor(t, "a retry after a timeout", func() bool {
-		tk, _ := o.Task(task.ID)
+		tk, _ := o.Task(tsk.ID)
 		return len(tk.Retries) >= 1
 	})
 	close(g.release)
-	final := waitFinal(t, o, task.ID)
-	if final.State != orchestrator.StateSucceeded {
+	final := waitFinal(t, o, tsk.ID)
+	if final.State != task.StateSucceeded {
 		t.Fatalf("got %s %+v", final.State, final.Error)
 	}
 	for _, r := range final.Retries {
@@ -155,7 +155,7 @@ func TestRetryAfterTimeoutGoesBackToSameAgentAndRunsOnce(t *testing.T) {
 		t.Fatalf("handlers ran %d times", n)
 	}
 	var out strings.Builder
-	if _, err := e.client(o).Output(t.Context(), task.ID, &out); err != nil || out.String() != "part1;part2" {
+	if _, err := e.client(o).Output(t.Context(), tsk.ID, &out); err != nil || out.String() != "part1;part2" {
 		t.Fatalf("output %q err %v", out.String(), err)
 	}
 }
@@ -180,7 +180,7 @@ func TestQueuedTasksNeverFindTheAgentFull(t *testing.T) {
 	}
 	for _, id := range ids {
 		final := waitFinal(t, o, id)
-		if final.State != orchestrator.StateSucceeded || len(final.Retries) != 0 {
+		if final.State != task.StateSucceeded || len(final.Retries) != 0 {
 			t.Fatalf("task %s: %s with retries %+v, want succeeded with none", id, final.State, final.Retries)
 		}
 	}

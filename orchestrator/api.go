@@ -11,6 +11,7 @@ import (
 
 	"github.com/chiffon-dev/chiffon/api"
 	"github.com/chiffon-dev/chiffon/envelope"
+	"github.com/chiffon-dev/chiffon/orchestrator/task"
 )
 
 // maxBody bounds a request body.
@@ -147,7 +148,7 @@ func jsonKind(k string) string {
 
 func (o *Orchestrator) apiList(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
-	opts := api.ListOptions{State: State(q.Get("state")), AgentType: envelope.AgentType(q.Get("agent_type")),
+	opts := api.ListOptions{State: task.State(q.Get("state")), AgentType: envelope.AgentType(q.Get("agent_type")),
 		AgentID: q.Get("agent_id"), WorkType: q.Get("work_type")}
 	if opts.State != "" && !opts.State.Valid() {
 		writeError(w, http.StatusBadRequest, "invalid_field", "state", "must be one of pending, dispatched, running, succeeded, failed, cancelled, error")
@@ -179,7 +180,7 @@ func (o *Orchestrator) apiList(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if tasks == nil {
-		tasks = []*Task{}
+		tasks = []*task.Task{}
 	}
 	writeJSON(w, http.StatusOK, tasks)
 }
@@ -252,7 +253,7 @@ func (o *Orchestrator) apiDecide(approve bool) func(http.ResponseWriter, *http.R
 }
 
 func writeTaskErr(w http.ResponseWriter, err error) {
-	if errors.Is(err, ErrNotFound) {
+	if errors.Is(err, task.ErrNotFound) {
 		writeError(w, http.StatusNotFound, "not_found", "id", "no such task")
 		return
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/chiffon-dev/chiffon/api"
 	"github.com/chiffon-dev/chiffon/envelope"
+	"github.com/chiffon-dev/chiffon/orchestrator/task"
 )
 
 // batchPoll is how often a batch's event stream looks at the batch besides the
@@ -143,7 +144,7 @@ func (o *Orchestrator) withBatch(h func(http.ResponseWriter, *http.Request, *api
 		}
 		b, err := o.GetBatch(id)
 		switch {
-		case errors.Is(err, ErrNotFound):
+		case errors.Is(err, task.ErrNotFound):
 			writeError(w, http.StatusNotFound, "not_found", "id", "no such batch")
 		case err != nil:
 			writeError(w, http.StatusInternalServerError, "internal", "", err.Error())
@@ -237,7 +238,7 @@ func (o *Orchestrator) apiPause(pause bool) http.HandlerFunc {
 // writeSchedule answers s with status, or err.
 func writeSchedule(w http.ResponseWriter, status int, s *api.Schedule, err error) {
 	switch {
-	case errors.Is(err, ErrNotFound):
+	case errors.Is(err, task.ErrNotFound):
 		writeError(w, http.StatusNotFound, "not_found", "name", "no such schedule")
 	case errors.Is(err, ErrScheduleExists):
 		writeError(w, http.StatusConflict, "exists", "name", "a schedule of that name exists; remove it first")

@@ -16,6 +16,7 @@ import (
 	"github.com/chiffon-dev/chiffon/envelope"
 	"github.com/chiffon-dev/chiffon/internal/testnats"
 	"github.com/chiffon-dev/chiffon/orchestrator"
+	"github.com/chiffon-dev/chiffon/orchestrator/task"
 )
 
 // call sends a raw request and returns the status and body.
@@ -101,10 +102,10 @@ func TestAPITaskLifecycle(t *testing.T) {
 	a.listen()
 	a.register(4)
 
-	task, err := c.Submit(ctx, api.SubmitRequest{ToAgent: envelope.Code, WorkType: "echo",
-		Parameters: map[string]any{"text": "hello"}, Hints: &orchestrator.Hints{MaxMemoryMB: 64}})
-	if err != nil || task.ID == "" || task.RequestID == "" || task.TraceID == "" {
-		t.Fatalf("submit: %v %+v", err, task)
+	tsk, err := c.Submit(ctx, api.SubmitRequest{ToAgent: envelope.Code, WorkType: "echo",
+		Parameters: map[string]any{"text": "hello"}, Hints: &task.Hints{MaxMemoryMB: 64}})
+	if err != nil || tsk.ID == "" || tsk.RequestID == "" || tsk.TraceID == "" {
+		t.Fatalf("submit: %v %+v", err, tsk)
 	}
 	w := a.next()
 	if w.req.Parameters["text"] != "hello" || w.req.Hints.MaxMemoryMB != 64 {
@@ -114,12 +115,12 @@ func TestAPITaskLifecycle(t *testing.T) {
 	a.status(w, 40, 1, "line one\n", "", 0)
 
 	// The event stream replays the history, then follows live until the end.
-	events := make(chan *orchestrator.Event, 64)
+	events := make(chan *task.Event, 64)
 	streamErr := make(chan error, 1)
 	go func() {
-		streamErr <- c.Events(ctx, task.ID, func(ev *orchestrator.Event) error { events <- ev; return nil })
+		streamErr <- c.Events(ctx, tsk.ID, func(ev *task.Event) error { events <- ev; return nil })
 	}()
-	next := func() *orchestrator.Event {
+	next := func() *task.Event {
 		select {
 		case ev := <-events:
 			return ev
@@ -132,24 +133,24 @@ func TestAPITaskLifecycle(t *testing.T) {
 	}
 	var statuses int
 	for statuses < 2 { // the ack and the first status come from the history
-		if ev := next(); ev.Type == orchestrator.EventStatus {
+		if ev := next(); ev.Type == task.EventStatus {
 			statuses++
 		}
 	}
-	got, err := c.Get(ctx, task.ID)
-	if err != nil || got.State != orchestrator.StateRunning || got.ProgressPercent != 40 || len(got.Steps) != 2 || got.AgentID != "code-1" {
+	got, err := c.Get(ctx, tsk.ID)
+	if err != nil || got.State != task.StateRunning || got.ProgressPercent != 40 || len(got.Steps) != 2 || got.AgentID != "code-1" {
 		t.Fatalf("get: %v %+v", err, got)
 	}
 	a.status(w, 80, 2, "line two\n", "", 9)
-	if ev := next(); ev.Type != orchestrator.EventStatus || ev.Status.Step.Output != "line two\n" || *ev.OutputOffset != 9 {
+	if ev := next(); ev.Type != task.EventStatus || ev.Status.Step.Output != "line two\n" || *ev.OutputOffset != 9 {
 		t.Fatalf("live event %+v", ev)
 	}
 	a.result(w, envelope.ResultSuccess, 0, "line one\nline two\n", nil)
-	var last *orchestrator.Event
+	var last *task.Event
 	for last == nil || !last.State.Final() {
 		last = next()
 	}
-	if last.Type != orchestrator.EventResult || last.State != orchestrator.StateSucceeded {
+	if last.Type != task.EventResult || last.State != task.StateSucceeded {
 		t.Fatalf("last event %+v", last)
 	}
 	if err := <-streamErr; err != nil {
@@ -157,18 +158,18 @@ func TestAPITaskLifecycle(t *testing.T) {
 	}
 
 	var out strings.Builder
-	if complete, err := c.Output(ctx, task.ID, &out); err != nil || !complete || out.String() != "line one\nline two\n" {
+	if complete, err := c.Output(ctx, tsk.ID, &out); err != nil || !complete || out.String() != "line one\nline two\n" {
 		t.Fatalf("output %q complete %v err %v", out.String(), complete, err)
 	}
-	list, err := c.List(ctx, api.ListOptions{State: orchestrator.StateSucceeded, AgentType: envelope.Code, Limit: 10})
-	if err != nil || len(list) != 1 || list[0].ID != task.ID {
+	list, err := c.List(ctx, api.ListOptions{State: task.StateSucceeded, AgentType: envelope.Code, Limit: 10})
+	if err != nil || len(list) != 1 || list[0].ID != tsk.ID {
 		t.Fatalf("list: %v %d", err, len(list))
 	}
-	if list, _ := c.List(ctx, api.ListOptions{State: orchestrator.StateRunning}); len(list) != 0 {
+	if list, _ := c.List(ctx, api.ListOptions{State: task.StateRunning}); len(list) != 0 {
 		t.Fatalf("filter by state kept %d", len(list))
 	}
 	var apiErr *client.APIError
-	if _, err := c.Cancel(ctx, task.ID, ""); !errors.As(err, &apiErr) || apiErr.Status != http.StatusConflict {
+	if _, err := c.Cancel(ctx, tsk.ID, ""); !errors.As(err, &apiErr) || apiErr.Status != http.StatusConflict {
 		t.Fatalf("cancel of a finished task: %v", err)
 	}
 	agents, err := c.Agents(ctx)
@@ -189,17 +190,17 @@ func TestAPICancelTellsTheAgent(t *testing.T) {
 	}
 	a.listen()
 	a.register(4)
-	task := submit(t, o, nil)
+	tsk := submit(t, o, nil)
 	w = a.next()
 	a.ack(w)
-	waitFor(t, "running", func() bool { tk, _ := o.Task(task.ID); return tk.State == orchestrator.StateRunning })
-	if _, err := c.Cancel(t.Context(), task.ID, ""); err != nil {
+	waitFor(t, "running", func() bool { tk, _ := o.Task(tsk.ID); return tk.State == task.StateRunning })
+	if _, err := c.Cancel(t.Context(), tsk.ID, ""); err != nil {
 		t.Fatal(err)
 	}
-	if ctl := a.nextControl(); ctl.Type != envelope.TypeCancel || ctl.Payload.(*envelope.Cancel).TaskID != task.ID {
+	if ctl := a.nextControl(); ctl.Type != envelope.TypeCancel || ctl.Payload.(*envelope.Cancel).TaskID != tsk.ID {
 		t.Fatalf("control %+v", ctl)
 	}
-	if final := waitFinal(t, o, task.ID); final.State != orchestrator.StateCancelled || final.Result.ExitCode != 130 {
+	if final := waitFinal(t, o, tsk.ID); final.State != task.StateCancelled || final.Result.ExitCode != 130 {
 		t.Fatalf("got %s %+v", final.State, final.Result)
 	}
 }
@@ -214,7 +215,7 @@ func TestAPICancelQueuedTask(t *testing.T) {
 	submit(t, o, nil)
 	queued := submit(t, o, nil)
 	got, err := c.Cancel(t.Context(), queued.ID, "")
-	if err != nil || got.State != orchestrator.StateCancelled {
+	if err != nil || got.State != task.StateCancelled {
 		t.Fatalf("cancel queued: %v %+v", err, got)
 	}
 }
@@ -226,10 +227,10 @@ func TestHealthReadyAndMetrics(t *testing.T) {
 	a := e.fakeAgent("code-1")
 	a.listen()
 	a.register(4)
-	task := submit(t, o, nil)
+	tsk := submit(t, o, nil)
 	w := a.next()
 	a.result(w, envelope.ResultSuccess, 0, "", nil)
-	waitFinal(t, o, task.ID)
+	waitFinal(t, o, tsk.ID)
 	for _, p := range []string{"/healthz", "/readyz"} {
 		if status, body := call(t, c, "GET", p, "", ""); status != 200 || !strings.Contains(body, "status") {
 			t.Fatalf("%s: %d %s", p, status, body)

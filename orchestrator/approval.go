@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/chiffon-dev/chiffon/api"
+	"github.com/chiffon-dev/chiffon/orchestrator/task"
 	"github.com/chiffon-dev/chiffon/orchestrator/webhook"
 )
 
@@ -44,23 +45,25 @@ func (o *Orchestrator) agentRequiresApproval(id, workType string) bool {
 }
 
 // approved reports whether t may go to an agent that requires approval for it.
-func approved(t *Task) bool { return t.Approval != nil && t.Approval.State == ApprovalApproved }
+func approved(t *task.Task) bool {
+	return t.Approval != nil && t.Approval.State == task.ApprovalApproved
+}
 
 // newApproval is a waiting approval asked now, for why.
-func (o *Orchestrator) newApproval(why string, now time.Time) *Approval {
-	return &Approval{State: ApprovalWaiting, Why: why, RequestedAt: now, ExpiresAt: now.Add(o.cfg.Approval.expiresAfter())}
+func (o *Orchestrator) newApproval(why string, now time.Time) *task.Approval {
+	return &task.Approval{State: task.ApprovalWaiting, Why: why, RequestedAt: now, ExpiresAt: now.Add(o.cfg.Approval.expiresAfter())}
 }
 
 // Decide approves (approve) or rejects the task id waiting for approval, on
 // behalf of ctx's caller, and returns it once the decision is stored. A task
 // that does not wait for approval is returned with ErrNotAwaitingApproval.
-func (o *Orchestrator) Decide(ctx context.Context, id string, approve bool, note string) (*Task, error) {
+func (o *Orchestrator) Decide(ctx context.Context, id string, approve bool, note string) (*task.Task, error) {
 	if len(note) > maxApprovalNote {
 		return nil, &api.FieldError{Field: "note", Message: fmt.Sprintf("must be at most %d bytes", maxApprovalNote)}
 	}
 	var (
 		r    *run
-		snap *Task
+		snap *task.Task
 		c    *commit
 		not  bool
 	)
@@ -69,7 +72,7 @@ func (o *Orchestrator) Decide(ctx context.Context, id string, approve bool, note
 			return
 		}
 		snap = cloneTask(r.t)
-		if r.finished || r.t.State != StateAwaitingApproval {
+		if r.finished || r.t.State != task.StateAwaitingApproval {
 			not = true
 			return
 		}
@@ -100,8 +103,8 @@ func (o *Orchestrator) Decide(ctx context.Context, id string, approve bool, note
 // the timer that rejects it when nobody answers.
 func (m *machine) awaitApproval(r *run) {
 	t := r.t
-	t.State = StateAwaitingApproval
-	m.save(r, &Event{Type: EventState, Message: "awaiting approval: " + t.Approval.Why})
+	t.State = task.StateAwaitingApproval
+	m.save(r, &task.Event{Type: task.EventState, Message: "awaiting approval: " + t.Approval.Why})
 	m.emit(arm{timerApproval, max(t.Approval.ExpiresAt.Sub(m.now()), 0), approvalExpired{}}, asked{})
 	r.log.Info("task awaits approval", "why", t.Approval.Why, "expires_at", t.Approval.ExpiresAt)
 }
@@ -109,7 +112,7 @@ func (m *machine) awaitApproval(r *run) {
 // decide applies an operator's approval or rejection.
 func (m *machine) decide(r *run, e approvalDecided) {
 	t := r.t
-	if t.State != StateAwaitingApproval {
+	if t.State != task.StateAwaitingApproval {
 		return
 	}
 	now := m.now()
@@ -117,28 +120,28 @@ func (m *machine) decide(r *run, e approvalDecided) {
 	a.By, a.Note, a.DecidedAt = e.by, e.note, &now
 	m.emit(stop{timerApproval})
 	if !e.approve {
-		a.State = ApprovalRejected
+		a.State = task.ApprovalRejected
 		r.log.Info("task rejected", "by", e.by)
-		m.finish(r, StateRejected, &Event{Type: EventState, Message: because(e.note, "rejected"), By: e.by}, "", nil)
+		m.finish(r, task.StateRejected, &task.Event{Type: task.EventState, Message: because(e.note, "rejected"), By: e.by}, "", nil)
 		return
 	}
-	a.State = ApprovalApproved
-	t.State = StatePending
+	a.State = task.ApprovalApproved
+	t.State = task.StatePending
 	r.log.Info("task approved", "by", e.by)
-	m.record(r, &Event{Type: EventState, Message: because(e.note, "approved"), By: e.by})
+	m.record(r, &task.Event{Type: task.EventState, Message: because(e.note, "approved"), By: e.by})
 	m.emit(route{})
 }
 
 // expire rejects a task whose approval nobody gave in time.
 func (m *machine) expire(r *run) {
 	t := r.t
-	if t.State != StateAwaitingApproval {
+	if t.State != task.StateAwaitingApproval {
 		return
 	}
 	now := m.now()
-	t.Approval.State, t.Approval.DecidedAt = ApprovalExpired, &now
+	t.Approval.State, t.Approval.DecidedAt = task.ApprovalExpired, &now
 	r.log.Info("task rejected: its approval expired")
-	m.finish(r, StateRejected, nil, "rejected: nobody approved it by "+t.Approval.ExpiresAt.Format(time.RFC3339), nil)
+	m.finish(r, task.StateRejected, nil, "rejected: nobody approved it by "+t.Approval.ExpiresAt.Format(time.RFC3339), nil)
 }
 
 // askApproval tells the webhook receivers that a task waits for approval.
@@ -176,15 +179,15 @@ func (o *Orchestrator) DecideBatch(ctx context.Context, id string, approve bool,
 	if err != nil {
 		return nil, err
 	}
-	if b.State != api.BatchRunning || b.Approval == nil || b.Approval.State != ApprovalWaiting {
+	if b.State != api.BatchRunning || b.Approval == nil || b.Approval.State != task.ApprovalWaiting {
 		return b, ErrNotAwaitingApproval
 	}
 	now := time.Now().UTC()
 	a := b.Approval
 	a.By, a.Note, a.DecidedAt = CallerOf(ctx), note, &now
-	a.State = ApprovalApproved
+	a.State = task.ApprovalApproved
 	if !approve {
-		a.State = ApprovalRejected
+		a.State = task.ApprovalRejected
 		rejectView(b, now)
 	}
 	if err := o.putBatch(b); err != nil {

@@ -16,6 +16,7 @@ import (
 	"github.com/chiffon-dev/chiffon/client"
 	"github.com/chiffon-dev/chiffon/envelope"
 	"github.com/chiffon-dev/chiffon/orchestrator"
+	"github.com/chiffon-dev/chiffon/orchestrator/task"
 	"github.com/chiffon-dev/chiffon/orchestrator/webhook"
 )
 
@@ -38,10 +39,10 @@ func history(t *testing.T, c *client.Client, id string) []string {
 	}
 	var out []string
 	for _, ev := range evs {
-		if ev.Type == orchestrator.EventStatus {
+		if ev.Type == task.EventStatus {
 			t.Fatalf("a progress report in the history: %+v", ev)
 		}
-		if ev.Type == orchestrator.EventState {
+		if ev.Type == task.EventState {
 			out = append(out, ev.Message+" by "+ev.By)
 		}
 	}
@@ -62,7 +63,7 @@ func TestApprovalHoldsATaskUntilApproved(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if tk.State != orchestrator.StateAwaitingApproval || tk.Approval == nil || tk.Approval.State != orchestrator.ApprovalWaiting {
+		if tk.State != task.StateAwaitingApproval || tk.Approval == nil || tk.Approval.State != task.ApprovalWaiting {
 			t.Fatalf("submitted: %s %+v", tk.State, tk.Approval)
 		}
 		noWork(t, a, 200*time.Millisecond)
@@ -79,13 +80,13 @@ func TestApprovalHoldsATaskUntilApproved(t *testing.T) {
 		c = e.client(o)
 		a.register(2)
 		got, err := c.Get(ctx, tk.ID)
-		if err != nil || got.State != orchestrator.StateAwaitingApproval {
+		if err != nil || got.State != task.StateAwaitingApproval {
 			t.Fatalf("after the restart: %+v %v", got, err)
 		}
 		noWork(t, a, 200*time.Millisecond)
 
 		got, err = c.Decide(ctx, tk.ID, true, "go ahead")
-		if err != nil || got.Approval.State != orchestrator.ApprovalApproved || got.Approval.By != "api" || got.Approval.Note != "go ahead" {
+		if err != nil || got.Approval.State != task.ApprovalApproved || got.Approval.By != "api" || got.Approval.Note != "go ahead" {
 			t.Fatalf("approved: %+v %v", got, err)
 		}
 		w := a.next()
@@ -93,7 +94,7 @@ func TestApprovalHoldsATaskUntilApproved(t *testing.T) {
 			t.Fatalf("work_request for %s", w.req.TaskID)
 		}
 		a.result(w, envelope.ResultSuccess, 0, "", nil)
-		if end := waitFinal(t, o, tk.ID); end.State != orchestrator.StateSucceeded {
+		if end := waitFinal(t, o, tk.ID); end.State != task.StateSucceeded {
 			t.Fatalf("ended %s", end.State)
 		}
 		noWork(t, a, 100*time.Millisecond)
@@ -139,17 +140,17 @@ func TestApprovalRejectedOrExpired(t *testing.T) {
 		t.Fatal(err)
 	}
 	got, err := c.Decide(ctx, rejected.ID, false, "not now")
-	if err != nil || got.State != orchestrator.StateRejected || got.Approval.State != orchestrator.ApprovalRejected {
+	if err != nil || got.State != task.StateRejected || got.Approval.State != task.ApprovalRejected {
 		t.Fatalf("rejected: %+v %v", got, err)
 	}
 
 	pinned, err := c.Submit(ctx, api.SubmitRequest{ToAgent: envelope.Code, WorkType: "deploy",
-		Hints: &orchestrator.Hints{AgentID: "code-1"}})
-	if err != nil || pinned.State != orchestrator.StateAwaitingApproval {
+		Hints: &task.Hints{AgentID: "code-1"}})
+	if err != nil || pinned.State != task.StateAwaitingApproval {
 		t.Fatalf("a deploy pinned to code-1: %+v %v", pinned, err)
 	}
 	end := waitFinal(t, o, pinned.ID) // nobody answers
-	if end.State != orchestrator.StateRejected || end.Approval.State != orchestrator.ApprovalExpired {
+	if end.State != task.StateRejected || end.Approval.State != task.ApprovalExpired {
 		t.Fatalf("expired: %s %+v", end.State, end.Approval)
 	}
 	noWork(t, a, 100*time.Millisecond)
@@ -161,7 +162,7 @@ func TestApprovalRejectedOrExpired(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got, err := c.Cancel(ctx, cancelled.ID, ""); err != nil || got.State != orchestrator.StateCancelled {
+	if got, err := c.Cancel(ctx, cancelled.ID, ""); err != nil || got.State != task.StateCancelled {
 		t.Fatalf("a task awaiting approval cancelled: %+v %v", got, err)
 	}
 	if h := history(t, c, cancelled.ID); !contains(h, "cancelled before dispatch by api") {
@@ -169,7 +170,7 @@ func TestApprovalRejectedOrExpired(t *testing.T) {
 	}
 
 	free, err := c.Submit(ctx, api.SubmitRequest{ToAgent: envelope.Code, WorkType: "echo"})
-	if err != nil || free.State == orchestrator.StateAwaitingApproval || free.Approval != nil {
+	if err != nil || free.State == task.StateAwaitingApproval || free.Approval != nil {
 		t.Fatalf("an echo needs no approval: %+v %v", free, err)
 	}
 	a.result(a.next(), envelope.ResultSuccess, 0, "", nil)
@@ -208,7 +209,7 @@ func TestBatchApprovalAsksOnce(t *testing.T) {
 	}
 	noWork(t, a1, 200*time.Millisecond)
 	noWork(t, a2, 10*time.Millisecond)
-	if got, err := c.DecideBatch(ctx, b.ID, true, "patch night"); err != nil || got.Approval.State != orchestrator.ApprovalApproved || got.Approval.By != "api" {
+	if got, err := c.DecideBatch(ctx, b.ID, true, "patch night"); err != nil || got.Approval.State != task.ApprovalApproved || got.Approval.By != "api" {
 		t.Fatalf("approved: %+v %v", got, err)
 	}
 	for _, a := range []*fakeAgent{a1, a2} {
@@ -222,7 +223,7 @@ func TestBatchApprovalAsksOnce(t *testing.T) {
 		t.Fatalf("%d tasks %v", len(tasks), err)
 	}
 	for _, tk := range tasks {
-		if tk.Approval == nil || tk.Approval.State != orchestrator.ApprovalApproved {
+		if tk.Approval == nil || tk.Approval.State != task.ApprovalApproved {
 			t.Fatalf("task %s approval %+v, want the batch's", tk.ID, tk.Approval)
 		}
 	}
@@ -242,7 +243,7 @@ func TestBatchApprovalAsksOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if end := waitBatch(t, o, expired.ID); end.State != api.BatchRejected || end.Approval.State != orchestrator.ApprovalExpired {
+	if end := waitBatch(t, o, expired.ID); end.State != api.BatchRejected || end.Approval.State != task.ApprovalExpired {
 		t.Fatalf("expired batch: %s %+v", end.State, end.Approval)
 	}
 	noWork(t, a1, 100*time.Millisecond)
@@ -283,7 +284,7 @@ func TestUnpinnedWorkAvoidsAgentsAskingApproval(t *testing.T) {
 		t.Fatal(err)
 	}
 	end := waitFinal(t, o, tk.ID)
-	if end.State != orchestrator.StateError || end.Error == nil || !strings.Contains(end.Error.Message, "requires approval") {
+	if end.State != task.StateError || end.Error == nil || !strings.Contains(end.Error.Message, "requires approval") {
 		t.Fatalf("an unpinned deploy with only code-1: %s %+v", end.State, end.Error)
 	}
 	a2 := e.fakeAgent("code-2")
@@ -301,7 +302,7 @@ func TestUnpinnedWorkAvoidsAgentsAskingApproval(t *testing.T) {
 // TestApprovalRequestedIsAWebhookEvent: a receiver of approval.requested gets the
 // task as it starts waiting, signed.
 func TestApprovalRequestedIsAWebhookEvent(t *testing.T) {
-	got := make(chan orchestrator.Task, 1)
+	got := make(chan task.Task, 1)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
 		if !webhook.Verify([]byte("s"), body, r.Header.Get(webhook.HeaderSignature)) {
@@ -309,7 +310,7 @@ func TestApprovalRequestedIsAWebhookEvent(t *testing.T) {
 		}
 		var d struct {
 			Event string
-			Data  orchestrator.Task
+			Data  task.Task
 		}
 		if err := json.Unmarshal(body, &d); err != nil || d.Event != webhook.ApprovalRequested {
 			t.Errorf("delivery %s: %v", body, err)
@@ -323,7 +324,7 @@ func TestApprovalRequestedIsAWebhookEvent(t *testing.T) {
 	tk := submit(t, o, nil)
 	select {
 	case d := <-got:
-		if d.ID != tk.ID || d.State != orchestrator.StateAwaitingApproval || d.Approval == nil {
+		if d.ID != tk.ID || d.State != task.StateAwaitingApproval || d.Approval == nil {
 			t.Fatalf("approval.requested for %s %s %+v", d.ID, d.State, d.Approval)
 		}
 	case <-time.After(wait):

@@ -12,6 +12,7 @@ import (
 
 	"github.com/chiffon-dev/chiffon/api"
 	"github.com/chiffon-dev/chiffon/envelope"
+	"github.com/chiffon-dev/chiffon/orchestrator/task"
 	"github.com/chiffon-dev/chiffon/orchestrator/webhook"
 )
 
@@ -42,7 +43,7 @@ func (o *Orchestrator) CreateBatch(ctx context.Context, req api.BatchRequest) (*
 
 // createBatch makes the batch id of req, or returns the one stored under id.
 func (o *Orchestrator) createBatch(req api.BatchRequest, id, schedule string, fireTime *time.Time, by string) (*api.Batch, error) {
-	if old, err := o.storedBatch(id); err == nil || !errors.Is(err, ErrNotFound) {
+	if old, err := o.storedBatch(id); err == nil || !errors.Is(err, task.ErrNotFound) {
 		return old, err
 	}
 	b := &api.Batch{ID: id, State: api.BatchRunning, BatchRequest: req, Schedule: schedule, FireTime: fireTime,
@@ -201,7 +202,7 @@ func (o *Orchestrator) refresh(b *api.Batch) error {
 
 // batchTasks reads the tasks of b's targets that have a task id, by id; a task
 // not made yet is absent.
-func (o *Orchestrator) batchTasks(b *api.Batch) (map[string]*Task, error) {
+func (o *Orchestrator) batchTasks(b *api.Batch) (map[string]*task.Task, error) {
 	ids := make([]string, 0, len(b.Targets))
 	for _, t := range b.Targets {
 		if t.TaskID != "" {

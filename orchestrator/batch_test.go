@@ -15,6 +15,7 @@ import (
 	"github.com/chiffon-dev/chiffon/client"
 	"github.com/chiffon-dev/chiffon/envelope"
 	"github.com/chiffon-dev/chiffon/orchestrator"
+	"github.com/chiffon-dev/chiffon/orchestrator/task"
 	"github.com/chiffon-dev/chiffon/orchestrator/webhook"
 )
 
@@ -258,7 +259,7 @@ func TestBatchAPI(t *testing.T) {
 		field string
 	}{
 		{api.BatchRequest{ToAgent: "nope", WorkType: "echo"}, "to_agent"},
-		{api.BatchRequest{ToAgent: envelope.Code, WorkType: "echo", Hints: &orchestrator.Hints{AgentID: "code-1"}}, "hints.agent_id"},
+		{api.BatchRequest{ToAgent: envelope.Code, WorkType: "echo", Hints: &task.Hints{AgentID: "code-1"}}, "hints.agent_id"},
 		{api.BatchRequest{ToAgent: envelope.Code, WorkType: "echo", Labels: map[string]string{"Bad Key": "x"}}, "labels"},
 		{api.BatchRequest{ToAgent: envelope.Code, WorkType: "echo", Agents: []string{"no such/agent"}}, "agents[0]"},
 		{api.BatchRequest{ToAgent: envelope.Code, WorkType: "echo", MaxParallel: -1}, "max_parallel"},

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/chiffon-dev/chiffon/api"
+	"github.com/chiffon-dev/chiffon/orchestrator/task"
 )
 
 // The batch machine. A batch's runner (batchrun.go) reads the batch's record and
@@ -110,9 +111,9 @@ var batchRows = map[batchKey]batchRow{
 
 // decideBatch returns b's view at now, given its tasks by id (a task not made
 // yet is absent), and what b's runner does next. b itself is not changed.
-func decideBatch(b *api.Batch, tasks map[string]*Task, now time.Time) (api.Batch, []batchEffect) {
+func decideBatch(b *api.Batch, tasks map[string]*task.Task, now time.Time) (api.Batch, []batchEffect) {
 	state := b.State
-	if a := b.Approval; a != nil && a.State == ApprovalWaiting && state == api.BatchRunning {
+	if a := b.Approval; a != nil && a.State == task.ApprovalWaiting && state == api.BatchRunning {
 		state = api.BatchAwaitingApproval
 	}
 	view := *b
@@ -153,11 +154,11 @@ func observeBatch(view *api.Batch, now time.Time) batchEvent {
 // id; absent: not made yet) and sets its state and counts: awaiting_approval
 // while its approval waits, succeeded or failed once every target is done with.
 // A stored finished batch holds its final view already.
-func viewBatch(b *api.Batch, tasks map[string]*Task) {
+func viewBatch(b *api.Batch, tasks map[string]*task.Task) {
 	if b.State != api.BatchRunning {
 		return
 	}
-	if a := b.Approval; a != nil && a.State == ApprovalWaiting {
+	if a := b.Approval; a != nil && a.State == task.ApprovalWaiting {
 		b.State = api.BatchAwaitingApproval
 		b.Count()
 		return
@@ -174,7 +175,7 @@ func viewBatch(b *api.Batch, tasks map[string]*Task) {
 			continue
 		}
 		t.State, t.ProgressPercent = string(tk.State), tk.ProgressPercent
-		failed = failed || tk.State.Final() && tk.State != StateSucceeded
+		failed = failed || tk.State.Final() && tk.State != task.StateSucceeded
 	}
 	if failed && b.StopOnFailure {
 		for i := range b.Targets {
@@ -187,7 +188,7 @@ func viewBatch(b *api.Batch, tasks map[string]*Task) {
 	done, ok := true, true
 	for _, t := range b.Targets {
 		done = done && t.Final()
-		ok = ok && t.State == string(StateSucceeded)
+		ok = ok && t.State == string(task.StateSucceeded)
 	}
 	if done {
 		b.State = api.BatchFailed
@@ -205,7 +206,7 @@ func awaitApproval(view *api.Batch, now time.Time) []batchEffect {
 // expireApproval rejects a batch nobody approved in time.
 func expireApproval(view *api.Batch, now time.Time) []batchEffect {
 	a := *view.Approval
-	a.State, a.DecidedAt = ApprovalExpired, &now
+	a.State, a.DecidedAt = task.ApprovalExpired, &now
 	view.Approval = &a
 	rejectView(view, now)
 	return []batchEffect{{kind: batchStoreEnd}, {kind: batchStop}}

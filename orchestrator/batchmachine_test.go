@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/chiffon-dev/chiffon/api"
+	"github.com/chiffon-dev/chiffon/orchestrator/task"
 )
 
 var btNow = time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
@@ -26,10 +27,10 @@ func btBatch(maxParallel int, stopOnFailure bool) *api.Batch {
 }
 
 // btTasks are tasks by id, from agent -> state.
-func btTasks(states map[string]State) map[string]*Task {
-	out := map[string]*Task{}
+func btTasks(states map[string]task.State) map[string]*task.Task {
+	out := map[string]*task.Task{}
 	for agent, s := range states {
-		out["t-"+agent] = &Task{ID: "t-" + agent, State: s}
+		out["t-"+agent] = &task.Task{ID: "t-" + agent, State: s}
 	}
 	return out
 }
@@ -37,7 +38,7 @@ func btTasks(states map[string]State) map[string]*Task {
 // btAwaiting is btBatch awaiting its approval, which expires at expires.
 func btAwaiting(expires time.Time) *api.Batch {
 	b := btBatch(0, false)
-	b.Approval = &Approval{State: ApprovalWaiting, RequestedAt: btNow.Add(-time.Minute), ExpiresAt: expires}
+	b.Approval = &task.Approval{State: task.ApprovalWaiting, RequestedAt: btNow.Add(-time.Minute), ExpiresAt: expires}
 	return b
 }
 
@@ -61,7 +62,7 @@ var (
 type batchMachineRow struct {
 	name    string
 	batch   *api.Batch
-	tasks   map[string]State
+	tasks   map[string]task.State
 	state   api.BatchState // the view's
 	targets []string       // the view's target states, a b c
 	effects []batchEffect
@@ -83,25 +84,25 @@ var batchMachineRows = []batchMachineRow{
 		api.BatchRunning, []string{"waiting", "waiting", "waiting"},
 		[]batchEffect{makeTask("a"), makeTask("b"), waitTask}},
 	{"max_parallel 2, one ended: the third made", btBatch(2, false),
-		map[string]State{"a": StateSucceeded, "b": StateRunning},
+		map[string]task.State{"a": task.StateSucceeded, "b": task.StateRunning},
 		api.BatchRunning, []string{"succeeded", "running", "waiting"}, []batchEffect{makeTask("c"), waitTask}},
 	{"max_parallel 2, both running: busy", btBatch(2, false),
-		map[string]State{"a": StateRunning, "b": StateDispatched},
+		map[string]task.State{"a": task.StateRunning, "b": task.StateDispatched},
 		api.BatchRunning, []string{"running", "dispatched", "waiting"}, []batchEffect{waitTask}},
 	{"stop_on_failure, one failed: the waiting one skipped, the running one finishes", btBatch(2, true),
-		map[string]State{"a": StateFailed, "b": StateRunning},
+		map[string]task.State{"a": task.StateFailed, "b": task.StateRunning},
 		api.BatchRunning, []string{"failed", "running", "skipped"}, []batchEffect{waitTask}},
 	{"stop_on_failure, one failed, the rest ended: failed", btBatch(2, true),
-		map[string]State{"a": StateFailed, "b": StateSucceeded},
+		map[string]task.State{"a": task.StateFailed, "b": task.StateSucceeded},
 		api.BatchFailed, []string{"failed", "succeeded", "skipped"}, []batchEffect{storeEnd, stopRunner}},
 	{"without stop_on_failure a failure starts the next", btBatch(2, false),
-		map[string]State{"a": StateFailed, "b": StateRunning},
+		map[string]task.State{"a": task.StateFailed, "b": task.StateRunning},
 		api.BatchRunning, []string{"failed", "running", "waiting"}, []batchEffect{makeTask("c"), waitTask}},
 	{"every task succeeded: succeeded, end stored", btBatch(0, false),
-		map[string]State{"a": StateSucceeded, "b": StateSucceeded, "c": StateSucceeded},
+		map[string]task.State{"a": task.StateSucceeded, "b": task.StateSucceeded, "c": task.StateSucceeded},
 		api.BatchSucceeded, []string{"succeeded", "succeeded", "succeeded"}, []batchEffect{storeEnd, stopRunner}},
 	{"one cancelled, the rest succeeded: failed", btBatch(0, false),
-		map[string]State{"a": StateSucceeded, "b": StateCancelled, "c": StateSucceeded},
+		map[string]task.State{"a": task.StateSucceeded, "b": task.StateCancelled, "c": task.StateSucceeded},
 		api.BatchFailed, []string{"succeeded", "cancelled", "succeeded"}, []batchEffect{storeEnd, stopRunner}},
 
 	// stored ends: the runner only stops
@@ -160,7 +161,7 @@ func TestBatchMachineHasARowForEveryStateAndEvent(t *testing.T) {
 	tried := map[batchKey]bool{}
 	for _, row := range batchMachineRows {
 		state := row.batch.State
-		if a := row.batch.Approval; a != nil && a.State == ApprovalWaiting {
+		if a := row.batch.Approval; a != nil && a.State == task.ApprovalWaiting {
 			state = api.BatchAwaitingApproval
 		}
 		view := *row.batch

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/chiffon-dev/chiffon/api"
+	"github.com/chiffon-dev/chiffon/orchestrator/task"
 	"github.com/chiffon-dev/chiffon/orchestrator/webhook"
 )
 
@@ -47,7 +48,7 @@ func (o *Orchestrator) runBatch(ctx context.Context, b *api.Batch, wake <-chan s
 // b's tasks ends). While b awaits its approval, its record is read again and
 // the step holds batchMu, which an operator's decision holds too.
 func (o *Orchestrator) stepBatch(b *api.Batch, log *slog.Logger) (after time.Duration, stop bool) {
-	if a := b.Approval; a != nil && a.State == ApprovalWaiting {
+	if a := b.Approval; a != nil && a.State == task.ApprovalWaiting {
 		o.batchMu.Lock()
 		defer o.batchMu.Unlock()
 		stored, err := o.storedBatch(b.ID)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/chiffon-dev/chiffon/api"
+	"github.com/chiffon-dev/chiffon/orchestrator/task"
 )
 
 // ErrFinished is returned when cancelling a task that has already ended.
@@ -19,13 +20,13 @@ const maxCancelReason = 1024
 // told to cancel it. A running task's agent is told to cancel it; the task ends
 // cancelled with the agent's result, or at once when the agent says it is not running
 // it or cannot be reached. reason, when not "", says why (see CancelRequest).
-func (o *Orchestrator) Cancel(ctx context.Context, id, reason string) (*Task, error) {
+func (o *Orchestrator) Cancel(ctx context.Context, id, reason string) (*task.Task, error) {
 	if len(reason) > maxCancelReason {
 		return nil, &api.FieldError{Field: "reason", Message: fmt.Sprintf("must be at most %d bytes", maxCancelReason)}
 	}
 	var (
 		r        *run
-		snap     *Task
+		snap     *task.Task
 		end      *commit
 		answered = make(chan struct{})
 		asked    bool

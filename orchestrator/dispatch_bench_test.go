@@ -14,6 +14,7 @@ import (
 	"github.com/chiffon-dev/chiffon/envelope"
 	"github.com/chiffon-dev/chiffon/internal/testnats"
 	"github.com/chiffon-dev/chiffon/orchestrator"
+	"github.com/chiffon-dev/chiffon/orchestrator/task"
 )
 
 // benchStack opens an orchestrator and a real agent with a no-op work type on an
@@ -72,7 +73,7 @@ func runNoop(b *testing.B, o *orchestrator.Orchestrator) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	if t, err = o.Wait(context.Background(), t.ID); err != nil || t.State != orchestrator.StateSucceeded {
+	if t, err = o.Wait(context.Background(), t.ID); err != nil || t.State != task.StateSucceeded {
 		b.Fatalf("task ended %v: %v", t, err)
 	}
 }

@@ -10,12 +10,13 @@ import (
 	"github.com/chiffon-dev/chiffon/envelope"
 	"github.com/chiffon-dev/chiffon/errcodes"
 	"github.com/chiffon-dev/chiffon/orchestrator"
+	"github.com/chiffon-dev/chiffon/orchestrator/task"
 )
 
 func TestRetryWaitsDoubleAndStopsAfterThree(t *testing.T) {
 	e := newEnv(t, "code-1")
 	o, a := e.openWithAgent("code-1", 4)
-	task := submit(t, o, nil)
+	tsk := submit(t, o, nil)
 
 	var got []*workMsg
 	for i := 0; i < 4; i++ {
@@ -23,8 +24,8 @@ func TestRetryWaitsDoubleAndStopsAfterThree(t *testing.T) {
 		got = append(got, w)
 		a.fail(w, errcodes.NewResourceLimitExceeded("max_concurrency", 0, 1))
 	}
-	final := waitFinal(t, o, task.ID)
-	if final.State != orchestrator.StateError || final.Error == nil || final.Error.Code != 5005 {
+	final := waitFinal(t, o, tsk.ID)
+	if final.State != task.StateError || final.Error == nil || final.Error.Code != 5005 {
 		t.Fatalf("want error 5005, got %s %+v", final.State, final.Error)
 	}
 	if final.Attempts != 4 || len(final.Retries) != 3 {
@@ -41,7 +42,7 @@ func TestRetryWaitsDoubleAndStopsAfterThree(t *testing.T) {
 		}
 	}
 	for _, w := range got {
-		if w.env.RequestID != task.RequestID || w.req.TaskID != task.ID || w.env.TraceID != task.TraceID {
+		if w.env.RequestID != tsk.RequestID || w.req.TaskID != tsk.ID || w.env.TraceID != tsk.TraceID {
 			t.Errorf("retry changed ids: %s %s", w.env.RequestID, w.req.TaskID)
 		}
 		if seen[w.env.MessageID] {
@@ -59,10 +60,10 @@ func TestRetryWaitsDoubleAndStopsAfterThree(t *testing.T) {
 func TestNonRetryableErrorFailsAtOnce(t *testing.T) {
 	e := newEnv(t, "code-1")
 	o, a := e.openWithAgent("code-1", 4)
-	task := submit(t, o, nil)
+	tsk := submit(t, o, nil)
 	a.fail(a.next(), errcodes.NewUnsupportedWorkType("echo", []string{"other"}))
-	final := waitFinal(t, o, task.ID)
-	if final.State != orchestrator.StateError || final.Error.Code != 5006 || final.Attempts != 1 ||
+	final := waitFinal(t, o, tsk.ID)
+	if final.State != task.StateError || final.Error.Code != 5006 || final.Attempts != 1 ||
 		!strings.Contains(final.Error.Message, "echo") {
 		t.Fatalf("got %s attempts %d error %+v", final.State, final.Attempts, final.Error)
 	}
@@ -76,12 +77,12 @@ func TestNeverStartedRequestMovesToAnotherAgent(t *testing.T) {
 	live := e.fakeAgent("code-b")
 	live.listen()
 	live.register(4)
-	task := submit(t, o, nil)
+	tsk := submit(t, o, nil)
 	w := live.next()
 	live.ack(w)
 	live.result(w, envelope.ResultSuccess, 0, "done", nil)
-	final := waitFinal(t, o, task.ID)
-	if final.State != orchestrator.StateSucceeded || final.AgentID != "code-b" {
+	final := waitFinal(t, o, tsk.ID)
+	if final.State != task.StateSucceeded || final.AgentID != "code-b" {
 		t.Fatalf("got %s on %s", final.State, final.AgentID)
 	}
 	// The attempt at code-a never started: it spent no retry.
@@ -100,7 +101,7 @@ func TestAckTimeoutRetriesOnTheSameAgent(t *testing.T) {
 	b := e.fakeAgent("code-b")
 	b.listen()
 	b.register(4)
-	task := submit(t, o, nil)
+	tsk := submit(t, o, nil)
 	first := a.next() // silence
 	second := a.next()
 	if second.env.RequestID != first.env.RequestID {
@@ -108,8 +109,8 @@ func TestAckTimeoutRetriesOnTheSameAgent(t *testing.T) {
 	}
 	a.ack(second)
 	a.result(second, envelope.ResultSuccess, 0, "ok", nil)
-	final := waitFinal(t, o, task.ID)
-	if final.State != orchestrator.StateSucceeded || final.AgentID != "code-a" || final.Retries[0].Code != 5001 {
+	final := waitFinal(t, o, tsk.ID)
+	if final.State != task.StateSucceeded || final.AgentID != "code-a" || final.Retries[0].Code != 5001 {
 		t.Fatalf("got %s on %s retries %+v", final.State, final.AgentID, final.Retries)
 	}
 	if len(b.work) != 0 {
@@ -122,11 +123,11 @@ func TestInactivityTimeoutIs5001WithContext(t *testing.T) {
 	e.cfg.Timeouts.Inactivity = 100 * time.Millisecond
 	e.cfg.Retry.MaxRetries = -1
 	o, a := e.openWithAgent("code-1", 4)
-	task := submit(t, o, nil)
+	tsk := submit(t, o, nil)
 	w := a.next()
 	a.status(w, 10, 1, "some output", "", 0) // then silence
-	final := waitFinal(t, o, task.ID)
-	if final.State != orchestrator.StateError || final.Error.Code != 5001 {
+	final := waitFinal(t, o, tsk.ID)
+	if final.State != task.StateError || final.Error.Code != 5001 {
 		t.Fatalf("got %s %+v", final.State, final.Error)
 	}
 	ctx := final.Error.Context
@@ -148,8 +149,8 @@ func TestQueuedTaskDispatchedWhenAgentFrees(t *testing.T) {
 		t.Fatalf("first dispatch was %s", w.req.TaskID)
 	}
 	a.ack(w)
-	waitFor(t, "first running", func() bool { tk, _ := o.Task(first.ID); return tk.State == orchestrator.StateRunning })
-	if tk, _ := o.Task(second.ID); tk.State != orchestrator.StatePending || tk.Attempts != 0 {
+	waitFor(t, "first running", func() bool { tk, _ := o.Task(first.ID); return tk.State == task.StateRunning })
+	if tk, _ := o.Task(second.ID); tk.State != task.StatePending || tk.Attempts != 0 {
 		t.Fatalf("second task %s with %d attempts while the agent is full", tk.State, tk.Attempts)
 	}
 	select {
@@ -164,7 +165,7 @@ func TestQueuedTaskDispatchedWhenAgentFrees(t *testing.T) {
 	}
 	a.ack(w2)
 	a.result(w2, envelope.ResultFailed, 3, "two", nil)
-	if final := waitFinal(t, o, second.ID); final.State != orchestrator.StateFailed || final.Result.ExitCode != 3 {
+	if final := waitFinal(t, o, second.ID); final.State != task.StateFailed || final.Result.ExitCode != 3 {
 		t.Fatalf("got %s %+v", final.State, final.Result)
 	}
 }
@@ -178,11 +179,11 @@ func TestPinnedTaskGoesToItsAgent(t *testing.T) {
 	b := e.fakeAgent("code-b")
 	b.listen()
 	b.register(4)
-	task := submit(t, o, &orchestrator.Hints{AgentID: "code-b"})
+	tsk := submit(t, o, &task.Hints{AgentID: "code-b"})
 	w := b.next()
 	a.t.Log(w.req.Hints)
 	b.result(w, envelope.ResultSuccess, 0, "", nil)
-	if final := waitFinal(t, o, task.ID); final.AgentID != "code-b" || final.State != orchestrator.StateSucceeded {
+	if final := waitFinal(t, o, tsk.ID); final.AgentID != "code-b" || final.State != task.StateSucceeded {
 		t.Fatalf("got %s on %s", final.State, final.AgentID)
 	}
 }
@@ -195,9 +196,9 @@ func TestSubmitFailsWhenTheTaskCannotBeStored(t *testing.T) {
 	e.mem = true // a memstore can be made to fail its writes
 	o, _ := e.openWithAgent("code-1", 1)
 	orchestrator.BreakStoreWrites(o)
-	task, err := o.Submit(context.Background(), api.SubmitRequest{ToAgent: envelope.Code, WorkType: "echo"})
+	tsk, err := o.Submit(context.Background(), api.SubmitRequest{ToAgent: envelope.Code, WorkType: "echo"})
 	if err == nil {
-		t.Fatalf("Submit with a broken store: %+v, want an error", task)
+		t.Fatalf("Submit with a broken store: %+v, want an error", tsk)
 	}
 	if as := o.Agents(); len(as) != 1 || as[0].Load != 0 {
 		t.Fatalf("agents after a failed Submit: %+v, want code-1 with load 0", as)

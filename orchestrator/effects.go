@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/chiffon-dev/chiffon/envelope"
+	"github.com/chiffon-dev/chiffon/orchestrator/task"
 )
 
 // do carries out one effect of the machine for r; an effect that
@@ -116,7 +117,7 @@ func (o *Orchestrator) forget(r *run, e forget) {
 		o.metrics.tasks.WithLabelValues(string(r.t.State)).Dec()
 	}
 	delete(o.runs, r.t.ID)
-	var final *Task
+	var final *task.Task
 	if !e.uncount && len(o.watchers[r.t.ID]) > 0 {
 		final = cloneTask(r.t)
 	}

@@ -71,7 +71,7 @@ func ForgetFiring(o *Orchestrator, name string) error { return o.st.PutRecord(fi
 
 // SubmitAs submits req as the task id with request_id requestID, as a batch or a
 // schedule does, and reports whether it made the task.
-func SubmitAs(o *Orchestrator, req api.SubmitRequest, id, requestID string) (*Task, bool, error) {
+func SubmitAs(o *Orchestrator, req api.SubmitRequest, id, requestID string) (*task.Task, bool, error) {
 	return o.submit(req, origin{id: id, requestID: requestID})
 }
 

@@ -8,6 +8,7 @@ import (
 	"github.com/chiffon-dev/chiffon/broker"
 	"github.com/chiffon-dev/chiffon/envelope"
 	"github.com/chiffon-dev/chiffon/orchestrator"
+	"github.com/chiffon-dev/chiffon/orchestrator/task"
 )
 
 func breakerOf(o *orchestrator.Orchestrator, id string) string {
@@ -34,9 +35,9 @@ func TestBreakerOpensAfterFiveStaysOpenAndClosesAfterPing(t *testing.T) {
 		if got := breakerOf(o, "code-1"); got != "closed" {
 			t.Fatalf("breaker %s before failure %d", got, i)
 		}
-		task := submit(t, o, nil)
+		tsk := submit(t, o, nil)
 		a.next()
-		final := waitFinal(t, o, task.ID)
+		final := waitFinal(t, o, tsk.ID)
 		if final.Error == nil || final.Error.Code != 5001 || final.Attempts != 1 {
 			t.Fatalf("task %d: %s %+v", i, final.State, final.Error)
 		}
@@ -59,10 +60,10 @@ func TestBreakerOpensAfterFiveStaysOpenAndClosesAfterPing(t *testing.T) {
 		t.Fatalf("ping %s after opening, before the open period ended", el)
 	}
 	waitFor(t, "breaker to close", func() bool { return breakerOf(o, "code-1") == "closed" })
-	task := submit(t, o, nil)
+	tsk := submit(t, o, nil)
 	w := a.next()
 	a.result(w, envelope.ResultSuccess, 0, "back", nil)
-	if final := waitFinal(t, o, task.ID); final.State != orchestrator.StateSucceeded {
+	if final := waitFinal(t, o, tsk.ID); final.State != task.StateSucceeded {
 		t.Fatalf("after close: %s", final.State)
 	}
 }
@@ -108,22 +109,22 @@ func TestBadTokensAreRejected(t *testing.T) {
 
 	a.listen()
 	a.register(4)
-	task := submit(t, o, nil)
+	tsk := submit(t, o, nil)
 	w := a.next()
 	// A status and a result with a wrong token are dropped.
-	env := w.env.Reply(&envelope.WorkResult{TaskID: task.ID, Status: envelope.ResultSuccess, Output: "forged"})
+	env := w.env.Reply(&envelope.WorkResult{TaskID: tsk.ID, Status: envelope.ResultSuccess, Output: "forged"})
 	a.publishAs(w.reply, bad, env)
 	a.publishAs(w.reply, "", env)
 	a.ack(w) // the real one is taken
-	waitFor(t, "task running", func() bool { tk, _ := o.Task(task.ID); return tk.State == orchestrator.StateRunning })
-	if tk, _ := o.Task(task.ID); tk.State.Final() {
+	waitFor(t, "task running", func() bool { tk, _ := o.Task(tsk.ID); return tk.State == task.StateRunning })
+	if tk, _ := o.Task(tsk.ID); tk.State.Final() {
 		t.Fatalf("forged result accepted: %s", tk.State)
 	}
 	a.result(w, envelope.ResultSuccess, 0, "real", nil)
-	final := waitFinal(t, o, task.ID)
+	final := waitFinal(t, o, tsk.ID)
 	var out strings.Builder
 	c := e.client(o)
-	if _, err := c.Output(t.Context(), task.ID, &out); err != nil || out.String() != "real" || final.State != orchestrator.StateSucceeded {
+	if _, err := c.Output(t.Context(), tsk.ID, &out); err != nil || out.String() != "real" || final.State != task.StateSucceeded {
 		t.Fatalf("output %q err %v state %s", out.String(), err, final.State)
 	}
 	logs := e.logs.String()
@@ -192,15 +193,15 @@ func TestRetryNeverLeavesTheAgentThatMayHaveRunIt(t *testing.T) {
 	a := e.fakeAgent("code-1")
 	a.register(1)
 	a.listen()
-	task := submit(t, o, nil)
+	tsk := submit(t, o, nil)
 	a.ack(a.next()) // code-1 has started it ...
 	a.nc.Close()    // ... and goes away: later attempts get no responders
 	b := e.fakeAgent("code-2")
 	b.register(1)
 	b.listen()
 
-	final := waitFinal(t, o, task.ID)
-	if final.State != orchestrator.StateError || final.Error == nil || final.Error.Code != 5002 {
+	final := waitFinal(t, o, tsk.ID)
+	if final.State != task.StateError || final.Error == nil || final.Error.Code != 5002 {
 		t.Fatalf("task ended %s %+v, want error 5002 after its retries", final.State, final.Error)
 	}
 	for _, r := range final.Retries {
@@ -241,7 +242,7 @@ func TestRestartKeepsQueuedTasksForTheAgentsInsteadOfFailingThem(t *testing.T) {
 		}
 		for _, id := range []string{first.ID, queued.ID} {
 			final := waitFinal(t, o2, id)
-			if final.State != orchestrator.StateSucceeded || len(final.Retries) != 0 {
+			if final.State != task.StateSucceeded || len(final.Retries) != 0 {
 				t.Errorf("task %s: %s with retries %+v, want succeeded with none", id, final.State, final.Retries)
 			}
 		}
@@ -255,16 +256,16 @@ func TestRestartKeepsStepsAndProgress(t *testing.T) {
 	forEachStore(t, func(t *testing.T, kind string) {
 		e := newStoreEnv(t, kind, "code-1")
 		o, a := e.openWithAgent("code-1", 1)
-		task := submit(t, o, nil)
+		tsk := submit(t, o, nil)
 		w := a.next()
 		a.ack(w)
 		a.status(w, 40, 1, "fetching\n", "", 0)
 		a.status(w, 70, 2, "building\n", "", 9)
 		waitFor(t, "statuses recorded", func() bool {
-			got, err := o.Task(task.ID)
+			got, err := o.Task(tsk.ID)
 			return err == nil && got.ProgressPercent == 70
 		})
-		want, err := o.Task(task.ID)
+		want, err := o.Task(tsk.ID)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -272,7 +273,7 @@ func TestRestartKeepsStepsAndProgress(t *testing.T) {
 			t.Fatal(err)
 		}
 		o2 := e.open() // the fake agent stays silent: what o2 shows comes from the store
-		got, err := o2.Task(task.ID)
+		got, err := o2.Task(tsk.ID)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -17,6 +17,7 @@ import (
 	"github.com/chiffon-dev/chiffon/client"
 	"github.com/chiffon-dev/chiffon/internal/testnats"
 	"github.com/chiffon-dev/chiffon/orchestrator"
+	"github.com/chiffon-dev/chiffon/orchestrator/task"
 )
 
 // FuzzAPISubmit posts arbitrary bodies to POST /api/v1/tasks: the API answers 201 or
@@ -92,7 +93,7 @@ func FuzzClientEvents(f *testing.F) {
 		ctx, cancel := context.WithTimeout(context.Background(), 150*time.Millisecond)
 		defer cancel()
 		start := time.Now()
-		_ = c.Events(ctx, "t", func(*orchestrator.Event) error { return nil })
+		_ = c.Events(ctx, "t", func(*task.Event) error { return nil })
 		if d := time.Since(start); d > 2*time.Second {
 			t.Fatalf("Events returned %s after its context's deadline", d)
 		}

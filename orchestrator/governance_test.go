@@ -12,10 +12,11 @@ import (
 	"github.com/chiffon-dev/chiffon/envelope"
 	"github.com/chiffon-dev/chiffon/errcodes"
 	"github.com/chiffon-dev/chiffon/orchestrator"
+	"github.com/chiffon-dev/chiffon/orchestrator/task"
 )
 
 // submitWork submits a code task of workType with params.
-func submitWork(t *testing.T, o *orchestrator.Orchestrator, workType string, params map[string]any, hints *orchestrator.Hints) *orchestrator.Task {
+func submitWork(t *testing.T, o *orchestrator.Orchestrator, workType string, params map[string]any, hints *task.Hints) *task.Task {
 	t.Helper()
 	task, err := o.Submit(context.Background(), api.SubmitRequest{ToAgent: envelope.Code, WorkType: workType,
 		Parameters: params, Hints: hints})
@@ -75,7 +76,7 @@ func TestAllowedWorkTypesTrimTheRegistration(t *testing.T) {
 	// nobody offers.
 	lone := submitWork(t, o, "build", nil, nil)
 	final := waitFinal(t, o, lone.ID)
-	if final.State != orchestrator.StateError || final.Error == nil || final.Error.Code != int(errcodes.UnsupportedWorkType) {
+	if final.State != task.StateError || final.Error == nil || final.Error.Code != int(errcodes.UnsupportedWorkType) {
 		t.Fatalf("build with only code-1 online: %s %+v, want error 5006", final.State, final.Error)
 	}
 
@@ -93,16 +94,16 @@ func TestAllowedWorkTypesTrimTheRegistration(t *testing.T) {
 		open.succeed(open.next())
 	}
 	for _, id := range ids {
-		if final := waitFinal(t, o, id); final.State != orchestrator.StateSucceeded || final.AgentID != "code-2" {
+		if final := waitFinal(t, o, id); final.State != task.StateSucceeded || final.AgentID != "code-2" {
 			t.Fatalf("build task %s: %s on %s, want succeeded on code-2", id, final.State, final.AgentID)
 		}
 	}
 	noWork(t, strict, 200*time.Millisecond)
 
 	// The work type it is allowed still goes to it.
-	echo := submitWork(t, o, "echo", nil, &orchestrator.Hints{AgentID: "code-1"})
+	echo := submitWork(t, o, "echo", nil, &task.Hints{AgentID: "code-1"})
 	strict.succeed(strict.next())
-	if final := waitFinal(t, o, echo.ID); final.State != orchestrator.StateSucceeded {
+	if final := waitFinal(t, o, echo.ID); final.State != task.StateSucceeded {
 		t.Fatalf("echo on code-1: %s", final.State)
 	}
 }
@@ -127,7 +128,7 @@ func TestMaxConcurrencyCapsTheCapacity(t *testing.T) {
 	a.ack(w)
 	a.heartbeat(4) // a heartbeat saying 4 does not lift the cap
 	noWork(t, a, 300*time.Millisecond)
-	if got, _ := o.Task(second.ID); got.State != orchestrator.StatePending {
+	if got, _ := o.Task(second.ID); got.State != task.StatePending {
 		t.Fatalf("second task %s while the first runs, want pending", got.State)
 	}
 	a.result(w, envelope.ResultSuccess, 0, "", nil)
@@ -137,7 +138,7 @@ func TestMaxConcurrencyCapsTheCapacity(t *testing.T) {
 	}
 	a.succeed(w2)
 	for _, id := range []string{first.ID, second.ID} {
-		if final := waitFinal(t, o, id); final.State != orchestrator.StateSucceeded {
+		if final := waitFinal(t, o, id); final.State != task.StateSucceeded {
 			t.Fatalf("task %s: %s", id, final.State)
 		}
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/chiffon-dev/chiffon/client"
 	"github.com/chiffon-dev/chiffon/envelope"
 	"github.com/chiffon-dev/chiffon/orchestrator"
+	"github.com/chiffon-dev/chiffon/orchestrator/task"
 )
 
 // haLease is the lease of the groups of these tests.
@@ -131,11 +132,11 @@ func TestGroupStandbyServesAndForwards(t *testing.T) {
 	ag.ack(w)
 	ag.status(w, 50, 1, "half", "", -1)
 	ag.result(w, envelope.ResultSuccess, 0, "done", nil)
-	if states := stream.untilEnd(t); !slices.Contains(states, string(orchestrator.StateSucceeded)) {
+	if states := stream.untilEnd(t); !slices.Contains(states, string(task.StateSucceeded)) {
 		t.Fatalf("the standby streamed %v, without the end", states)
 	}
 	got, err := cb.Get(ctx, tk.ID)
-	if err != nil || got.State != orchestrator.StateSucceeded {
+	if err != nil || got.State != task.StateSucceeded {
 		t.Fatalf("read through the standby: %+v, %v", got, err)
 	}
 	select {
@@ -172,10 +173,10 @@ func TestGroupStandbyTakesOverAndResends(t *testing.T) {
 		t.Fatalf("re-sent task %s request %s, want %s %s", again.req.TaskID, again.env.RequestID, tk.ID, first.env.RequestID)
 	}
 	ag.result(again, envelope.ResultSuccess, 0, "done", nil)
-	if got := waitFinal(t, b, tk.ID); got.State != orchestrator.StateSucceeded {
+	if got := waitFinal(t, b, tk.ID); got.State != task.StateSucceeded {
 		t.Fatalf("task %s after the takeover", got.State)
 	}
-	if states := onB.untilEnd(t); !slices.Contains(states, string(orchestrator.StateSucceeded)) {
+	if states := onB.untilEnd(t); !slices.Contains(states, string(task.StateSucceeded)) {
 		t.Fatalf("the stream on b through the takeover: %v, without the end", states)
 	}
 	if len(seenOnA) == 0 {
@@ -241,14 +242,14 @@ func (s *sseStream) untilEndSeqs(t *testing.T) []int64 {
 	return seqs
 }
 
-func (s *sseStream) read(t *testing.T) []orchestrator.Event {
+func (s *sseStream) read(t *testing.T) []task.Event {
 	t.Helper()
 	timer := time.AfterFunc(wait, func() { s.body.Close() })
 	defer timer.Stop()
-	var evs []orchestrator.Event
+	var evs []task.Event
 	for s.sc.Scan() {
 		if data, ok := strings.CutPrefix(s.sc.Text(), "data: "); ok {
-			var ev orchestrator.Event
+			var ev task.Event
 			if err := json.Unmarshal([]byte(data), &ev); err != nil {
 				t.Fatalf("event %q: %v", data, err)
 			}
@@ -269,7 +270,7 @@ func TestGroupStalledLeaderSendsNothing(t *testing.T) {
 	tk := submit(t, a, nil)
 	w := ag.next()
 	ag.ack(w)
-	waitFor(t, "running", func() bool { got, _ := a.Task(tk.ID); return got.State == orchestrator.StateRunning })
+	waitFor(t, "running", func() bool { got, _ := a.Task(tk.ID); return got.State == task.StateRunning })
 
 	release := orchestrator.StallStoreWriter(a)
 	defer release()

@@ -20,6 +20,7 @@ import (
 	"github.com/chiffon-dev/chiffon/internal/testnats"
 	"github.com/chiffon-dev/chiffon/orchestrator"
 	"github.com/chiffon-dev/chiffon/orchestrator/memstore"
+	"github.com/chiffon-dev/chiffon/orchestrator/task"
 	"github.com/nats-io/nats.go"
 	"go.uber.org/goleak"
 )
@@ -168,9 +169,9 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 }
 
 // waitState waits until task id is in a final state and returns it.
-func waitFinal(t *testing.T, o *orchestrator.Orchestrator, id string) *orchestrator.Task {
+func waitFinal(t *testing.T, o *orchestrator.Orchestrator, id string) *task.Task {
 	t.Helper()
-	var task *orchestrator.Task
+	var task *task.Task
 	waitFor(t, "task "+id+" to finish", func() bool {
 		var err error
 		task, err = o.Task(id)
@@ -179,7 +180,7 @@ func waitFinal(t *testing.T, o *orchestrator.Orchestrator, id string) *orchestra
 	return task
 }
 
-func submit(t *testing.T, o *orchestrator.Orchestrator, hints *orchestrator.Hints) *orchestrator.Task {
+func submit(t *testing.T, o *orchestrator.Orchestrator, hints *task.Hints) *task.Task {
 	t.Helper()
 	task, err := o.Submit(context.Background(), api.SubmitRequest{ToAgent: envelope.Code, WorkType: "echo",
 		Parameters: map[string]any{"text": "hi"}, Hints: hints})

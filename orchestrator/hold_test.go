@@ -9,6 +9,7 @@ import (
 
 	"github.com/chiffon-dev/chiffon/envelope"
 	"github.com/chiffon-dev/chiffon/orchestrator"
+	"github.com/chiffon-dev/chiffon/orchestrator/task"
 )
 
 // queueBehind pauses o's loop, sends the messages of rest and waits until each has
@@ -33,18 +34,18 @@ func queueBehind(t *testing.T, o *orchestrator.Orchestrator, rest ...func()) fun
 
 // waitSucceeded waits for task id with orchestrator.Wait, which learns of the end
 // only once its write is committed (unlike Task, which would commit it itself).
-func waitSucceeded(t *testing.T, o *orchestrator.Orchestrator, id string, logs fmt.Stringer) *orchestrator.Task {
+func waitSucceeded(t *testing.T, o *orchestrator.Orchestrator, id string, logs fmt.Stringer) *task.Task {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), wait)
 	defer cancel()
-	task, err := o.Wait(ctx, id)
+	tsk, err := o.Wait(ctx, id)
 	if err != nil {
 		t.Fatalf("Wait: %v: a held write was never committed\n%s", err, logs)
 	}
-	if task.State != orchestrator.StateSucceeded {
-		t.Fatalf("task ended %s: %+v", task.State, task.Error)
+	if tsk.State != task.StateSucceeded {
+		t.Fatalf("task ended %s: %+v", tsk.State, tsk.Error)
 	}
-	return task
+	return tsk
 }
 
 // A result followed, in the same batch, by a message that writes nothing: the
@@ -52,7 +53,7 @@ func waitSucceeded(t *testing.T, o *orchestrator.Orchestrator, id string, logs f
 func TestHeldWriteCommitsAfterTheLastMessage(t *testing.T) {
 	e := newEnv(t, "code-1")
 	o, a := e.openWithAgent("code-1", 1)
-	task := submit(t, o, nil)
+	tsk := submit(t, o, nil)
 	w := a.next()
 	// A status of a task the orchestrator does not know: the loop drops it.
 	unknown := *w
@@ -60,7 +61,7 @@ func TestHeldWriteCommitsAfterTheLastMessage(t *testing.T) {
 	unknown.reply = w.reply[:strings.LastIndexByte(w.reply, '.')+1] + unknown.req.TaskID
 	resume := queueBehind(t, o, func() { a.result(w, envelope.ResultSuccess, 0, "", nil) }, func() { a.ack(&unknown) })
 	resume()
-	waitSucceeded(t, o, task.ID, e.logs)
+	waitSucceeded(t, o, tsk.ID, e.logs)
 }
 
 // A status with output followed by the result with the whole output: the result
@@ -69,17 +70,17 @@ func TestHeldWriteCommitsAfterTheLastMessage(t *testing.T) {
 func TestHeldWriteIsCommittedForAWaiter(t *testing.T) {
 	e := newEnv(t, "code-1")
 	o, a := e.openWithAgent("code-1", 1)
-	task := submit(t, o, nil)
+	tsk := submit(t, o, nil)
 	w := a.next()
 	resume := queueBehind(t, o, func() { a.status(w, 50, 1, "hello ", "", 0) },
 		func() { a.result(w, envelope.ResultSuccess, 0, "hello world\n", nil) })
 	resume()
-	done := waitSucceeded(t, o, task.ID, e.logs)
+	done := waitSucceeded(t, o, tsk.ID, e.logs)
 	if done.OutputBytes != int64(len("hello world\n")) || !done.OutputComplete {
 		t.Fatalf("output %d bytes, complete %v", done.OutputBytes, done.OutputComplete)
 	}
 	var out strings.Builder
-	if complete, err := e.client(o).Output(context.Background(), task.ID, &out); err != nil || !complete {
+	if complete, err := e.client(o).Output(context.Background(), tsk.ID, &out); err != nil || !complete {
 		t.Fatalf("output: complete %v, %v", complete, err)
 	}
 	if out.String() != "hello world\n" {
@@ -93,15 +94,15 @@ func TestHeldWriteIsCommittedForAWaiter(t *testing.T) {
 func TestMessagesReadTogetherShareACommit(t *testing.T) {
 	e := newEnv(t, "code-1")
 	o, a := e.openWithAgent("code-1", 1)
-	task := submit(t, o, nil)
+	tsk := submit(t, o, nil)
 	w := a.next()
 	resume := queueBehind(t, o,
 		func() { a.ack(w) },
 		func() { a.status(w, 50, 1, "", "", -1) },
 		func() { a.result(w, envelope.ResultSuccess, 0, "", nil) })
 	resume()
-	waitSucceeded(t, o, task.ID, e.logs)
-	vs, err := orchestrator.EventVersions(o, task.ID)
+	waitSucceeded(t, o, tsk.ID, e.logs)
+	vs, err := orchestrator.EventVersions(o, tsk.ID)
 	if err != nil {
 		t.Fatal(err)
 	}

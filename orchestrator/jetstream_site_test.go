@@ -14,6 +14,7 @@ import (
 	"github.com/chiffon-dev/chiffon/envelope"
 	"github.com/chiffon-dev/chiffon/internal/testnats"
 	"github.com/chiffon-dev/chiffon/orchestrator"
+	"github.com/chiffon-dev/chiffon/orchestrator/task"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
@@ -47,11 +48,11 @@ func TestJetStreamStoreOnASecureSite(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), wait)
 	defer cancel()
-	task, err := o.Submit(ctx, api.SubmitRequest{ToAgent: envelope.Code, WorkType: "echo"})
+	tsk, err := o.Submit(ctx, api.SubmitRequest{ToAgent: envelope.Code, WorkType: "echo"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	record := subj.Store() + ".t." + task.ID
+	record := subj.Store() + ".t." + tsk.ID
 
 	// What the store holds, read as the store.
 	storeNC := testnats.ConnectAs(t, srv.Server, seeds[1], srv.TLS, subj.StoreInbox())
@@ -84,7 +85,7 @@ func TestJetStreamStoreOnASecureSite(t *testing.T) {
 			default:
 			}
 		})
-		if err := nc.Publish(record, []byte(`{"id":"`+task.ID+`","state":"succeeded"}`)); err != nil {
+		if err := nc.Publish(record, []byte(`{"id":"`+tsk.ID+`","state":"succeeded"}`)); err != nil {
 			t.Fatal(err)
 		}
 		select {
@@ -108,11 +109,11 @@ func TestJetStreamStoreOnASecureSite(t *testing.T) {
 	}
 	// The orchestrator rewrites the record as it retries (no agent is online); the
 	// agent's forgery must not be what is stored.
-	var after orchestrator.Task
+	var after task.Task
 	if err := json.Unmarshal(stored(), &after); err != nil {
 		t.Fatal(err)
 	}
-	if after.State != orchestrator.StatePending || after.RequestID != task.RequestID {
+	if after.State != task.StatePending || after.RequestID != tsk.RequestID {
 		t.Fatalf("the task's record after the agent's write: %+v", after)
 	}
 }

@@ -9,7 +9,7 @@ import (
 
 	"github.com/chiffon-dev/chiffon/agent"
 	"github.com/chiffon-dev/chiffon/broker"
-	"github.com/chiffon-dev/chiffon/orchestrator"
+	"github.com/chiffon-dev/chiffon/orchestrator/task"
 )
 
 // TestSilentHandlerPastTheInactivityTimeoutSucceedsWithoutRetry: a handler that
@@ -54,16 +54,16 @@ func TestSilentHandlerPastTheInactivityTimeoutSucceedsWithoutRetry(t *testing.T)
 	}
 	waitFor(t, "agent online", func() bool { return o.Agents()[0].State == "online" })
 
-	task := submit(t, o, nil)
-	final := waitFinal(t, o, task.ID)
-	if final.State != orchestrator.StateSucceeded || final.Attempts != 1 || len(final.Retries) != 0 || final.Error != nil {
+	tsk := submit(t, o, nil)
+	final := waitFinal(t, o, tsk.ID)
+	if final.State != task.StateSucceeded || final.Attempts != 1 || len(final.Retries) != 0 || final.Error != nil {
 		t.Fatalf("got %s after %d attempts, retries %+v, error %+v; want succeeded at once",
 			final.State, final.Attempts, final.Retries, final.Error)
 	}
 	if n := runs.Load(); n != 1 {
 		t.Fatalf("handler ran %d times", n)
 	}
-	if took := final.FinishedAt.Sub(task.CreatedAt); took < silence {
+	if took := final.FinishedAt.Sub(tsk.CreatedAt); took < silence {
 		t.Fatalf("task took %s, less than the handler's %s of silence", took, silence)
 	}
 }

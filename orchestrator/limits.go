@@ -9,6 +9,7 @@ import (
 
 	"github.com/chiffon-dev/chiffon/api"
 	"github.com/chiffon-dev/chiffon/envelope"
+	"github.com/chiffon-dev/chiffon/orchestrator/task"
 )
 
 // headerRoom is what a message keeps of the broker's max_payload for its NATS
@@ -96,7 +97,7 @@ func (o *Orchestrator) requestLimit(req *api.SubmitRequest) (limit int, source s
 // workRequestSize is the encoded size of the work_request dispatch sends for a
 // task of these members: ids have a fixed length, and the timestamp is given
 // its longest form (nine fraction digits).
-func workRequestSize(to envelope.AgentType, workType string, params map[string]any, hints *Hints) (int, error) {
+func workRequestSize(to envelope.AgentType, workType string, params map[string]any, hints *task.Hints) (int, error) {
 	env := envelope.New(envelope.Orchestrator, to, envelope.NewID(), envelope.NewID(),
 		&envelope.WorkRequest{TaskID: envelope.NewID(), WorkType: workType, Parameters: params,
 			Hints: hintsEnvelope(hints)})
@@ -109,7 +110,7 @@ func workRequestSize(to envelope.AgentType, workType string, params map[string]a
 // tasks are far below any agent's max_request_bytes, which paramsBound shows
 // without encoding them.
 type taskSize struct {
-	t *Task
+	t *task.Task
 	// bound is paramsBound's bound of the whole work_request, or -1 when it has
 	// none; n is the encoded size once measured (-1: it cannot be encoded).
 	bound, n          int

@@ -14,6 +14,7 @@ import (
 	"github.com/chiffon-dev/chiffon/envelope"
 	"github.com/chiffon-dev/chiffon/errcodes"
 	"github.com/chiffon-dev/chiffon/orchestrator"
+	"github.com/chiffon-dev/chiffon/orchestrator/task"
 )
 
 // answerAll makes a succeed every work_request it gets, and records when each
@@ -73,7 +74,7 @@ func submitMany(t *testing.T, o *orchestrator.Orchestrator, n int) {
 		ids = append(ids, submit(t, o, nil).ID)
 	}
 	for _, id := range ids {
-		if final := waitFinal(t, o, id); final.State != orchestrator.StateSucceeded {
+		if final := waitFinal(t, o, id); final.State != task.StateSucceeded {
 			t.Fatalf("task %s: %s %+v, want succeeded", id, final.State, final.Error)
 		}
 	}
@@ -192,7 +193,7 @@ func TestOversizedRequestsAreRefused(t *testing.T) {
 		{"work type", api.SubmitRequest{ToAgent: envelope.Code, WorkType: "echo", Parameters: text(3000)},
 			"work_types.echo.max_request_bytes (2048 bytes)", 2048},
 		{"pinned", api.SubmitRequest{ToAgent: envelope.Code, WorkType: "big", Parameters: text(5000),
-			Hints: &orchestrator.Hints{AgentID: "code-1"}}, "agents[code-1].max_request_bytes (4096 bytes)", 4096},
+			Hints: &task.Hints{AgentID: "code-1"}}, "agents[code-1].max_request_bytes (4096 bytes)", 4096},
 	}
 	for _, tc := range refused {
 		_, err := c.Submit(t.Context(), tc.req)
@@ -214,14 +215,14 @@ func TestOversizedRequestsAreRefused(t *testing.T) {
 	// Below the limits it goes.
 	ok := submitWork(t, o, "echo", text(1000), nil)
 	small.succeed(small.next())
-	if final := waitFinal(t, o, ok.ID); final.State != orchestrator.StateSucceeded {
+	if final := waitFinal(t, o, ok.ID); final.State != task.StateSucceeded {
 		t.Fatalf("a request below the limits: %s", final.State)
 	}
 
 	// Unpinned and too large for code-1, the only agent: it fails at once.
 	lone := submitWork(t, o, "big", text(5000), nil)
 	final := waitFinal(t, o, lone.ID)
-	if final.State != orchestrator.StateError || final.Error == nil || final.Error.Code != int(errcodes.ResourceLimitExceeded) ||
+	if final.State != task.StateError || final.Error == nil || final.Error.Code != int(errcodes.ResourceLimitExceeded) ||
 		!strings.Contains(final.Error.Message, "agents[code-1].max_request_bytes") || final.Attempts != 0 {
 		t.Fatalf("too large for every agent: %s %+v after %d attempts, want error 5005 naming the limit, not sent",
 			final.State, final.Error, final.Attempts)
@@ -241,14 +242,14 @@ func TestOversizedRequestsAreRefused(t *testing.T) {
 		large.succeed(large.next())
 	}
 	for _, id := range ids {
-		if final := waitFinal(t, o, id); final.State != orchestrator.StateSucceeded || final.AgentID != "code-2" {
+		if final := waitFinal(t, o, id); final.State != task.StateSucceeded || final.AgentID != "code-2" {
 			t.Fatalf("large task %s: %s on %s, want succeeded on code-2", id, final.State, final.AgentID)
 		}
 	}
 	noWork(t, small, 100*time.Millisecond)
-	pinned := submitWork(t, o, "big", text(100), &orchestrator.Hints{AgentID: "code-1"})
+	pinned := submitWork(t, o, "big", text(100), &task.Hints{AgentID: "code-1"})
 	small.succeed(small.next())
-	if final := waitFinal(t, o, pinned.ID); final.State != orchestrator.StateSucceeded {
+	if final := waitFinal(t, o, pinned.ID); final.State != task.StateSucceeded {
 		t.Fatalf("a small request pinned to code-1: %s", final.State)
 	}
 	if _, metrics := call(t, c, "GET", "/metrics", "", ""); !strings.Contains(metrics, "chiffon_orchestrator_tasks_too_large_total 4") {

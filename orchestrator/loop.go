@@ -2,6 +2,8 @@ package orchestrator
 
 import (
 	"sync"
+
+	"github.com/chiffon-dev/chiffon/orchestrator/task"
 )
 
 // The loop is the one owner of the orchestrator's state: the live tasks (runs), the
@@ -145,7 +147,7 @@ func (o *Orchestrator) deliver(r *run, ev event) []effect {
 
 // countState keeps the tasks-by-state gauge right after a task moved from before to
 // after.
-func (o *Orchestrator) countState(before, after State) {
+func (o *Orchestrator) countState(before, after task.State) {
 	if after != before {
 		o.metrics.tasks.WithLabelValues(string(before)).Dec()
 		o.metrics.tasks.WithLabelValues(string(after)).Inc()

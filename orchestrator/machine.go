@@ -28,13 +28,14 @@ import (
 	"github.com/cenkalti/backoff/v4"
 	"github.com/chiffon-dev/chiffon/envelope"
 	"github.com/chiffon-dev/chiffon/errcodes"
+	"github.com/chiffon-dev/chiffon/orchestrator/task"
 	"github.com/chiffon-dev/chiffon/output"
 )
 
 // run is the live state of one unfinished task. The machine owns its first part;
 // the loop keeps the second, which the machine never reads.
 type run struct {
-	t   *Task
+	t   *task.Task
 	log *slog.Logger // carries the task's ids (see taskLog)
 
 	seq     int64 // last event number
@@ -66,7 +67,7 @@ type run struct {
 	cancelWhy string
 	// unwritten are numbered events the next write carries: a new task's
 	// "submitted" goes out with whatever routing decides.
-	unwritten []*Event
+	unwritten []*task.Event
 	// fresh says no write of the task has been made: a failure of its first write
 	// is Submit's to answer (it drops the task).
 	fresh bool
@@ -176,7 +177,7 @@ type (
 	// task whose first write was its last and failed was never stored: Submit
 	// refused it, and it is not counted.
 	finalStored struct {
-		ev      *Event
+		ev      *task.Event
 		uncount bool
 	}
 	// dropped: the task's first write failed; Submit refused it.
@@ -218,11 +219,11 @@ func (m *machine) apply(r *run, ev event) []effect {
 	switch e := ev.(type) {
 	case submitted:
 		r.fresh = true
-		waits := r.t.Approval != nil && r.t.Approval.State == ApprovalWaiting
+		waits := r.t.Approval != nil && r.t.Approval.State == task.ApprovalWaiting
 		if waits {
-			r.t.State = StateAwaitingApproval
+			r.t.State = task.StateAwaitingApproval
 		}
-		m.record(r, &Event{Type: EventState, Message: "submitted", By: e.by})
+		m.record(r, &task.Event{Type: task.EventState, Message: "submitted", By: e.by})
 		if waits {
 			m.awaitApproval(r)
 			break
@@ -289,13 +290,13 @@ func (m *machine) take() []effect {
 }
 
 // record numbers ev and keeps it for the task's next write.
-func (m *machine) record(r *run, ev *Event) {
+func (m *machine) record(r *run, ev *task.Event) {
 	m.stamp(r, ev)
 	r.unwritten = append(r.unwritten, ev)
 }
 
 // stamp numbers the events of evs not numbered yet, with r's state now.
-func (m *machine) stamp(r *run, evs ...*Event) {
+func (m *machine) stamp(r *run, evs ...*task.Event) {
 	t := r.t
 	t.UpdatedAt = m.now()
 	for _, ev := range evs {
@@ -309,7 +310,7 @@ func (m *machine) stamp(r *run, evs ...*Event) {
 
 // write numbers evs and writes them after the unwritten ones, with the task's
 // record when record is set.
-func (m *machine) write(r *run, w write, evs ...*Event) {
+func (m *machine) write(r *run, w write, evs ...*task.Event) {
 	m.stamp(r, evs...)
 	w.events = append(r.unwritten, evs...)
 	r.unwritten = nil
@@ -318,7 +319,7 @@ func (m *machine) write(r *run, w write, evs ...*Event) {
 }
 
 // save writes ev with the task's record and sends it to the task's streams.
-func (m *machine) save(r *run, ev *Event) {
+func (m *machine) save(r *run, ev *task.Event) {
 	m.write(r, write{record: true}, ev)
 	m.emit(notify{ev})
 }

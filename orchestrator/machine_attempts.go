@@ -8,6 +8,7 @@ import (
 
 	"github.com/cenkalti/backoff/v4"
 	"github.com/chiffon-dev/chiffon/errcodes"
+	"github.com/chiffon-dev/chiffon/orchestrator/task"
 )
 
 // endAttempt ends the current attempt: its silence timer stops, its slot is freed
@@ -22,7 +23,7 @@ func (m *machine) endAttempt(r *run, outcome error) {
 func (m *machine) closeAttempt(r *run, outcome error) bool {
 	m.endAttempt(r, outcome)
 	if r.t.CancelRequested {
-		m.finish(r, StateCancelled, nil, "cancelled", nil)
+		m.finish(r, task.StateCancelled, nil, "cancelled", nil)
 		return false
 	}
 	return true
@@ -48,12 +49,12 @@ func (m *machine) failAttempt(r *run, e *errcodes.Error, neverStarted bool) {
 		m.finishError(r, e)
 		return
 	}
-	t.Retries = append(t.Retries, Retry{Attempt: t.Attempts, Code: int(e.Code), Message: e.Message,
+	t.Retries = append(t.Retries, task.Retry{Attempt: t.Attempts, Code: int(e.Code), Message: e.Message,
 		AgentID: t.AgentID, WaitMS: wait.Milliseconds(), At: m.now()})
 	m.emit(retried{int(e.Code)})
 	r.nextAgent(neverStarted)
-	t.State = StatePending
-	m.save(r, &Event{Type: EventRetry, Error: taskError(e), Message: fmt.Sprintf("retry %d in %s", len(t.Retries), wait)})
+	t.State = task.StatePending
+	m.save(r, &task.Event{Type: task.EventRetry, Error: taskError(e), Message: fmt.Sprintf("retry %d in %s", len(t.Retries), wait)})
 	m.emit(arm{timerRetry, wait, retryDue{r.attempt}})
 }
 
@@ -65,7 +66,7 @@ func (m *machine) failAttempt(r *run, e *errcodes.Error, neverStarted bool) {
 // which nobody but the agent it went to has seen.
 func (m *machine) noResponders(r *run, e noResponders) {
 	t := r.t
-	if r.accepted || t.State != StateDispatched {
+	if r.accepted || t.State != task.StateDispatched {
 		return
 	}
 	if e.nonce != r.nonce || e.agentID != t.AgentID {
@@ -83,8 +84,8 @@ func (m *machine) noResponders(r *run, e noResponders) {
 		return
 	}
 	r.stick, r.avoid = "", t.AgentID
-	t.State = StatePending
-	m.save(r, &Event{Type: EventState, Error: taskError(err), Message: fmt.Sprintf("%s did not receive it (no responders): queued again", t.AgentID)})
+	t.State = task.StatePending
+	m.save(r, &task.Event{Type: task.EventState, Error: taskError(err), Message: fmt.Sprintf("%s did not receive it (no responders): queued again", t.AgentID)})
 	m.enqueue(r, "")
 	m.emit(drain{})
 }
@@ -92,7 +93,7 @@ func (m *machine) noResponders(r *run, e noResponders) {
 // inFlight reports whether attempt of r went to agentID and has not ended.
 func (m *machine) inFlight(r *run, agentID string, attempt int) bool {
 	t := r.t
-	return r.attempt == attempt && t.AgentID == agentID && (t.State == StateDispatched || t.State == StateRunning)
+	return r.attempt == attempt && t.AgentID == agentID && (t.State == task.StateDispatched || t.State == task.StateRunning)
 }
 
 // resend sends a task that was in flight on a process its agent's new process
@@ -108,6 +109,6 @@ func (m *machine) resend(r *run, e agentReplaced) {
 	m.emit(stop{timerSilence}, release{outcome: errNeverReached})
 	r.pinned, r.stick = e.agentID, e.agentID // only this agent's cache knows whether it ran
 	r.log.Info("agent process replaced: task sent again", "agent_id", e.agentID, "attempt", r.t.Attempts)
-	m.save(r, &Event{Type: EventState, Message: e.agentID + " restarted: sent again"})
+	m.save(r, &task.Event{Type: task.EventState, Message: e.agentID + " restarted: sent again"})
 	m.dispatch(r, e.agentID, e.version)
 }

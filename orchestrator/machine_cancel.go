@@ -2,6 +2,8 @@
 
 package orchestrator
 
+import "github.com/chiffon-dev/chiffon/orchestrator/task"
+
 // cancel applies an operator's cancel. A task not sent yet ends cancelled at once,
 // and so does one waiting for a retry, whose pinned agent, which may still run an
 // earlier attempt, is told to cancel it. A running task's agent is told to cancel
@@ -15,18 +17,18 @@ func (m *machine) cancel(r *run, e cancelRequested) {
 	t.CancelRequested = true
 	r.cancelWhy = e.reason
 	reason := cancelReason(e.reason)
-	ended := func(msg string) *Event {
-		return &Event{Type: EventState, Message: because(e.reason, msg), By: e.by}
+	ended := func(msg string) *task.Event {
+		return &task.Event{Type: task.EventState, Message: because(e.reason, msg), By: e.by}
 	}
-	if t.State == StatePending || t.State == StateAwaitingApproval {
+	if t.State == task.StatePending || t.State == task.StateAwaitingApproval {
 		if r.pinned != "" {
 			r.log.Info("task cancelled between attempts", "agent_id", r.pinned)
 			m.emit(cancelAgent{agentID: r.pinned, reason: reason})
-			m.finish(r, StateCancelled, ended("cancelled between attempts"), "", nil)
+			m.finish(r, task.StateCancelled, ended("cancelled between attempts"), "", nil)
 			return
 		}
 		r.log.Info("task cancelled before dispatch")
-		m.finish(r, StateCancelled, ended("cancelled before dispatch"), "", nil)
+		m.finish(r, task.StateCancelled, ended("cancelled before dispatch"), "", nil)
 		return
 	}
 	m.save(r, ended("cancel requested"))
@@ -45,7 +47,7 @@ func (m *machine) cancelAnswered(r *run, e cancelAnswer) {
 		why = "agent: " + e.ack.Message
 	}
 	r.log.Info("task cancelled", "why", why)
-	m.finish(r, StateCancelled, nil, because(r.cancelWhy, "cancelled")+"; "+why, nil)
+	m.finish(r, task.StateCancelled, nil, because(r.cancelWhy, "cancelled")+"; "+why, nil)
 }
 
 // because is msg, followed by the operator's reason when one was given.

@@ -42,9 +42,9 @@ func (m *machine) dispatch(r *run, agentID, version string) {
 	if t.FirstDispatchAt == nil {
 		t.FirstDispatchAt = &now
 	}
-	t.State = StateDispatched
+	t.State = task.StateDispatched
 	m.emit(claim{agentID})
-	ev := &Event{Type: EventState, Message: fmt.Sprintf("dispatched to %s (attempt %d)", agentID, t.Attempts)}
+	ev := &task.Event{Type: task.EventState, Message: fmt.Sprintf("dispatched to %s (attempt %d)", agentID, t.Attempts)}
 	then := stored{attempt: r.attempt, agentID: agentID, version: version, first: r.fresh}
 	m.write(r, write{record: true, then: func(err error) event { then.err = err; return then }}, ev)
 	m.emit(notify{ev})
@@ -129,7 +129,7 @@ func (m *machine) status(r *run, env *envelope.Envelope, st *envelope.WorkStatus
 		r.accepted = true
 		m.emit(acknowledged{m.now().Sub(r.sentAt)})
 	}
-	t.State = StateRunning
+	t.State = task.StateRunning
 	idle := m.timeouts.Inactivity
 	m.armSilence(r, idle, fmt.Sprintf("no message for %s", idle))
 	var off *int64
@@ -154,7 +154,7 @@ func (m *machine) status(r *run, env *envelope.Envelope, st *envelope.WorkStatus
 		st = &c
 	}
 	capped := m.capOutput(r, p.Cut)
-	ev := &Event{Type: EventStatus, Status: st, OutputOffset: off}
+	ev := &task.Event{Type: task.EventStatus, Status: st, OutputOffset: off}
 	first := task.Piece{}
 	if len(pieces) > 0 {
 		first, pieces = pieces[0], pieces[1:]
@@ -172,14 +172,14 @@ func (m *machine) status(r *run, env *envelope.Envelope, st *envelope.WorkStatus
 	m.emit(notify{ev})
 }
 
-func updateStep(t *Task, st *envelope.WorkStatus, now time.Time) {
+func updateStep(t *task.Task, st *envelope.WorkStatus, now time.Time) {
 	for i := range t.Steps {
 		if t.Steps[i].Number == st.Step.Number {
 			t.Steps[i].Name, t.Steps[i].Status, t.Steps[i].UpdatedAt = st.Step.Name, st.Status, now
 			return
 		}
 	}
-	t.Steps = append(t.Steps, StepInfo{Number: st.Step.Number, Name: st.Step.Name, Status: st.Status, UpdatedAt: now})
+	t.Steps = append(t.Steps, task.StepInfo{Number: st.Step.Number, Name: st.Step.Name, Status: st.Status, UpdatedAt: now})
 }
 
 // enqueue puts r in its type's queue, writing what is unwritten (a new task), and
@@ -191,7 +191,7 @@ func (m *machine) enqueue(r *run, why string) {
 	r.queued = true
 	m.emit(enqueue{head: r.t.Attempts > 0})
 	if why != "" {
-		m.record(r, &Event{Type: EventState, Message: "queued: " + why})
+		m.record(r, &task.Event{Type: task.EventState, Message: "queued: " + why})
 	}
 	if len(r.unwritten) > 0 {
 		m.write(r, write{record: true})
@@ -213,16 +213,16 @@ func (m *machine) unqueue(r *run) {
 // not is queued until the agents register.
 func (m *machine) resume(r *run) {
 	t := r.t
-	if t.CancelRequested && (t.State == StatePending || t.State == StateAwaitingApproval) {
-		m.finish(r, StateCancelled, nil, "cancelled", nil)
+	if t.CancelRequested && (t.State == task.StatePending || t.State == task.StateAwaitingApproval) {
+		m.finish(r, task.StateCancelled, nil, "cancelled", nil)
 		return
 	}
-	if t.State == StateAwaitingApproval {
-		m.save(r, &Event{Type: EventState, Message: "resumed after orchestrator restart: still awaiting approval"})
+	if t.State == task.StateAwaitingApproval {
+		m.save(r, &task.Event{Type: task.EventState, Message: "resumed after orchestrator restart: still awaiting approval"})
 		m.emit(arm{timerApproval, max(t.Approval.ExpiresAt.Sub(m.now()), 0), approvalExpired{}})
 		return
 	}
-	m.save(r, &Event{Type: EventState, Message: "resumed after orchestrator restart"})
+	m.save(r, &task.Event{Type: task.EventState, Message: "resumed after orchestrator restart"})
 	if t.AgentID != "" {
 		r.log.Info("resuming task on its agent", "agent_id", t.AgentID, "state", t.State)
 		r.stick = t.AgentID

@@ -31,7 +31,7 @@ type (
 	// replace makes its data the task's whole output before the write.
 	write struct {
 		record  bool
-		events  []*Event
+		events  []*task.Event
 		piece   task.Piece
 		replace *string
 		then    func(err error) event
@@ -66,7 +66,7 @@ type (
 	// stopAll stops every timer of the run.
 	stopAll struct{}
 	// notify sends ev to the task's live streams.
-	notify struct{ ev *Event }
+	notify struct{ ev *task.Event }
 	// enqueue puts the task in its type's queue: at its head for a task
 	// dispatched before, so that a retry does not wait behind newer tasks.
 	enqueue struct{ head bool }

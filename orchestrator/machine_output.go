@@ -7,6 +7,7 @@ import (
 	"fmt"
 
 	"github.com/chiffon-dev/chiffon/envelope"
+	"github.com/chiffon-dev/chiffon/orchestrator/task"
 	"github.com/chiffon-dev/chiffon/output"
 )
 
@@ -39,7 +40,7 @@ func (m *machine) result(r *run, env *envelope.Envelope, res *envelope.WorkResul
 			r.log.Warn("truncated result with a gap in the output: asking the agent again",
 				"have", t.OutputBytes, "total", total, "reask", r.reasks)
 			m.endAttempt(r, nil)
-			m.save(r, &Event{Type: EventState, Message: fmt.Sprintf("output incomplete (%d of %d bytes): asking again", t.OutputBytes, total)})
+			m.save(r, &task.Event{Type: task.EventState, Message: fmt.Sprintf("output incomplete (%d of %d bytes): asking again", t.OutputBytes, total)})
 			r.pinned, r.stick = t.AgentID, t.AgentID // it ran the request: only its cache has the output
 			r.out.Restart()
 			m.emit(route{})
@@ -53,27 +54,27 @@ func (m *machine) result(r *run, env *envelope.Envelope, res *envelope.WorkResul
 	if err != nil {
 		r.log.Warn("structured output dropped", "err", err)
 	}
-	t.Result = &Result{Status: res.Status, ExitCode: res.ExitCode, ResourcesUsed: res.ResourcesUsed,
+	t.Result = &task.Result{Status: res.Status, ExitCode: res.ExitCode, ResourcesUsed: res.ResourcesUsed,
 		OutputTruncated: truncated, OutputTotalBytes: total, StructuredOutput: structured, At: m.now()}
 	if res.Status == envelope.ResultSuccess {
 		t.ProgressPercent = 100
 	}
-	state := map[string]State{envelope.ResultSuccess: StateSucceeded, envelope.ResultFailed: StateFailed,
-		envelope.ResultCancelled: StateCancelled}[res.Status]
-	m.finish(r, state, &Event{Type: EventResult, Result: res, StructuredOutput: structured}, "", replace)
+	state := map[string]task.State{envelope.ResultSuccess: task.StateSucceeded, envelope.ResultFailed: task.StateFailed,
+		envelope.ResultCancelled: task.StateCancelled}[res.Status]
+	m.finish(r, state, &task.Event{Type: task.EventResult, Result: res, StructuredOutput: structured}, "", replace)
 }
 
 // capOutput marks the task's output capped when cut says bytes past
 // max_output_bytes were dropped, the first time, and records why in its history:
 // it returns that event, or nil.
-func (m *machine) capOutput(r *run, cut bool) *Event {
+func (m *machine) capOutput(r *run, cut bool) *task.Event {
 	t := r.t
 	if !cut || t.OutputCapped {
 		return nil
 	}
 	t.OutputCapped, t.OutputComplete = true, false
 	r.log.Warn("output over max_output_bytes: the rest is dropped", "agent_id", t.AgentID, "max_output_bytes", r.out.Limit)
-	ev := &Event{Type: EventState, Message: fmt.Sprintf("output over max_output_bytes (%d bytes): the rest is dropped", r.out.Limit)}
+	ev := &task.Event{Type: task.EventState, Message: fmt.Sprintf("output over max_output_bytes (%d bytes): the rest is dropped", r.out.Limit)}
 	m.record(r, ev)
 	return ev
 }

@@ -48,15 +48,15 @@ func newTestMachine() *machine {
 }
 
 // newTestRun is a run of t as newRun makes it: its backoff goes on from t's retries.
-func newTestRun(t *Task) *run {
+func newTestRun(t *task.Task) *run {
 	return &run{t: t, log: slog.New(slog.DiscardHandler), bo: mtRetry.backoff(len(t.Retries))}
 }
 
 // freshTask is a task as Submit makes it; its deadline is 60 s.
-func freshTask() *Task {
-	return &Task{ID: mtTaskID, State: StatePending, ToAgent: envelope.Infra, WorkType: "shell",
-		Parameters: map[string]any{"cmd": "true"}, Hints: &Hints{MaxDurationSeconds: 60},
-		RequestID: mtReqID, TraceID: mtTraceID, Steps: []StepInfo{}, CreatedAt: mtNow, UpdatedAt: mtNow}
+func freshTask() *task.Task {
+	return &task.Task{ID: mtTaskID, State: task.StatePending, ToAgent: envelope.Infra, WorkType: "shell",
+		Parameters: map[string]any{"cmd": "true"}, Hints: &task.Hints{MaxDurationSeconds: 60},
+		RequestID: mtReqID, TraceID: mtTraceID, Steps: []task.StepInfo{}, CreatedAt: mtNow, UpdatedAt: mtNow}
 }
 
 // ---- Events ----
@@ -104,7 +104,7 @@ var (
 // ---- Starting states ----
 
 // mustApply applies ev and fails unless the task ends up in want.
-func mustApply(t *testing.T, m *machine, r *run, ev event, want State) []effect {
+func mustApply(t *testing.T, m *machine, r *run, ev event, want task.State) []effect {
 	t.Helper()
 	effs := m.apply(r, ev)
 	if r.t.State != want {
@@ -128,41 +128,41 @@ func stNew(*testing.T, *machine) *run { return newTestRun(freshTask()) }
 // stRouting: submitted, the routing answer not applied yet.
 func stRouting(t *testing.T, m *machine) *run {
 	r := stNew(t, m)
-	mustApply(t, m, r, submitted{}, StatePending)
+	mustApply(t, m, r, submitted{}, task.StatePending)
 	return r
 }
 
 func stQueued(t *testing.T, m *machine) *run {
 	r := stRouting(t, m)
-	mustApply(t, m, r, routed{queue: true}, StatePending)
+	mustApply(t, m, r, routed{queue: true}, task.StatePending)
 	return r
 }
 
 // stDispatched: written as dispatched to a1, the write not committed yet.
 func stDispatched(t *testing.T, m *machine) *run {
 	r := stRouting(t, m)
-	mustApply(t, m, r, routed{agentID: "a1", version: "1.0"}, StateDispatched)
+	mustApply(t, m, r, routed{agentID: "a1", version: "1.0"}, task.StateDispatched)
 	return r
 }
 
 // stDispatchedStored: the dispatch is committed and its work_request published.
 func stDispatchedStored(t *testing.T, m *machine) *run {
 	r := stRouting(t, m)
-	effs := mustApply(t, m, r, routed{agentID: "a1", version: "1.0"}, StateDispatched)
-	mustApply(t, m, r, storedEvent(t, effs), StateDispatched)
+	effs := mustApply(t, m, r, routed{agentID: "a1", version: "1.0"}, task.StateDispatched)
+	mustApply(t, m, r, storedEvent(t, effs), task.StateDispatched)
 	return r
 }
 
 func stRunning(t *testing.T, m *machine) *run {
 	r := stDispatchedStored(t, m)
-	mustApply(t, m, r, statusMsg("a1", ""), StateRunning)
+	mustApply(t, m, r, statusMsg("a1", ""), task.StateRunning)
 	return r
 }
 
 // stStreamed: running, with the whole 10-byte output streamed.
 func stStreamed(t *testing.T, m *machine) *run {
 	r := stDispatchedStored(t, m)
-	mustApply(t, m, r, statusMsg("a1", "0123456789"), StateRunning)
+	mustApply(t, m, r, statusMsg("a1", "0123456789"), task.StateRunning)
 	return r
 }
 
@@ -178,55 +178,55 @@ func stCapped(t *testing.T, m *machine) *run {
 
 func stCancelRequested(t *testing.T, m *machine) *run {
 	r := stRunning(t, m)
-	mustApply(t, m, r, cancelRequested{reason: "op", answered: make(chan struct{})}, StateRunning)
+	mustApply(t, m, r, cancelRequested{reason: "op", answered: make(chan struct{})}, task.StateRunning)
 	return r
 }
 
 func stCancelDispatched(t *testing.T, m *machine) *run {
 	r := stDispatchedStored(t, m)
-	mustApply(t, m, r, cancelRequested{answered: make(chan struct{})}, StateDispatched)
+	mustApply(t, m, r, cancelRequested{answered: make(chan struct{})}, task.StateDispatched)
 	return r
 }
 
 // stFinished: succeeded, its final write not committed yet.
 func stFinished(t *testing.T, m *machine) *run {
 	r := stRunning(t, m)
-	mustApply(t, m, r, resultMsg(envelope.ResultSuccess, "done"), StateSucceeded)
+	mustApply(t, m, r, resultMsg(envelope.ResultSuccess, "done"), task.StateSucceeded)
 	return r
 }
 
 // stRetryWait: the work_request could not be published; the retry may go anywhere.
 func stRetryWait(t *testing.T, m *machine) *run {
 	r := stDispatchedStored(t, m)
-	mustApply(t, m, r, sendFailed{attempt: 1, err: errBoom}, StatePending)
+	mustApply(t, m, r, sendFailed{attempt: 1, err: errBoom}, task.StatePending)
 	return r
 }
 
 // stRetryWaitPinned: the attempt timed out on a1, which may have run it.
 func stRetryWaitPinned(t *testing.T, m *machine) *run {
 	r := stDispatchedStored(t, m)
-	mustApply(t, m, r, silence{gen: r.gen, why: ackTimeout}, StatePending)
+	mustApply(t, m, r, silence{gen: r.gen, why: ackTimeout}, task.StatePending)
 	return r
 }
 
 // stPinnedDispatched: the retry of a timed-out attempt, published to a1.
 func stPinnedDispatched(t *testing.T, m *machine) *run {
 	r := stRetryWaitPinned(t, m)
-	mustApply(t, m, r, retryDue{attempt: 1}, StatePending)
-	effs := mustApply(t, m, r, routed{agentID: "a1", version: "1.0"}, StateDispatched)
-	mustApply(t, m, r, storedEvent(t, effs), StateDispatched)
+	mustApply(t, m, r, retryDue{attempt: 1}, task.StatePending)
+	effs := mustApply(t, m, r, routed{agentID: "a1", version: "1.0"}, task.StateDispatched)
+	mustApply(t, m, r, storedEvent(t, effs), task.StateDispatched)
 	return r
 }
 
 // stRequeued: a1 did not receive the work_request; back in the queue.
 func stRequeued(t *testing.T, m *machine) *run {
 	r := stDispatchedStored(t, m)
-	mustApply(t, m, r, noResponders{agentID: "a1", nonce: "n1"}, StatePending)
+	mustApply(t, m, r, noResponders{agentID: "a1", nonce: "n1"}, task.StatePending)
 	return r
 }
 
 // storedRun is a run of a task read back from the store at Open, with seq events.
-func storedRun(seq int64, edit func(t *Task)) *run {
+func storedRun(seq int64, edit func(t *task.Task)) *run {
 	tk := freshTask()
 	tk.Steps = nil
 	edit(tk)
@@ -235,8 +235,8 @@ func storedRun(seq int64, edit func(t *Task)) *run {
 	return r
 }
 
-func inStore(state State, agentID string) func(*Task) {
-	return func(t *Task) {
+func inStore(state task.State, agentID string) func(*task.Task) {
+	return func(t *task.Task) {
 		t.State, t.AgentID = state, agentID
 		if agentID != "" {
 			first := mtNow.Add(-10 * time.Second)
@@ -246,57 +246,57 @@ func inStore(state State, agentID string) func(*Task) {
 }
 
 func stStoredDispatched(*testing.T, *machine) *run {
-	return storedRun(2, inStore(StateDispatched, "a1"))
+	return storedRun(2, inStore(task.StateDispatched, "a1"))
 }
 
 func stStoredRunning(*testing.T, *machine) *run {
-	return storedRun(3, func(t *Task) {
-		inStore(StateRunning, "a1")(t)
-		t.Steps = []StepInfo{{Number: 1, Name: "build", Status: envelope.StatusRunning, UpdatedAt: mtNow}}
+	return storedRun(3, func(t *task.Task) {
+		inStore(task.StateRunning, "a1")(t)
+		t.Steps = []task.StepInfo{{Number: 1, Name: "build", Status: envelope.StatusRunning, UpdatedAt: mtNow}}
 	})
 }
 
 func stStoredDispatchedCancel(*testing.T, *machine) *run {
-	return storedRun(3, func(t *Task) { inStore(StateDispatched, "a1")(t); t.CancelRequested = true })
+	return storedRun(3, func(t *task.Task) { inStore(task.StateDispatched, "a1")(t); t.CancelRequested = true })
 }
 
 func stStoredPending(*testing.T, *machine) *run {
-	return storedRun(1, inStore(StatePending, ""))
+	return storedRun(1, inStore(task.StatePending, ""))
 }
 
 func stStoredPendingCancel(*testing.T, *machine) *run {
-	return storedRun(1, func(t *Task) { inStore(StatePending, "")(t); t.CancelRequested = true })
+	return storedRun(1, func(t *task.Task) { inStore(task.StatePending, "")(t); t.CancelRequested = true })
 }
 
 // stStoredTimedOut: waiting for its retry after a timeout on a1.
 func stStoredTimedOut(*testing.T, *machine) *run {
-	return storedRun(4, func(t *Task) {
-		inStore(StatePending, "a1")(t)
-		t.Retries = []Retry{{Attempt: 1, Code: int(errcodes.Timeout), Message: ackTimeout, AgentID: "a1", WaitMS: 1000}}
+	return storedRun(4, func(t *task.Task) {
+		inStore(task.StatePending, "a1")(t)
+		t.Retries = []task.Retry{{Attempt: 1, Code: int(errcodes.Timeout), Message: ackTimeout, AgentID: "a1", WaitMS: 1000}}
 	})
 }
 
 // stStoredUnreached: queued again after a1 had no responders.
 func stStoredUnreached(*testing.T, *machine) *run {
-	return storedRun(3, inStore(StatePending, "a1"))
+	return storedRun(3, inStore(task.StatePending, "a1"))
 }
 
 func stResumedQueued(t *testing.T, m *machine) *run {
 	r := stStoredPending(t, m)
-	mustApply(t, m, r, resumed{}, StatePending)
+	mustApply(t, m, r, resumed{}, task.StatePending)
 	return r
 }
 
 // stResumedPinned: resumed on its agent, the routing answer not applied yet.
 func stResumedPinned(t *testing.T, m *machine) *run {
 	r := stStoredDispatched(t, m)
-	mustApply(t, m, r, resumed{}, StateDispatched)
+	mustApply(t, m, r, resumed{}, task.StateDispatched)
 	return r
 }
 
 // withApproval: a new task that needs an operator's yes, asked now for an hour.
-func withApproval(t *Task) *Task {
-	t.Approval = &Approval{State: ApprovalWaiting, Why: "work type shell requires approval", RequestedAt: mtNow,
+func withApproval(t *task.Task) *task.Task {
+	t.Approval = &task.Approval{State: task.ApprovalWaiting, Why: "work type shell requires approval", RequestedAt: mtNow,
 		ExpiresAt: mtNow.Add(time.Hour)}
 	return t
 }
@@ -306,16 +306,16 @@ func stNewApproval(*testing.T, *machine) *run { return newTestRun(withApproval(f
 // stAwaiting: submitted, waiting for its approval.
 func stAwaiting(t *testing.T, m *machine) *run {
 	r := stNewApproval(t, m)
-	mustApply(t, m, r, submitted{by: "op"}, StateAwaitingApproval)
+	mustApply(t, m, r, submitted{by: "op"}, task.StateAwaitingApproval)
 	return r
 }
 
 // stStoredAwaiting: read from the store, waiting for its approval for 30 more
 // minutes.
 func stStoredAwaiting(*testing.T, *machine) *run {
-	return storedRun(2, func(t *Task) {
+	return storedRun(2, func(t *task.Task) {
 		withApproval(t)
-		t.State, t.Approval.ExpiresAt = StateAwaitingApproval, mtNow.Add(30*time.Minute)
+		t.State, t.Approval.ExpiresAt = task.StateAwaitingApproval, mtNow.Add(30*time.Minute)
 	})
 }
 
@@ -534,7 +534,7 @@ func runFlags(r *run) string {
 
 // runSnapshot is everything an ignored event must leave as it was.
 type runSnapshot struct {
-	task                                        Task
+	task                                        task.Task
 	seq                                         int64
 	attempt, gen, reasks, unwritten             int
 	accepted, finished, queued, deadline, fresh bool
@@ -589,8 +589,8 @@ func lastWrite(t *testing.T, effs []effect) write {
 }
 
 // written is every event written, in order.
-func writtenEvents(effs []effect) []*Event {
-	var evs []*Event
+func writtenEvents(effs []effect) []*task.Event {
+	var evs []*task.Event
 	for _, e := range effs {
 		if w, ok := e.(write); ok {
 			evs = append(evs, w.events...)
@@ -642,19 +642,19 @@ func wantError(code int, msg string) rowCheck {
 			return
 		}
 		w := lastWrite(t, effs)
-		if ev := w.events[len(w.events)-1]; ev.Type != EventError || ev.Error == nil || ev.Error.Code != code {
+		if ev := w.events[len(w.events)-1]; ev.Type != task.EventError || ev.Error == nil || ev.Error.Code != code {
 			t.Errorf("final event %s with error %+v, want an error event with %d", ev.Type, ev.Error, code)
 		}
 	}
 }
 
 // wantRetries checks the retries: their codes, agents and waits.
-func wantRetries(want ...Retry) rowCheck {
+func wantRetries(want ...task.Retry) rowCheck {
 	return func(t *testing.T, r *run, effs []effect) {
 		t.Helper()
-		var got []Retry
+		var got []task.Retry
 		for _, rt := range r.t.Retries {
-			got = append(got, Retry{Attempt: rt.Attempt, Code: rt.Code, AgentID: rt.AgentID, WaitMS: rt.WaitMS})
+			got = append(got, task.Retry{Attempt: rt.Attempt, Code: rt.Code, AgentID: rt.AgentID, WaitMS: rt.WaitMS})
 		}
 		if !slices.Equal(got, want) {
 			t.Errorf("retries:\n got  %+v\n want %+v", got, want)
@@ -662,13 +662,13 @@ func wantRetries(want ...Retry) rowCheck {
 	}
 }
 
-func retryOf(attempt, code int, agentID string, waitMS int64) Retry {
-	return Retry{Attempt: attempt, Code: code, AgentID: agentID, WaitMS: waitMS}
+func retryOf(attempt, code int, agentID string, waitMS int64) task.Retry {
+	return task.Retry{Attempt: attempt, Code: code, AgentID: agentID, WaitMS: waitMS}
 }
 
 // wantRetryEvent checks the retry event and the retry timer it arms.
 func wantRetryEvent(n int, wait string, code int, fire retryDue) rowCheck {
-	return allOf(wantEvent(EventRetry, fmt.Sprintf("retry %d in %s", n, wait)),
+	return allOf(wantEvent(task.EventRetry, fmt.Sprintf("retry %d in %s", n, wait)),
 		func(t *testing.T, r *run, effs []effect) {
 			t.Helper()
 			w := lastWrite(t, effs)
@@ -742,7 +742,7 @@ func wantCancelAgent(reason string, answered bool) rowCheck {
 	}
 }
 
-func wantTask(what string, ok func(*Task) bool) rowCheck {
+func wantTask(what string, ok func(*task.Task) bool) rowCheck {
 	return func(t *testing.T, r *run, _ []effect) {
 		t.Helper()
 		if !ok(r.t) {
@@ -757,7 +757,7 @@ type machineRow struct {
 	name  string
 	from  string // a key of machineStates
 	ev    event
-	state State
+	state task.State
 	flags string // runFlags
 	effs  []string
 	check rowCheck
@@ -834,7 +834,7 @@ func dispatchEffs(agentID string) []string {
 }
 
 var routeRows = []machineRow{
-	{name: "submitted is routed", from: "new", ev: submitted{}, state: StatePending, flags: "attempt=0",
+	{name: "submitted is routed", from: "new", ev: submitted{}, state: task.StatePending, flags: "attempt=0",
 		effs: effList("route"),
 		check: func(t *testing.T, r *run, _ []effect) {
 			if !r.fresh || len(r.unwritten) != 1 || r.unwritten[0].Message != "submitted" || r.unwritten[0].Seq != 1 {
@@ -842,9 +842,9 @@ var routeRows = []machineRow{
 			}
 		}},
 	{name: "routed to an agent is written then dispatched", from: "routing", ev: routed{agentID: "a1", version: "1.0"},
-		state: StateDispatched, flags: "attempt=1",
+		state: task.StateDispatched, flags: "attempt=1",
 		effs: effList("claim(a1)", "write(record,2 events)", "notify(state)", "arm(deadline,1m5s)"),
-		check: allOf(wantMessages("submitted", "dispatched to a1 (attempt 1)"), wantEvent(EventState, "dispatched to a1 (attempt 1)"),
+		check: allOf(wantMessages("submitted", "dispatched to a1 (attempt 1)"), wantEvent(task.EventState, "dispatched to a1 (attempt 1)"),
 			wantStored(1, "a1", "1.0", true),
 			func(t *testing.T, r *run, effs []effect) {
 				if d := effs[3].(arm); d.fire != (deadlineDue{}) || !r.deadlineArmed {
@@ -857,11 +857,11 @@ var routeRows = []machineRow{
 			})},
 	{name: "held back by a limit, the queued task's history says why", from: "routing",
 		ev:    routed{queue: true, why: "rate limit of agent a1 (5/s) until T"},
-		state: StatePending, flags: "attempt=0 queued",
+		state: task.StatePending, flags: "attempt=0 queued",
 		effs:  effList("enqueue(tail)", "write(record,2 events)"),
 		check: wantMessages("submitted", "queued: rate limit of agent a1 (5/s) until T")},
 	{name: "routed to the queue writes the new task", from: "routing", ev: routed{queue: true},
-		state: StatePending, flags: "attempt=0 queued",
+		state: task.StatePending, flags: "attempt=0 queued",
 		effs: effList("enqueue(tail)", "write(record,1 event)"),
 		check: allOf(wantMessages("submitted"), func(t *testing.T, r *run, effs []effect) {
 			if lastWrite(t, effs).then != nil || r.fresh {
@@ -869,51 +869,51 @@ var routeRows = []machineRow{
 			}
 		})},
 	{name: "routed fail-fast ends the task in error", from: "routing", ev: routed{err: errUnsupported, failFast: true},
-		state: StateError, flags: "attempt=0 finished",
+		state: task.StateError, flags: "attempt=0 finished",
 		effs:  effList("stopAll", "stop(silence)", "release(drain)", "write(record,2 events)"),
 		check: allOf(wantError(5006, errUnsupported.Message), wantFinal, wantRetries())},
 	{name: "routed retryable error waits for a retry", from: "routing", ev: routed{err: errUnavailable},
-		state: StatePending, flags: "attempt=0",
+		state: task.StatePending, flags: "attempt=0",
 		effs:  effList("stop(silence)", "release(drain,5002)", "retried(5002)", "write(record,2 events)", "notify(retry)", "arm(retry,1s)"),
 		check: allOf(wantRetryEvent(1, "1s", 5002, retryDue{0}), wantRetries(retryOf(0, 5002, "", 1000)), wantError(0, ""))},
 	{name: "queued task drained to an agent", from: "queued", ev: routed{agentID: "a1"},
-		state: StateDispatched, flags: "attempt=1",
+		state: task.StateDispatched, flags: "attempt=1",
 		effs:  effList("unqueue", "claim(a1)", "write(record,1 event)", "notify(state)", "arm(deadline,1m5s)"),
 		check: wantStored(1, "a1", "", false)},
 	{name: "retry wait routed to another agent", from: "retry-wait", ev: routed{agentID: "a2", version: "1.0"},
-		state: StateDispatched, flags: "attempt=2 avoid=a1",
+		state: task.StateDispatched, flags: "attempt=2 avoid=a1",
 		effs:  dispatchEffs("a2"), // the deadline runs from the first dispatch
-		check: allOf(wantEvent(EventState, "dispatched to a2 (attempt 2)"), wantStored(2, "a2", "1.0", false))},
+		check: allOf(wantEvent(task.EventState, "dispatched to a2 (attempt 2)"), wantStored(2, "a2", "1.0", false))},
 	{name: "retry wait routed to the queue goes to its head", from: "retry-wait", ev: routed{queue: true},
-		state: StatePending, flags: "attempt=1 queued avoid=a1", effs: effList("enqueue(head)")},
+		state: task.StatePending, flags: "attempt=1 queued avoid=a1", effs: effList("enqueue(head)")},
 	{name: "retry wait routed to a retryable error waits longer", from: "retry-wait", ev: routed{err: errUnavailable},
-		state: StatePending, flags: "attempt=1 avoid=a1", effs: retryEffs(5002, "2s"),
+		state: task.StatePending, flags: "attempt=1 avoid=a1", effs: retryEffs(5002, "2s"),
 		check: allOf(wantRetryEvent(2, "2s", 5002, retryDue{1}), wantRetries(retryOf(1, 5002, "a1", 1000), retryOf(1, 5002, "a1", 2000)))},
 	{name: "retry wait routed fail-fast ends in error", from: "retry-wait", ev: routed{err: errUnavailable, failFast: true},
-		state: StateError, flags: "attempt=1 finished avoid=a1", effs: endEffs,
+		state: task.StateError, flags: "attempt=1 finished avoid=a1", effs: endEffs,
 		check: allOf(wantError(5002, errUnavailable.Message), wantFinal)},
 	{name: "pinned retry routed to its agent", from: "retry-wait-pinned", ev: routed{agentID: "a1", version: "1.0"},
-		state: StateDispatched, flags: "attempt=2 pinned=a1 stick=a1", effs: dispatchEffs("a1"),
-		check: allOf(wantEvent(EventState, "dispatched to a1 (attempt 2)"), wantStored(2, "a1", "1.0", false))},
+		state: task.StateDispatched, flags: "attempt=2 pinned=a1 stick=a1", effs: dispatchEffs("a1"),
+		check: allOf(wantEvent(task.EventState, "dispatched to a1 (attempt 2)"), wantStored(2, "a1", "1.0", false))},
 	{name: "requeued task routed to another agent", from: "requeued", ev: routed{agentID: "a2"},
-		state: StateDispatched, flags: "attempt=2 avoid=a1", effs: effCat(effList("unqueue"), dispatchEffs("a2"))},
+		state: task.StateDispatched, flags: "attempt=2 avoid=a1", effs: effCat(effList("unqueue"), dispatchEffs("a2"))},
 	{name: "resumed queued task routed", from: "resumed-queued", ev: routed{agentID: "a1"},
-		state: StateDispatched, flags: "attempt=1",
+		state: task.StateDispatched, flags: "attempt=1",
 		effs:  effList("unqueue", "claim(a1)", "write(record,1 event)", "notify(state)", "arm(deadline,1m5s)"),
-		check: wantEvent(EventState, "dispatched to a1 (attempt 1)")},
+		check: wantEvent(task.EventState, "dispatched to a1 (attempt 1)")},
 	{name: "resumed task routed to its agent keeps its deadline", from: "resumed-pinned", ev: routed{agentID: "a1", version: "1.0"},
-		state: StateDispatched, flags: "attempt=1 pinned=a1 stick=a1",
+		state: task.StateDispatched, flags: "attempt=1 pinned=a1 stick=a1",
 		// first dispatched 10 s ago: 60 s + 5 s grace from then
 		effs:  effList("claim(a1)", "write(record,1 event)", "notify(state)", "arm(deadline,55s)"),
-		check: allOf(wantEvent(EventState, "dispatched to a1 (attempt 2)"), wantStored(1, "a1", "1.0", false))},
+		check: allOf(wantEvent(task.EventState, "dispatched to a1 (attempt 2)"), wantStored(1, "a1", "1.0", false))},
 	{name: "resumed task whose agent is gone stays pinned", from: "resumed-pinned", ev: routed{err: errUnavailable},
-		state: StatePending, flags: "attempt=0 pinned=a1 stick=a1", effs: retryEffs(5002, "1s"),
+		state: task.StatePending, flags: "attempt=0 pinned=a1 stick=a1", effs: retryEffs(5002, "1s"),
 		check: wantRetries(retryOf(1, 5002, "a1", 1000))},
 	{name: "first write failed drops a queued task", from: "queued", ev: dropped{},
-		state: StatePending, flags: "attempt=0 finished",
+		state: task.StatePending, flags: "attempt=0 finished",
 		effs: effList("unqueue", "stopAll", "stop(silence)", "release(drain)", "forget(uncount)")},
 	{name: "first write failed drops a dispatched task", from: "dispatched", ev: dropped{},
-		state: StateDispatched, flags: "attempt=1 finished",
+		state: task.StateDispatched, flags: "attempt=1 finished",
 		effs: effList("stopAll", "stop(silence)", "release(drain)", "forget(uncount)")},
 }
 
@@ -923,23 +923,23 @@ func TestMachineRoutesATaskWhereRoutingSends(t *testing.T) { runRows(t, routeRow
 
 var publishRows = []machineRow{
 	{name: "stored dispatch is published, and the agent's time to answer starts", from: "dispatched",
-		ev: stored{attempt: 1, agentID: "a1", first: true}, state: StateDispatched, flags: "attempt=1",
+		ev: stored{attempt: 1, agentID: "a1", first: true}, state: task.StateDispatched, flags: "attempt=1",
 		effs: effList("publish(a1)", "arm(silence,2s)"), check: allOf(wantPublish("1", envelope.ProtocolVersion), wantSilence(ackTimeout))},
 	{name: "stored dispatch is published in the agent's version", from: "dispatched", ev: stored{attempt: 1, agentID: "a1", version: "1.1"},
-		state: StateDispatched, flags: "attempt=1", effs: effList("publish(a1)", "arm(silence,2s)"), check: wantPublish("1", "1.1")},
+		state: task.StateDispatched, flags: "attempt=1", effs: effList("publish(a1)", "arm(silence,2s)"), check: wantPublish("1", "1.1")},
 	ignoreRow("first write failed is Submit's to answer", "dispatched", stored{attempt: 1, agentID: "a1", first: true, err: errBoom}),
 	{name: "later dispatch write failed is retried anywhere", from: "dispatched", ev: stored{attempt: 1, agentID: "a1", err: errBoom},
-		state: StatePending, flags: "attempt=1 avoid=a1", effs: retryEffs(5002, "1s"),
+		state: task.StatePending, flags: "attempt=1 avoid=a1", effs: retryEffs(5002, "1s"),
 		check: allOf(wantRetryEvent(1, "1s", 5002, retryDue{1}), wantRetries(retryOf(1, 5002, "a1", 1000)),
-			wantTask("retry message naming the store", func(tk *Task) bool { return tk.Retries[0].Message == "store dispatched task: boom" }))},
+			wantTask("retry message naming the store", func(tk *task.Task) bool { return tk.Retries[0].Message == "store dispatched task: boom" }))},
 	ignoreRow("stored of an earlier attempt", "pinned-dispatched", stored{attempt: 1, agentID: "a1", first: true}),
 	ignoreRow("failed write of an earlier attempt", "pinned-dispatched", stored{attempt: 1, agentID: "a1", err: errBoom}),
 	{name: "publish failed is retried anywhere", from: "dispatched-stored", ev: sendFailed{attempt: 1, err: errBoom},
-		state: StatePending, flags: "attempt=1 avoid=a1", effs: retryEffs(5002, "1s"),
+		state: task.StatePending, flags: "attempt=1 avoid=a1", effs: retryEffs(5002, "1s"),
 		check: allOf(wantRetryEvent(1, "1s", 5002, retryDue{1}),
-			wantTask("retry message naming the publish", func(tk *Task) bool { return tk.Retries[0].Message == "publish work_request: boom" }))},
+			wantTask("retry message naming the publish", func(tk *task.Task) bool { return tk.Retries[0].Message == "publish work_request: boom" }))},
 	{name: "publish failed on a pinned task stays pinned", from: "pinned-dispatched", ev: sendFailed{attempt: 2, err: errBoom},
-		state: StatePending, flags: "attempt=2 pinned=a1 stick=a1", effs: retryEffs(5002, "2s"),
+		state: task.StatePending, flags: "attempt=2 pinned=a1 stick=a1", effs: retryEffs(5002, "2s"),
 		check: wantRetries(retryOf(1, 5001, "a1", 1000), retryOf(2, 5002, "a1", 2000))},
 	ignoreRow("publish failed of an earlier attempt", "pinned-dispatched", sendFailed{attempt: 1, err: errBoom}),
 }
@@ -975,8 +975,8 @@ func TestMachinePublishesInTheVersionRoutingChose(t *testing.T) {
 		t.Run(want, func(t *testing.T) {
 			m := newTestMachine()
 			r := stRouting(t, m)
-			effs := mustApply(t, m, r, routed{agentID: "a1", version: version}, StateDispatched)
-			effs = mustApply(t, m, r, storedEvent(t, effs), StateDispatched)
+			effs := mustApply(t, m, r, routed{agentID: "a1", version: version}, task.StateDispatched)
+			effs = mustApply(t, m, r, storedEvent(t, effs), task.StateDispatched)
 			wantPublish("1", want)(t, r, effs)
 		})
 	}
@@ -984,9 +984,9 @@ func TestMachinePublishesInTheVersionRoutingChose(t *testing.T) {
 
 var messageRows = []machineRow{
 	{name: "first status acknowledges the attempt", from: "dispatched-stored", ev: statusMsg("a1", ""),
-		state: StateRunning, flags: "attempt=1 accepted",
+		state: task.StateRunning, flags: "attempt=1 accepted",
 		effs: effList("acknowledged", "arm(silence,3s)", "write(1 event)", "notify(status)"),
-		check: allOf(wantSilence(idleTimeout), wantEvent(EventStatus, ""), func(t *testing.T, r *run, effs []effect) {
+		check: allOf(wantSilence(idleTimeout), wantEvent(task.EventStatus, ""), func(t *testing.T, r *run, effs []effect) {
 			if w := lastWrite(t, effs); w.then != nil {
 				t.Error("a status write hands nothing back")
 			}
@@ -995,7 +995,7 @@ var messageRows = []machineRow{
 			}
 		})},
 	{name: "status with output writes its piece", from: "dispatched-stored", ev: statusMsg("a1", "hello"),
-		state: StateRunning, flags: "attempt=1 accepted",
+		state: task.StateRunning, flags: "attempt=1 accepted",
 		effs: effList("acknowledged", "arm(silence,3s)", "write(1 event,piece)", "notify(status)"),
 		check: func(t *testing.T, r *run, effs []effect) {
 			w := lastWrite(t, effs)
@@ -1004,7 +1004,7 @@ var messageRows = []machineRow{
 			}
 		}},
 	{name: "next status restarts the inactivity timer", from: "running", ev: statusMsg("a1", ""),
-		state: StateRunning, flags: "attempt=1 accepted",
+		state: task.StateRunning, flags: "attempt=1 accepted",
 		effs: effList("arm(silence,3s)", "write(1 event)", "notify(status)"), check: wantSilence(idleTimeout)},
 	{name: "status with an orphan chunk has it rejected", from: "running",
 		ev: func() event {
@@ -1012,18 +1012,18 @@ var messageRows = []machineRow{
 			msg.env.Payload.(*envelope.WorkStatus).Step.OutputChunk = "bytes 5-10 of 10"
 			return msg
 		}(),
-		state: StateRunning, flags: "attempt=1 accepted",
+		state: task.StateRunning, flags: "attempt=1 accepted",
 		effs:  effList("arm(silence,3s)", "rejected", "write(1 event)", "notify(status)"),
 		check: wantStatusOutput(nil, "")},
 	{name: "status in a cancel keeps the task running", from: "cancel-requested", ev: statusMsg("a1", ""),
-		state: StateRunning, flags: "attempt=1 accepted",
+		state: task.StateRunning, flags: "attempt=1 accepted",
 		effs: effList("arm(silence,3s)", "write(1 event)", "notify(status)")},
 	{name: "success result ends the task with its output", from: "running", ev: resultMsg(envelope.ResultSuccess, "done"),
-		state: StateSucceeded, flags: "attempt=1 finished accepted",
+		state: task.StateSucceeded, flags: "attempt=1 finished accepted",
 		effs: effList("stopAll", "stop(silence)", "release(drain)", "write(record,1 event,replace)"),
 		check: allOf(wantFinal, wantError(0, ""), func(t *testing.T, r *run, effs []effect) {
 			w, tk := lastWrite(t, effs), r.t
-			if *w.replace != "done" || w.events[0].Type != EventResult || w.events[0].Result == nil {
+			if *w.replace != "done" || w.events[0].Type != task.EventResult || w.events[0].Result == nil {
 				t.Errorf("replace %q, event %+v", *w.replace, *w.events[0])
 			}
 			if tk.ProgressPercent != 100 || tk.OutputBytes != 4 || !tk.OutputComplete || tk.Result.Status != envelope.ResultSuccess ||
@@ -1032,50 +1032,50 @@ var messageRows = []machineRow{
 			}
 		})},
 	{name: "success result without output replaces nothing", from: "running", ev: resultMsg(envelope.ResultSuccess, ""),
-		state: StateSucceeded, flags: "attempt=1 finished accepted", effs: endEffs},
+		state: task.StateSucceeded, flags: "attempt=1 finished accepted", effs: endEffs},
 	{name: "result before any status ends the task", from: "dispatched-stored", ev: resultMsg(envelope.ResultSuccess, "done"),
-		state: StateSucceeded, flags: "attempt=1 finished accepted",
+		state: task.StateSucceeded, flags: "attempt=1 finished accepted",
 		effs: effList("stopAll", "stop(silence)", "release(drain)", "write(record,1 event,replace)"), check: wantFinal},
 	{name: "failed result ends the task failed", from: "running", ev: resultMsg(envelope.ResultFailed, "oops"),
-		state: StateFailed, flags: "attempt=1 finished accepted",
+		state: task.StateFailed, flags: "attempt=1 finished accepted",
 		effs:  effList("stopAll", "stop(silence)", "release(drain)", "write(record,1 event,replace)"),
-		check: allOf(wantFinal, wantTask("its open step failed", func(tk *Task) bool { return tk.Steps[0].Status == "failed" }))},
+		check: allOf(wantFinal, wantTask("its open step failed", func(tk *task.Task) bool { return tk.Steps[0].Status == "failed" }))},
 	{name: "cancelled result ends the task cancelled", from: "running", ev: resultMsg(envelope.ResultCancelled, ""),
-		state: StateCancelled, flags: "attempt=1 finished accepted", effs: endEffs, check: wantFinal},
+		state: task.StateCancelled, flags: "attempt=1 finished accepted", effs: endEffs, check: wantFinal},
 	{name: "truncated result with a gap asks its agent again, pinned to it", from: "running", ev: truncatedMsg(envelope.ResultSuccess, "xyz", 100),
-		state: StateRunning, flags: "attempt=1 accepted pinned=a1 stick=a1",
+		state: task.StateRunning, flags: "attempt=1 accepted pinned=a1 stick=a1",
 		effs: effList("stop(silence)", "release(drain)", "write(record,1 event)", "notify(state)", "route"),
-		check: allOf(wantEvent(EventState, "output incomplete (0 of 100 bytes): asking again"),
+		check: allOf(wantEvent(task.EventState, "output incomplete (0 of 100 bytes): asking again"),
 			func(t *testing.T, r *run, _ []effect) {
 				if r.reasks != 1 || r.t.Result != nil {
 					t.Errorf("reasks %d, result %+v", r.reasks, r.t.Result)
 				}
 			})},
 	{name: "truncated result with the output streamed whole ends the task", from: "streamed", ev: truncatedMsg(envelope.ResultSuccess, "789", 10),
-		state: StateSucceeded, flags: "attempt=1 finished accepted", effs: endEffs,
-		check: allOf(wantFinal, wantTask("output complete, result truncated", func(tk *Task) bool {
+		state: task.StateSucceeded, flags: "attempt=1 finished accepted", effs: endEffs,
+		check: allOf(wantFinal, wantTask("output complete, result truncated", func(tk *task.Task) bool {
 			return tk.OutputComplete && tk.OutputBytes == 10 && tk.Result.OutputTruncated && tk.Result.OutputTotalBytes == 10
 		}))},
 	{name: "truncated result with a gap in a cancel ends the task", from: "cancel-requested", ev: truncatedMsg(envelope.ResultCancelled, "xyz", 100),
-		state: StateCancelled, flags: "attempt=1 finished accepted", effs: endEffs,
-		check: wantTask("output incomplete", func(tk *Task) bool { return !tk.OutputComplete })},
+		state: task.StateCancelled, flags: "attempt=1 finished accepted", effs: endEffs,
+		check: wantTask("output incomplete", func(tk *task.Task) bool { return !tk.OutputComplete })},
 	{name: "retryable error before a status retries anywhere", from: "dispatched-stored", ev: errorMsg(errcodes.NewResourceLimitExceeded("memory", 1, 2)),
-		state: StatePending, flags: "attempt=1 avoid=a1", effs: retryEffs(5005, "1s"),
+		state: task.StatePending, flags: "attempt=1 avoid=a1", effs: retryEffs(5005, "1s"),
 		check: wantRetries(retryOf(1, 5005, "a1", 1000))},
 	{name: "retryable error after a status retries on the same agent", from: "running", ev: errorMsg(errUnavailable),
-		state: StatePending, flags: "attempt=1 accepted pinned=a1 stick=a1", effs: retryEffs(5002, "1s")},
+		state: task.StatePending, flags: "attempt=1 accepted pinned=a1 stick=a1", effs: retryEffs(5002, "1s")},
 	{name: "non-retryable error ends the task", from: "running", ev: errorMsg(errInvalid),
-		state: StateError, flags: "attempt=1 finished accepted", effs: failedEffs(5003),
+		state: task.StateError, flags: "attempt=1 finished accepted", effs: failedEffs(5003),
 		check: allOf(wantError(5003, errInvalid.Message), wantFinal, wantRetries())},
 	{name: "unsupported version ends the task", from: "dispatched-stored", ev: errorMsg(errcodes.NewUnsupportedVersion("1.1", []string{"1.0"})),
-		state: StateError, flags: "attempt=1 finished", effs: failedEffs(5006)},
+		state: task.StateError, flags: "attempt=1 finished", effs: failedEffs(5006)},
 	{name: "retryable error in a cancel ends it cancelled", from: "cancel-requested", ev: errorMsg(errUnavailable),
-		state: StateCancelled, flags: "attempt=1 finished accepted", effs: failedEffs(5002),
-		check: allOf(wantEvent(EventState, "cancelled"), wantRetries())},
+		state: task.StateCancelled, flags: "attempt=1 finished accepted", effs: failedEffs(5002),
+		check: allOf(wantEvent(task.EventState, "cancelled"), wantRetries())},
 	// A status that comes after its attempt timed out is taken: the task runs again,
 	// while its retry timer still runs.
 	{name: "late status in a pinned retry wait is applied", from: "retry-wait-pinned", ev: statusMsg("a1", ""),
-		state: StateRunning, flags: "attempt=1 accepted pinned=a1 stick=a1",
+		state: task.StateRunning, flags: "attempt=1 accepted pinned=a1 stick=a1",
 		effs: effList("acknowledged", "arm(silence,3s)", "write(1 event)", "notify(status)")},
 	ignoreRow("status from another agent", "running", statusMsg("a2", "")),
 	ignoreRow("result from another agent", "running", agentMsg("a2", mtReqID, &envelope.WorkResult{TaskID: mtTaskID, Status: envelope.ResultSuccess})),
@@ -1093,29 +1093,29 @@ func TestMachineAppliesOnlyItsAgentsMessages(t *testing.T) { runRows(t, messageR
 
 var noResponderRows = []machineRow{
 	{name: "no responders requeues without spending a retry", from: "dispatched-stored", ev: noResponders{agentID: "a1", nonce: "n1"},
-		state: StatePending, flags: "attempt=1 queued avoid=a1",
+		state: task.StatePending, flags: "attempt=1 queued avoid=a1",
 		effs: effList("unreachable(a1)", "settle(never-reached)", "stop(silence)", "release(drain,never-reached)",
 			"write(record,1 event)", "notify(state)", "enqueue(head)", "drain"),
-		check: allOf(wantEvent(EventState, "a1 did not receive it (no responders): queued again"), wantRetries(),
+		check: allOf(wantEvent(task.EventState, "a1 did not receive it (no responders): queued again"), wantRetries(),
 			func(t *testing.T, r *run, effs []effect) {
 				if ev := lastWrite(t, effs).events[0]; ev.Error == nil || ev.Error.Code != 5002 {
 					t.Errorf("event error %+v, want 5002", ev.Error)
 				}
 			})},
 	{name: "no responders on a pinned task spends a retry", from: "pinned-dispatched", ev: noResponders{agentID: "a1", nonce: "n2"},
-		state: StatePending, flags: "attempt=2 pinned=a1 stick=a1",
+		state: task.StatePending, flags: "attempt=2 pinned=a1 stick=a1",
 		effs:  effCat(effList("unreachable(a1)", "settle(never-reached)"), retryEffs(5002, "2s")),
 		check: allOf(wantRetryEvent(2, "2s", 5002, retryDue{2}), wantRetries(retryOf(1, 5001, "a1", 1000), retryOf(2, 5002, "a1", 2000)))},
 	{name: "no responders in a cancel ends it cancelled", from: "cancel-dispatched", ev: noResponders{agentID: "a1", nonce: "n1"},
-		state: StateCancelled, flags: "attempt=1 finished",
+		state: task.StateCancelled, flags: "attempt=1 finished",
 		effs:  effCat(effList("unreachable(a1)", "settle(never-reached)", "stop(silence)", "release(drain,never-reached)"), endEffs),
-		check: allOf(wantEvent(EventState, "cancelled"), wantFinal)},
+		check: allOf(wantEvent(task.EventState, "cancelled"), wantFinal)},
 	{name: "no responders with a wrong nonce is forged", from: "dispatched-stored", ev: noResponders{agentID: "a1", nonce: "n9"},
-		state: StateDispatched, flags: "attempt=1", effs: effList("forged")},
+		state: task.StateDispatched, flags: "attempt=1", effs: effList("forged")},
 	{name: "no responders of an earlier attempt is forged", from: "pinned-dispatched", ev: noResponders{agentID: "a1", nonce: "n1"},
-		state: StateDispatched, flags: "attempt=2 pinned=a1 stick=a1", effs: effList("forged")},
+		state: task.StateDispatched, flags: "attempt=2 pinned=a1 stick=a1", effs: effList("forged")},
 	{name: "no responders naming another agent is forged", from: "dispatched-stored", ev: noResponders{agentID: "a2", nonce: "n1"},
-		state: StateDispatched, flags: "attempt=1", effs: effList("forged")},
+		state: task.StateDispatched, flags: "attempt=1", effs: effList("forged")},
 	ignoreRow("no responders after a status", "running", noResponders{agentID: "a1", nonce: "n1"}),
 	ignoreRow("no responders in a retry wait", "retry-wait", noResponders{agentID: "a1", nonce: "n1"}),
 	ignoreRow("no responders when queued again", "requeued", noResponders{agentID: "a1", nonce: "n1"}),
@@ -1128,48 +1128,48 @@ func TestMachineCountsNoRespondersOnlyOnItsAttemptsSubject(t *testing.T) { runRo
 
 var timerRows = []machineRow{
 	{name: "ack timeout retries on the same agent", from: "dispatched-stored", ev: silence{gen: 1, why: ackTimeout},
-		state: StatePending, flags: "attempt=1 pinned=a1 stick=a1", effs: retryEffs(5001, "1s"),
+		state: task.StatePending, flags: "attempt=1 pinned=a1 stick=a1", effs: retryEffs(5001, "1s"),
 		check: allOf(wantRetryEvent(1, "1s", 5001, retryDue{1}), wantRetries(retryOf(1, 5001, "a1", 1000)), wantError(0, ""))},
 	// The agent's time to answer starts with the send, after the store's commit.
 	ignoreRow("no ack timeout before the dispatch is stored", "dispatched", silence{gen: 1, why: ackTimeout}),
 	{name: "inactivity timeout retries on the same agent", from: "running", ev: silence{gen: 2, why: idleTimeout},
-		state: StatePending, flags: "attempt=1 accepted pinned=a1 stick=a1", effs: retryEffs(5001, "1s"),
-		check: wantTask("the retry says why", func(tk *Task) bool { return tk.Retries[0].Message == idleTimeout })},
+		state: task.StatePending, flags: "attempt=1 accepted pinned=a1 stick=a1", effs: retryEffs(5001, "1s"),
+		check: wantTask("the retry says why", func(tk *task.Task) bool { return tk.Retries[0].Message == idleTimeout })},
 	{name: "timeout of a pinned retry waits longer", from: "pinned-dispatched", ev: silence{gen: 3, why: ackTimeout},
-		state: StatePending, flags: "attempt=2 pinned=a1 stick=a1", effs: retryEffs(5001, "2s"),
+		state: task.StatePending, flags: "attempt=2 pinned=a1 stick=a1", effs: retryEffs(5001, "2s"),
 		check: wantRetryEvent(2, "2s", 5001, retryDue{2})},
 	{name: "timeout in a cancel ends it cancelled", from: "cancel-requested", ev: silence{gen: 2, why: idleTimeout},
-		state: StateCancelled, flags: "attempt=1 finished accepted", effs: failedEffs(5001),
-		check: allOf(wantEvent(EventState, "cancelled"), wantRetries(), wantFinal)},
+		state: task.StateCancelled, flags: "attempt=1 finished accepted", effs: failedEffs(5001),
+		check: allOf(wantEvent(task.EventState, "cancelled"), wantRetries(), wantFinal)},
 	ignoreRow("ack timer after the first status", "running", silence{gen: 1, why: ackTimeout}),
 	ignoreRow("silence timer of an ended attempt", "retry-wait-pinned", silence{gen: 1, why: ackTimeout}),
 	ignoreRow("silence timer before any", "dispatched-stored", silence{gen: 0}),
 	ignoreRow("silence timer of the previous attempt", "pinned-dispatched", silence{gen: 1, why: ackTimeout}),
 	{name: "deadline of a dispatched task stops its agent", from: "dispatched-stored", ev: deadlineDue{},
-		state: StateError, flags: "attempt=1 finished", effs: effCat(effList("cancelAgent(a1)"), endEffs),
+		state: task.StateError, flags: "attempt=1 finished", effs: effCat(effList("cancelAgent(a1)"), endEffs),
 		check: allOf(wantError(5001, "task exceeded max_duration_seconds=60"), wantCancelAgent("max_duration_seconds exceeded", false), wantFinal)},
 	{name: "deadline of a running task stops its agent", from: "running", ev: deadlineDue{},
-		state: StateError, flags: "attempt=1 finished accepted", effs: effCat(effList("cancelAgent(a1)"), endEffs)},
+		state: task.StateError, flags: "attempt=1 finished accepted", effs: effCat(effList("cancelAgent(a1)"), endEffs)},
 	{name: "deadline in a cancel ends it in error", from: "cancel-requested", ev: deadlineDue{},
-		state: StateError, flags: "attempt=1 finished accepted", effs: effCat(effList("cancelAgent(a1)"), endEffs)},
+		state: task.StateError, flags: "attempt=1 finished accepted", effs: effCat(effList("cancelAgent(a1)"), endEffs)},
 	{name: "deadline in a retry wait stops the pinned agent", from: "retry-wait-pinned", ev: deadlineDue{},
-		state: StateError, flags: "attempt=1 finished pinned=a1 stick=a1", effs: effCat(effList("cancelAgent(a1)"), endEffs),
+		state: task.StateError, flags: "attempt=1 finished pinned=a1 stick=a1", effs: effCat(effList("cancelAgent(a1)"), endEffs),
 		check: allOf(wantError(5001, "task exceeded max_duration_seconds=60"), wantCancelAgent("max_duration_seconds exceeded", false))},
 	{name: "deadline in an unpinned retry wait tells no agent", from: "retry-wait", ev: deadlineDue{},
-		state: StateError, flags: "attempt=1 finished avoid=a1", effs: endEffs,
+		state: task.StateError, flags: "attempt=1 finished avoid=a1", effs: endEffs,
 		check: wantError(5001, "task exceeded max_duration_seconds=60")},
 	{name: "deadline of a requeued task takes it out of the queue", from: "requeued", ev: deadlineDue{},
-		state: StateError, flags: "attempt=1 finished avoid=a1", effs: endQueuedEffs},
+		state: task.StateError, flags: "attempt=1 finished avoid=a1", effs: endQueuedEffs},
 	{name: "retry due routes the task", from: "retry-wait", ev: retryDue{attempt: 1},
-		state: StatePending, flags: "attempt=1 avoid=a1", effs: effList("route")},
+		state: task.StatePending, flags: "attempt=1 avoid=a1", effs: effList("route")},
 	{name: "retry due of a pinned task routes it", from: "retry-wait-pinned", ev: retryDue{attempt: 1},
-		state: StatePending, flags: "attempt=1 pinned=a1 stick=a1", effs: effList("route")},
+		state: task.StatePending, flags: "attempt=1 pinned=a1 stick=a1", effs: effList("route")},
 	ignoreRow("retry due of an earlier attempt", "pinned-dispatched", retryDue{attempt: 1}),
 	ignoreRow("retry due of a routing error before the dispatch", "dispatched-stored", retryDue{attempt: 0}),
 	{name: "queue wait due routes a queued task unless its agents are online", from: "resumed-queued", ev: queueWaitDue{},
-		state: StatePending, flags: "attempt=0 queued", effs: effList("route(unlessOnline)")},
+		state: task.StatePending, flags: "attempt=0 queued", effs: effList("route(unlessOnline)")},
 	{name: "queue wait due of a queued task", from: "queued", ev: queueWaitDue{},
-		state: StatePending, flags: "attempt=0 queued", effs: effList("route(unlessOnline)")},
+		state: task.StatePending, flags: "attempt=0 queued", effs: effList("route(unlessOnline)")},
 	ignoreRow("queue wait due after the drain dispatched it", "dispatched-stored", queueWaitDue{}),
 	ignoreRow("queue wait due in a retry wait", "retry-wait", queueWaitDue{}),
 }
@@ -1180,52 +1180,52 @@ func TestMachineTimersActOnlyForTheirOwnAttempt(t *testing.T) { runRows(t, timer
 
 var cancelRows = []machineRow{
 	{name: "cancel of a queued task ends it at once", from: "queued", ev: cancelRequested{reason: "op"},
-		state: StateCancelled, flags: "attempt=0 finished", effs: endQueuedEffs,
-		check: allOf(wantEvent(EventState, "cancelled before dispatch: op"), wantFinal,
-			wantTask("cancel requested", func(tk *Task) bool { return tk.CancelRequested }))},
+		state: task.StateCancelled, flags: "attempt=0 finished", effs: endQueuedEffs,
+		check: allOf(wantEvent(task.EventState, "cancelled before dispatch: op"), wantFinal,
+			wantTask("cancel requested", func(tk *task.Task) bool { return tk.CancelRequested }))},
 	{name: "cancel of a requeued task ends it at once", from: "requeued", ev: cancelRequested{},
-		state: StateCancelled, flags: "attempt=1 finished avoid=a1", effs: endQueuedEffs},
+		state: task.StateCancelled, flags: "attempt=1 finished avoid=a1", effs: endQueuedEffs},
 	{name: "cancel in a retry wait ends it at once", from: "retry-wait", ev: cancelRequested{answered: make(chan struct{})},
-		state: StateCancelled, flags: "attempt=1 finished avoid=a1", effs: endEffs,
-		check: allOf(wantEvent(EventState, "cancelled before dispatch"), wantRetries(retryOf(1, 5002, "a1", 1000)))},
+		state: task.StateCancelled, flags: "attempt=1 finished avoid=a1", effs: endEffs,
+		check: allOf(wantEvent(task.EventState, "cancelled before dispatch"), wantRetries(retryOf(1, 5002, "a1", 1000)))},
 	{name: "cancel in a pinned retry wait tells its agent", from: "retry-wait-pinned", ev: cancelRequested{reason: "op", answered: make(chan struct{})},
-		state: StateCancelled, flags: "attempt=1 finished pinned=a1 stick=a1", effs: effCat(effList("cancelAgent(a1)"), endEffs),
-		check: allOf(wantEvent(EventState, "cancelled between attempts: op"), wantCancelAgent("op", false), wantFinal)},
+		state: task.StateCancelled, flags: "attempt=1 finished pinned=a1 stick=a1", effs: effCat(effList("cancelAgent(a1)"), endEffs),
+		check: allOf(wantEvent(task.EventState, "cancelled between attempts: op"), wantCancelAgent("op", false), wantFinal)},
 	{name: "cancel of a dispatched task asks its agent", from: "dispatched", ev: cancelRequested{answered: make(chan struct{})},
-		state: StateDispatched, flags: "attempt=1", effs: effList("write(record,1 event)", "notify(state)", "cancelAgent(a1,answer)"),
-		check: allOf(wantEvent(EventState, "cancel requested"), wantCancelAgent("cancelled by operator", true))},
+		state: task.StateDispatched, flags: "attempt=1", effs: effList("write(record,1 event)", "notify(state)", "cancelAgent(a1,answer)"),
+		check: allOf(wantEvent(task.EventState, "cancel requested"), wantCancelAgent("cancelled by operator", true))},
 	{name: "cancel of a running task asks its agent", from: "running", ev: cancelRequested{reason: "op", answered: make(chan struct{})},
-		state: StateRunning, flags: "attempt=1 accepted", effs: effList("write(record,1 event)", "notify(state)", "cancelAgent(a1,answer)"),
-		check: allOf(wantEvent(EventState, "cancel requested: op"), wantCancelAgent("op", true),
+		state: task.StateRunning, flags: "attempt=1 accepted", effs: effList("write(record,1 event)", "notify(state)", "cancelAgent(a1,answer)"),
+		check: allOf(wantEvent(task.EventState, "cancel requested: op"), wantCancelAgent("op", true),
 			func(t *testing.T, r *run, _ []effect) {
 				if !r.t.CancelRequested || r.cancelWhy != "op" {
 					t.Errorf("cancel requested %v, why %q", r.t.CancelRequested, r.cancelWhy)
 				}
 			})},
 	{name: "cancel of a resumed task asks its agent", from: "resumed-pinned", ev: cancelRequested{answered: make(chan struct{})},
-		state: StateDispatched, flags: "attempt=0 pinned=a1 stick=a1", effs: effList("write(record,1 event)", "notify(state)", "cancelAgent(a1,answer)")},
+		state: task.StateDispatched, flags: "attempt=0 pinned=a1 stick=a1", effs: effList("write(record,1 event)", "notify(state)", "cancelAgent(a1,answer)")},
 	ignoreRow("second cancel", "cancel-requested", cancelRequested{reason: "again"}),
 	ignoreRow("agent will cancel: wait for its result", "cancel-requested", cancelAnswer{ack: &envelope.ControlAck{Command: envelope.TypeCancel, OK: true}}),
 	{name: "agent is not running it", from: "cancel-requested", ev: cancelAnswer{ack: &envelope.ControlAck{Command: envelope.TypeCancel}},
-		state: StateCancelled, flags: "attempt=1 finished accepted", effs: endEffs,
-		check: allOf(wantEvent(EventState, "cancelled: op; agent was not running it"), wantFinal)},
+		state: task.StateCancelled, flags: "attempt=1 finished accepted", effs: endEffs,
+		check: allOf(wantEvent(task.EventState, "cancelled: op; agent was not running it"), wantFinal)},
 	{name: "agent says why not", from: "cancel-requested", ev: cancelAnswer{ack: &envelope.ControlAck{Command: envelope.TypeCancel, Message: "no such task"}},
-		state: StateCancelled, flags: "attempt=1 finished accepted", effs: endEffs,
-		check: wantEvent(EventState, "cancelled: op; agent: no such task")},
+		state: task.StateCancelled, flags: "attempt=1 finished accepted", effs: endEffs,
+		check: wantEvent(task.EventState, "cancelled: op; agent: no such task")},
 	{name: "agent unreachable", from: "cancel-requested", ev: cancelAnswer{err: errBoom},
-		state: StateCancelled, flags: "attempt=1 finished accepted", effs: endEffs,
-		check: wantEvent(EventState, "cancelled: op; agent unreachable: boom")},
+		state: task.StateCancelled, flags: "attempt=1 finished accepted", effs: endEffs,
+		check: wantEvent(task.EventState, "cancelled: op; agent unreachable: boom")},
 	{name: "dispatched agent is not running it", from: "cancel-dispatched", ev: cancelAnswer{ack: &envelope.ControlAck{Command: envelope.TypeCancel}},
-		state: StateCancelled, flags: "attempt=1 finished", effs: endEffs,
-		check: wantEvent(EventState, "cancelled; agent was not running it")},
+		state: task.StateCancelled, flags: "attempt=1 finished", effs: endEffs,
+		check: wantEvent(task.EventState, "cancelled; agent was not running it")},
 	{name: "cancelled result ends a cancel", from: "cancel-requested", ev: resultMsg(envelope.ResultCancelled, "stopped"),
-		state: StateCancelled, flags: "attempt=1 finished accepted",
+		state: task.StateCancelled, flags: "attempt=1 finished accepted",
 		effs: effList("stopAll", "stop(silence)", "release(drain)", "write(record,1 event,replace)"), check: wantFinal},
 	{name: "success result that beat the cancel", from: "cancel-requested", ev: resultMsg(envelope.ResultSuccess, "done"),
-		state: StateSucceeded, flags: "attempt=1 finished accepted",
+		state: task.StateSucceeded, flags: "attempt=1 finished accepted",
 		effs: effList("stopAll", "stop(silence)", "release(drain)", "write(record,1 event,replace)")},
 	{name: "agent lost in a cancel ends it cancelled", from: "cancel-requested", ev: agentLost{agentID: "a1", attempt: 1, why: "agent offline"},
-		state: StateCancelled, flags: "attempt=1 finished accepted", effs: failedEffs(5001)},
+		state: task.StateCancelled, flags: "attempt=1 finished accepted", effs: failedEffs(5001)},
 }
 
 // TestMachineCancelsATaskInEveryState: at once before dispatch and between
@@ -1234,22 +1234,22 @@ func TestMachineCancelsATaskInEveryState(t *testing.T) { runRows(t, cancelRows) 
 
 var agentRows = []machineRow{
 	{name: "agent lost before a status retries on it", from: "dispatched-stored", ev: agentLost{agentID: "a1", attempt: 1, why: "agent offline"},
-		state: StatePending, flags: "attempt=1 pinned=a1 stick=a1", effs: retryEffs(5001, "1s"),
-		check: wantTask("the retry says why", func(tk *Task) bool { return tk.Retries[0].Message == "agent offline" })},
+		state: task.StatePending, flags: "attempt=1 pinned=a1 stick=a1", effs: retryEffs(5001, "1s"),
+		check: wantTask("the retry says why", func(tk *task.Task) bool { return tk.Retries[0].Message == "agent offline" })},
 	{name: "agent lost while running retries on it", from: "running", ev: agentLost{agentID: "a1", attempt: 1, why: "agent offline"},
-		state: StatePending, flags: "attempt=1 accepted pinned=a1 stick=a1", effs: retryEffs(5001, "1s")},
+		state: task.StatePending, flags: "attempt=1 accepted pinned=a1 stick=a1", effs: retryEffs(5001, "1s")},
 	ignoreRow("agent lost of an earlier attempt", "pinned-dispatched", agentLost{agentID: "a1", attempt: 1}),
 	ignoreRow("another agent lost", "running", agentLost{agentID: "a2", attempt: 1}),
 	ignoreRow("agent lost in a retry wait", "retry-wait-pinned", agentLost{agentID: "a1", attempt: 1}),
 	ignoreRow("agent lost of a queued task", "requeued", agentLost{agentID: "a1", attempt: 1}),
 	{name: "agent replaced gets the dispatch again", from: "dispatched-stored", ev: agentReplaced{agentID: "a1", version: "1.0", attempt: 1},
-		state: StateDispatched, flags: "attempt=2 pinned=a1 stick=a1",
+		state: task.StateDispatched, flags: "attempt=2 pinned=a1 stick=a1",
 		effs: effList("stop(silence)", "release(never-reached)", "write(record,1 event)", "notify(state)",
 			"claim(a1)", "write(record,1 event)", "notify(state)"),
 		check: allOf(wantMessages("a1 restarted: sent again", "dispatched to a1 (attempt 2)"), wantStored(2, "a1", "1.0", false),
 			wantRetries())},
 	{name: "agent replaced while running gets the task again", from: "running", ev: agentReplaced{agentID: "a1", version: "1.1", attempt: 1},
-		state: StateDispatched, flags: "attempt=2 pinned=a1 stick=a1",
+		state: task.StateDispatched, flags: "attempt=2 pinned=a1 stick=a1",
 		effs: effList("stop(silence)", "release(never-reached)", "write(record,1 event)", "notify(state)",
 			"claim(a1)", "write(record,1 event)", "notify(state)"),
 		check: wantStored(2, "a1", "1.1", false)},
@@ -1264,17 +1264,17 @@ func TestMachineFollowsItsAgentOfflineAndRestarted(t *testing.T) { runRows(t, ag
 
 var resumeRows = []machineRow{
 	{name: "dispatched task resumes on its agent", from: "stored-dispatched", ev: resumed{},
-		state: StateDispatched, flags: "attempt=0 pinned=a1 stick=a1",
+		state: task.StateDispatched, flags: "attempt=0 pinned=a1 stick=a1",
 		effs:  effList("write(record,1 event)", "notify(state)", "route"),
-		check: wantEvent(EventState, "resumed after orchestrator restart")},
+		check: wantEvent(task.EventState, "resumed after orchestrator restart")},
 	{name: "running task resumes on its agent", from: "stored-running", ev: resumed{},
-		state: StateRunning, flags: "attempt=0 pinned=a1 stick=a1", effs: effList("write(record,1 event)", "notify(state)", "route")},
+		state: task.StateRunning, flags: "attempt=0 pinned=a1 stick=a1", effs: effList("write(record,1 event)", "notify(state)", "route")},
 	{name: "task timed out on its agent resumes pinned", from: "stored-timed-out", ev: resumed{},
-		state: StatePending, flags: "attempt=0 pinned=a1 stick=a1", effs: effList("write(record,1 event)", "notify(state)", "route")},
+		state: task.StatePending, flags: "attempt=0 pinned=a1 stick=a1", effs: effList("write(record,1 event)", "notify(state)", "route")},
 	{name: "task its agent never received resumes on it unpinned", from: "stored-unreached", ev: resumed{},
-		state: StatePending, flags: "attempt=0 stick=a1", effs: effList("write(record,1 event)", "notify(state)", "route")},
+		state: task.StatePending, flags: "attempt=0 stick=a1", effs: effList("write(record,1 event)", "notify(state)", "route")},
 	{name: "never dispatched task waits in the queue", from: "stored-pending", ev: resumed{},
-		state: StatePending, flags: "attempt=0 queued",
+		state: task.StatePending, flags: "attempt=0 queued",
 		effs: effList("write(record,1 event)", "notify(state)", "enqueue(tail)", "arm(queue,2s)"),
 		check: func(t *testing.T, r *run, effs []effect) {
 			if a := effs[3].(arm); a.fire != (queueWaitDue{}) {
@@ -1285,11 +1285,11 @@ var resumeRows = []machineRow{
 			}
 		}},
 	{name: "pending task with a cancel ends cancelled", from: "stored-pending-cxl", ev: resumed{},
-		state: StateCancelled, flags: "attempt=0 finished", effs: endEffs,
-		check: allOf(wantEvent(EventState, "cancelled"), wantFinal)},
+		state: task.StateCancelled, flags: "attempt=0 finished", effs: endEffs,
+		check: allOf(wantEvent(task.EventState, "cancelled"), wantFinal)},
 	// As it is: the request is sent again, and the agent is not told to cancel.
 	{name: "dispatched task with a cancel resumes on its agent", from: "stored-dispatched-cxl", ev: resumed{},
-		state: StateDispatched, flags: "attempt=0 pinned=a1 stick=a1", effs: effList("write(record,1 event)", "notify(state)", "route")},
+		state: task.StateDispatched, flags: "attempt=0 pinned=a1 stick=a1", effs: effList("write(record,1 event)", "notify(state)", "route")},
 }
 
 // TestMachineResumesATaskFromTheStore: on the agent that may have it, or in the
@@ -1297,9 +1297,9 @@ var resumeRows = []machineRow{
 func TestMachineResumesATaskFromTheStore(t *testing.T) { runRows(t, resumeRows) }
 
 var finishedRows = []machineRow{
-	{name: "final write committed shows the end", from: "finished", ev: finalStored{ev: &Event{Type: EventResult}},
-		state: StateSucceeded, flags: "attempt=1 finished accepted", effs: effList("notify(result)", "forget")},
-	ignoreRow("final write of a live task", "running", finalStored{ev: &Event{Type: EventResult}}),
+	{name: "final write committed shows the end", from: "finished", ev: finalStored{ev: &task.Event{Type: task.EventResult}},
+		state: task.StateSucceeded, flags: "attempt=1 finished accepted", effs: effList("notify(result)", "forget")},
+	ignoreRow("final write of a live task", "running", finalStored{ev: &task.Event{Type: task.EventResult}}),
 	ignoreRow("submitted", "finished", submitted{}),
 	ignoreRow("resumed", "finished", resumed{}),
 	ignoreRow("routed", "finished", routed{agentID: "a1"}),
@@ -1326,27 +1326,27 @@ func TestMachineFinishedRunTakesOnlyItsFinalWrite(t *testing.T) { runRows(t, fin
 
 var approvalRows = []machineRow{
 	{name: "a task that needs approval waits, stored, sent nowhere", from: "new-approval", ev: submitted{by: "op"},
-		state: StateAwaitingApproval, flags: "attempt=0",
+		state: task.StateAwaitingApproval, flags: "attempt=0",
 		effs:  effList("write(record,2 events)", "notify(state)", "arm(approval,1h0m0s)", "asked"),
-		check: wantEvent(EventState, "awaiting approval: work type shell requires approval")},
+		check: wantEvent(task.EventState, "awaiting approval: work type shell requires approval")},
 	{name: "approved, it is routed", from: "awaiting", ev: approvalDecided{approve: true, by: "op", note: "ok"},
-		state: StatePending, flags: "attempt=0", effs: effList("stop(approval)", "route"),
-		check: wantTask("approved by op", func(tk *Task) bool {
+		state: task.StatePending, flags: "attempt=0", effs: effList("stop(approval)", "route"),
+		check: wantTask("approved by op", func(tk *task.Task) bool {
 			a := tk.Approval
-			return a.State == ApprovalApproved && a.By == "op" && a.Note == "ok" && a.DecidedAt != nil
+			return a.State == task.ApprovalApproved && a.By == "op" && a.Note == "ok" && a.DecidedAt != nil
 		})},
 	{name: "rejected, it ends", from: "awaiting", ev: approvalDecided{by: "op", note: "no"},
-		state: StateRejected, flags: "attempt=0 finished", effs: effCat(effList("stop(approval)"), endEffs),
-		check: allOf(wantEvent(EventState, "rejected: no"), wantFinal,
-			wantTask("rejected by op", func(tk *Task) bool { return tk.Approval.State == ApprovalRejected }))},
+		state: task.StateRejected, flags: "attempt=0 finished", effs: effCat(effList("stop(approval)"), endEffs),
+		check: allOf(wantEvent(task.EventState, "rejected: no"), wantFinal,
+			wantTask("rejected by op", func(tk *task.Task) bool { return tk.Approval.State == task.ApprovalRejected }))},
 	{name: "nobody answered: it ends rejected", from: "awaiting", ev: approvalExpired{},
-		state: StateRejected, flags: "attempt=0 finished", effs: endEffs,
-		check: wantTask("expired", func(tk *Task) bool { return tk.Approval.State == ApprovalExpired })},
+		state: task.StateRejected, flags: "attempt=0 finished", effs: endEffs,
+		check: wantTask("expired", func(tk *task.Task) bool { return tk.Approval.State == task.ApprovalExpired })},
 	{name: "cancelled while it waits", from: "awaiting", ev: cancelRequested{by: "op"},
-		state: StateCancelled, flags: "attempt=0 finished", effs: endEffs,
-		check: wantEvent(EventState, "cancelled before dispatch")},
+		state: task.StateCancelled, flags: "attempt=0 finished", effs: endEffs,
+		check: wantEvent(task.EventState, "cancelled before dispatch")},
 	{name: "resumed, it waits the rest of its time", from: "stored-awaiting", ev: resumed{},
-		state: StateAwaitingApproval, flags: "attempt=0",
+		state: task.StateAwaitingApproval, flags: "attempt=0",
 		effs: effList("write(record,1 event)", "notify(state)", "arm(approval,30m0s)")},
 	ignoreRow("an approval of a task that does not wait", "running", approvalDecided{approve: true}),
 	ignoreRow("a late expiry", "dispatched", approvalExpired{}),
@@ -1366,7 +1366,7 @@ func wantStatusOutput(off *int64, out string) rowCheck {
 		t.Helper()
 		evs := writtenEvents(effs)
 		ev := evs[len(evs)-1]
-		if ev.Type != EventStatus || ev.Status.Step.Output != out || (ev.OutputOffset == nil) != (off == nil) ||
+		if ev.Type != task.EventStatus || ev.Status.Step.Output != out || (ev.OutputOffset == nil) != (off == nil) ||
 			off != nil && *ev.OutputOffset != *off {
 			t.Errorf("status event %s carries %q at %v, want %q at %v", ev.Type, ev.Status.Step.Output, ev.OutputOffset, out, off)
 		}
@@ -1391,7 +1391,7 @@ func wantPieces(want ...task.Piece) rowCheck {
 
 // wantCapped checks the task says its output was capped, with bytes held.
 func wantCapped(bytes int64) rowCheck {
-	return wantTask(fmt.Sprintf("output capped, %d bytes, not complete", bytes), func(tk *Task) bool {
+	return wantTask(fmt.Sprintf("output capped, %d bytes, not complete", bytes), func(tk *task.Task) bool {
 		return tk.OutputCapped && !tk.OutputComplete && tk.OutputBytes == bytes
 	})
 }
@@ -1402,21 +1402,21 @@ func at(n int64) *int64 { return &n }
 // says it was cut, and its result still ends it.
 var outputCapRows = []machineRow{
 	{name: "status up to the cap is kept whole", from: "capped", ev: statusMsg("a1", "abcdef"),
-		state: StateRunning, flags: "attempt=1 accepted",
+		state: task.StateRunning, flags: "attempt=1 accepted",
 		effs: effList("arm(silence,3s)", "write(1 event,piece)", "notify(status)"),
 		check: allOf(wantPieces(task.Piece{Offset: 10, Data: "abcdef"}), wantStatusOutput(at(10), "abcdef"),
-			wantTask("not capped", func(tk *Task) bool { return !tk.OutputCapped && tk.OutputBytes == 16 }))},
+			wantTask("not capped", func(tk *task.Task) bool { return !tk.OutputCapped && tk.OutputBytes == 16 }))},
 	{name: "status across the cap keeps its bytes below it and says so", from: "capped", ev: statusMsg("a1", "abcdefg"),
-		state: StateRunning, flags: "attempt=1 accepted",
+		state: task.StateRunning, flags: "attempt=1 accepted",
 		effs: effList("arm(silence,3s)", "write(2 events,piece)", "notify(state)", "notify(status)"),
 		check: allOf(wantPieces(task.Piece{Offset: 10, Data: "abcdef"}), wantStatusOutput(at(10), "abcdef"),
 			wantMessages(cappedMsg, ""), wantCapped(16))},
 	{name: "status across the cap is cut on a rune boundary", from: "capped", ev: statusMsg("a1", "abcde€"),
-		state: StateRunning, flags: "attempt=1 accepted",
+		state: task.StateRunning, flags: "attempt=1 accepted",
 		effs:  effList("arm(silence,3s)", "write(2 events,piece)", "notify(state)", "notify(status)"),
 		check: allOf(wantPieces(task.Piece{Offset: 10, Data: "abcde"}), wantStatusOutput(at(10), "abcde"), wantCapped(15))},
 	{name: "status wholly past the cap stores and streams no output", from: "capped", ev: statusAtMsg("xyz", 1<<40),
-		state: StateRunning, flags: "attempt=1 accepted",
+		state: task.StateRunning, flags: "attempt=1 accepted",
 		effs:  effList("arm(silence,3s)", "write(2 events)", "notify(state)", "notify(status)"),
 		check: allOf(wantPieces(), wantStatusOutput(nil, ""), wantMessages(cappedMsg, ""), wantCapped(10))},
 	{name: "chunk claiming a huge total past the cap stores nothing", from: "capped",
@@ -1425,19 +1425,19 @@ var outputCapRows = []machineRow{
 			msg.env.Payload.(*envelope.WorkStatus).Step.OutputChunk = "bytes 0-3 of 1125899906842624"
 			return msg
 		}(),
-		state: StateRunning, flags: "attempt=1 accepted",
+		state: task.StateRunning, flags: "attempt=1 accepted",
 		effs:  effList("arm(silence,3s)", "write(2 events)", "notify(state)", "notify(status)"),
 		check: allOf(wantPieces(), wantStatusOutput(nil, ""), wantCapped(10))},
 	{name: "status repeating held bytes stores nothing again", from: "capped", ev: statusAtMsg("0123456789", 0),
-		state: StateRunning, flags: "attempt=1 accepted",
+		state: task.StateRunning, flags: "attempt=1 accepted",
 		effs:  effList("arm(silence,3s)", "write(1 event)", "notify(status)"),
 		check: allOf(wantPieces(), wantStatusOutput(at(0), "0123456789"))},
 	{name: "status overlapping held bytes stores only the new ones", from: "capped", ev: statusAtMsg("89ab", 8),
-		state: StateRunning, flags: "attempt=1 accepted",
+		state: task.StateRunning, flags: "attempt=1 accepted",
 		effs:  effList("arm(silence,3s)", "write(1 event,piece)", "notify(status)"),
 		check: allOf(wantPieces(task.Piece{Offset: 10, Data: "ab"}), wantStatusOutput(at(8), "89ab"))},
 	{name: "result past the cap is cut and ends the task", from: "capped", ev: resultMsg(envelope.ResultSuccess, "0123456789abcdefXYZ"),
-		state: StateSucceeded, flags: "attempt=1 finished accepted",
+		state: task.StateSucceeded, flags: "attempt=1 finished accepted",
 		effs: effList("stopAll", "stop(silence)", "release(drain)", "write(record,2 events,replace)"),
 		check: allOf(wantFinal, wantMessages(cappedMsg, ""), wantCapped(16), func(t *testing.T, r *run, effs []effect) {
 			w := lastWrite(t, effs)
@@ -1447,7 +1447,7 @@ var outputCapRows = []machineRow{
 			}
 		})},
 	{name: "truncated result past the cap ends the task without asking again", from: "capped",
-		ev: truncatedMsg(envelope.ResultSuccess, "xyz", 100), state: StateSucceeded, flags: "attempt=1 finished accepted",
+		ev: truncatedMsg(envelope.ResultSuccess, "xyz", 100), state: task.StateSucceeded, flags: "attempt=1 finished accepted",
 		effs: effList("stopAll", "stop(silence)", "release(drain)", "write(record,2 events)"),
 		check: allOf(wantFinal, wantMessages(cappedMsg, ""), wantCapped(10), func(t *testing.T, r *run, effs []effect) {
 			if out := lastWrite(t, effs).events[1].Result.Output; out != "" || !r.t.Result.OutputTruncated {
@@ -1469,21 +1469,21 @@ var machineTables = [][]machineRow{outputCapRows, routeRows, publishRows, messag
 func TestMachineRetriesATimedOutAttemptOnTheSameAgent(t *testing.T) {
 	m := newTestMachine()
 	r := stRouting(t, m)
-	effs := mustApply(t, m, r, routed{agentID: "a1", version: "1.0"}, StateDispatched)
+	effs := mustApply(t, m, r, routed{agentID: "a1", version: "1.0"}, task.StateDispatched)
 	for i := 1; ; i++ {
-		effs = mustApply(t, m, r, storedEvent(t, effs), StateDispatched)
+		effs = mustApply(t, m, r, storedEvent(t, effs), task.StateDispatched)
 		if got := describe(effs); !slices.Equal(got, effList("publish(a1)", "arm(silence,2s)")) {
 			t.Fatalf("attempt %d stored: %q", i, got)
 		}
 		fire := effectOf[arm](t, effs).fire // the silence timer of attempt i
 		if i == 4 {
-			effs = mustApply(t, m, r, fire, StateError)
+			effs = mustApply(t, m, r, fire, task.StateError)
 			if got, want := describe(effs), failedEffs(5001); !slices.Equal(got, want) {
 				t.Fatalf("last timeout:\n got  %q\n want %q", got, want)
 			}
 			break
 		}
-		effs = mustApply(t, m, r, fire, StatePending)
+		effs = mustApply(t, m, r, fire, task.StatePending)
 		wait := time.Second << (i - 1)
 		if got, want := describe(effs), retryEffs(5001, wait.String()); !slices.Equal(got, want) {
 			t.Fatalf("timeout %d:\n got  %q\n want %q", i, got, want)
@@ -1492,10 +1492,10 @@ func TestMachineRetriesATimedOutAttemptOnTheSameAgent(t *testing.T) {
 			t.Fatalf("timeout %d: stick %q, pinned %q, want a1", i, r.stick, r.pinned)
 		}
 		due := effs[len(effs)-1].(arm).fire
-		if got := describe(mustApply(t, m, r, due, StatePending)); !slices.Equal(got, effList("route")) {
+		if got := describe(mustApply(t, m, r, due, task.StatePending)); !slices.Equal(got, effList("route")) {
 			t.Fatalf("retry %d due: %q", i, got)
 		}
-		effs = mustApply(t, m, r, routed{agentID: r.stick, version: "1.0"}, StateDispatched)
+		effs = mustApply(t, m, r, routed{agentID: r.stick, version: "1.0"}, task.StateDispatched)
 	}
 	wantRetries(retryOf(1, 5001, "a1", 1000), retryOf(2, 5001, "a1", 2000), retryOf(3, 5001, "a1", 4000))(t, r, effs)
 	wantError(5001, ackTimeout)(t, r, effs)
@@ -1510,16 +1510,16 @@ func TestMachineRetriesATimedOutAttemptOnTheSameAgent(t *testing.T) {
 func TestMachineResumedTaskGoesOnFromTheWaitItReached(t *testing.T) {
 	m := newTestMachine()
 	r := stStoredTimedOut(t, m)
-	mustApply(t, m, r, resumed{}, StatePending)
+	mustApply(t, m, r, resumed{}, task.StatePending)
 	for _, wait := range []string{"2s", "4s"} {
-		mustApply(t, m, r, routed{agentID: "a1"}, StateDispatched)
-		effs := mustApply(t, m, r, silence{gen: r.gen, why: ackTimeout}, StatePending)
+		mustApply(t, m, r, routed{agentID: "a1"}, task.StateDispatched)
+		effs := mustApply(t, m, r, silence{gen: r.gen, why: ackTimeout}, task.StatePending)
 		if got, want := describe(effs), retryEffs(5001, wait); !slices.Equal(got, want) {
 			t.Fatalf("got  %q\nwant %q", got, want)
 		}
 	}
-	mustApply(t, m, r, routed{agentID: "a1"}, StateDispatched)
-	mustApply(t, m, r, silence{gen: r.gen, why: ackTimeout}, StateError)
+	mustApply(t, m, r, routed{agentID: "a1"}, task.StateDispatched)
+	mustApply(t, m, r, silence{gen: r.gen, why: ackTimeout}, task.StateError)
 	if len(r.t.Retries) != 3 {
 		t.Errorf("%d retries, want 3", len(r.t.Retries))
 	}
@@ -1533,7 +1533,7 @@ func TestMachineEndsATaskAtOnceOnANonRetryableError(t *testing.T) {
 			m := newTestMachine()
 			r := machineStates[from](t, m)
 			retries := len(r.t.Retries)
-			effs := mustApply(t, m, r, errorMsg(errInvalid), StateError)
+			effs := mustApply(t, m, r, errorMsg(errInvalid), task.StateError)
 			if got, want := describe(effs), failedEffs(5003); !slices.Equal(got, want) {
 				t.Errorf("got  %q\nwant %q", got, want)
 			}
@@ -1557,10 +1557,10 @@ func TestMachineAsksAgainForAGappedOutputAtMostTwice(t *testing.T) {
 		if !slices.Contains(describe(effs), "route") || r.reasks != i || r.stick != "a1" {
 			t.Fatalf("reask %d: effects %q, reasks %d, stick %q", i, describe(effs), r.reasks, r.stick)
 		}
-		effs = mustApply(t, m, r, routed{agentID: r.stick}, StateDispatched)
-		mustApply(t, m, r, storedEvent(t, effs), StateDispatched)
+		effs = mustApply(t, m, r, routed{agentID: r.stick}, task.StateDispatched)
+		mustApply(t, m, r, storedEvent(t, effs), task.StateDispatched)
 	}
-	effs := mustApply(t, m, r, truncatedMsg(envelope.ResultSuccess, "xyz", 100), StateSucceeded)
+	effs := mustApply(t, m, r, truncatedMsg(envelope.ResultSuccess, "xyz", 100), task.StateSucceeded)
 	if got := describe(effs); !slices.Equal(got, endEffs) {
 		t.Errorf("got %q, want %q", got, endEffs)
 	}
@@ -1576,10 +1576,10 @@ func TestMachineAsksAgainForAGappedOutputAtMostTwice(t *testing.T) {
 func TestMachineKeepsAReaskOnItsAgent(t *testing.T) {
 	m := newTestMachine()
 	r := stRunning(t, m)
-	mustApply(t, m, r, truncatedMsg(envelope.ResultSuccess, "xyz", 100), StateRunning)
-	effs := mustApply(t, m, r, routed{agentID: r.stick}, StateDispatched)
-	mustApply(t, m, r, storedEvent(t, effs), StateDispatched)
-	effs = mustApply(t, m, r, noResponders{agentID: "a1", nonce: r.nonce}, StatePending)
+	mustApply(t, m, r, truncatedMsg(envelope.ResultSuccess, "xyz", 100), task.StateRunning)
+	effs := mustApply(t, m, r, routed{agentID: r.stick}, task.StateDispatched)
+	mustApply(t, m, r, storedEvent(t, effs), task.StateDispatched)
+	effs = mustApply(t, m, r, noResponders{agentID: "a1", nonce: r.nonce}, task.StatePending)
 	if got := describe(effs); slices.Contains(got, "enqueue(head)") || slices.Contains(got, "enqueue(tail)") || r.stick != "a1" || r.avoid != "" {
 		t.Fatalf("effects %q, stick %q, avoid %q: want a retry on a1", got, r.stick, r.avoid)
 	}
@@ -1591,7 +1591,7 @@ func TestMachineKeepsAReaskOnItsAgent(t *testing.T) {
 func TestMachineDoesNotCountATaskNeverStored(t *testing.T) {
 	m := newTestMachine()
 	r := stRouting(t, m)
-	effs := mustApply(t, m, r, routed{err: errUnsupported, failFast: true}, StateError)
+	effs := mustApply(t, m, r, routed{err: errUnsupported, failFast: true}, task.StateError)
 	w := lastWrite(t, effs)
 	if fs := w.then(errBoom).(finalStored); !fs.uncount {
 		t.Errorf("failed first write: %#v, want uncount", fs)

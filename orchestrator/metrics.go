@@ -4,6 +4,7 @@ import (
 	"net/http"
 
 	"github.com/chiffon-dev/chiffon/internal/buildinfo"
+	"github.com/chiffon-dev/chiffon/orchestrator/task"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -66,10 +67,10 @@ func (m *metrics) handler() http.Handler {
 
 // initMetrics counts the stored tasks by state.
 func (o *Orchestrator) initMetrics() error {
-	for _, s := range States {
+	for _, s := range task.States {
 		o.metrics.tasks.WithLabelValues(string(s)).Set(0)
 	}
-	_, err := o.st.Tasks(func(t *Task) bool {
+	_, err := o.st.Tasks(func(t *task.Task) bool {
 		o.metrics.tasks.WithLabelValues(string(t.State)).Inc()
 		return false
 	}, 0)

@@ -21,7 +21,7 @@ import (
 
 	"github.com/chiffon-dev/chiffon/api"
 	"github.com/chiffon-dev/chiffon/envelope"
-	"github.com/chiffon-dev/chiffon/orchestrator"
+	"github.com/chiffon-dev/chiffon/orchestrator/task"
 	"github.com/pb33f/libopenapi"
 	"github.com/pb33f/libopenapi/datamodel"
 	"github.com/santhosh-tekuri/jsonschema/v6"
@@ -269,19 +269,19 @@ func TestOpenAPISchemasDescribeTheGoTypes(t *testing.T) {
 		schema string
 		v      any
 	}{
-		{"Task", orchestrator.Task{}},
-		{"Retry", orchestrator.Retry{}},
-		{"StepInfo", orchestrator.StepInfo{}},
-		{"Result", orchestrator.Result{}},
+		{"Task", task.Task{}},
+		{"Retry", task.Retry{}},
+		{"StepInfo", task.StepInfo{}},
+		{"Result", task.Result{}},
 		{"ResourcesUsed", envelope.ResourcesUsed{}},
-		{"TaskError", orchestrator.TaskError{}},
-		{"Hints", orchestrator.Hints{}},
+		{"TaskError", task.TaskError{}},
+		{"Hints", task.Hints{}},
 		{"SubmitRequest", api.SubmitRequest{}},
 		{"CancelRequest", api.CancelRequest{}},
 		{"AgentInfo", api.AgentInfo{}},
 		{"ErrorBody", api.ErrorBody{}},
 		{"APIErrorDetail", api.APIErrorDetail{}},
-		{"Event", orchestrator.Event{}},
+		{"Event", task.Event{}},
 		{"WorkStatus", envelope.WorkStatus{}},
 		{"Step", envelope.Step{}},
 		{"WorkResult", envelope.WorkResult{}},

@@ -1,11 +1,13 @@
 // Package orchestrator is Chiffon's control point: it learns agents from their
 // registrations and heartbeats, routes each task to the least-loaded healthy agent of
 // its type, retries and times out dispatches, guards every agent with a circuit
-// breaker, keeps every task, status and output in a TaskStore (Badger's by default,
-// package badgerstore) so that nothing is lost across restarts, and serves an HTTP API with Server-Sent Events and metrics.
+// breaker, keeps every task, status and output in a task.Store (Badger's by default,
+// package badgerstore) so that nothing is lost across restarts, and serves an HTTP
+// API with Server-Sent Events and metrics.
 //
 // Open starts an orchestrator, Run serves its HTTP API until the context ends, and
-// Close stops it. Client talks to the API.
+// Close stops it. The task records are package task's, the API's requests and
+// answers package api's; package client talks to the API.
 package orchestrator
 
 import (
@@ -26,6 +28,7 @@ import (
 	"github.com/chiffon-dev/chiffon/errcodes"
 	"github.com/chiffon-dev/chiffon/internal/lazylog"
 	"github.com/chiffon-dev/chiffon/internal/ratelog"
+	"github.com/chiffon-dev/chiffon/orchestrator/task"
 	"github.com/chiffon-dev/chiffon/orchestrator/webhook"
 	"github.com/nats-io/nats.go"
 )
@@ -44,7 +47,7 @@ type Options struct {
 	StoreConn *nats.Conn
 	// Store keeps the tasks instead of a Badger store in Config.DataDir/tasks.
 	// The orchestrator closes it.
-	Store TaskStore
+	Store task.Store
 	// Pages, when set, makes the web pages served at Config.UI.Path (the
 	// dashboard, package ui): it gets the API (Handler), the check of an API
 	// token (Authenticate) and the path, and needs nothing else of the
@@ -73,7 +76,7 @@ type Orchestrator struct {
 	// requests to agents, forwarded API calls) on reply subjects only the
 	// intended peer may publish on (broker.Requester).
 	req     *broker.Requester
-	st      TaskStore
+	st      task.Store
 	metrics *metrics
 	// hooks delivers events to the webhook receivers; nil without any.
 	hooks   *webhook.Dispatcher
@@ -512,7 +515,7 @@ func (o *Orchestrator) rejectAuth(msg *nats.Msg, sender string, e *errcodes.Erro
 
 // taskLog returns a logger carrying a task's ids; a live task's run keeps one (see
 // newRun). The ids are formatted only into the lines written (see lazylog).
-func (o *Orchestrator) taskLog(t *Task) *slog.Logger {
+func (o *Orchestrator) taskLog(t *task.Task) *slog.Logger {
 	return lazylog.With(o.log, slog.String("task_id", t.ID), slog.String("request_id", t.RequestID),
 		slog.String("trace_id", t.TraceID))
 }

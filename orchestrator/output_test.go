@@ -6,6 +6,7 @@ import (
 
 	"github.com/chiffon-dev/chiffon/envelope"
 	"github.com/chiffon-dev/chiffon/orchestrator"
+	"github.com/chiffon-dev/chiffon/orchestrator/task"
 	"github.com/chiffon-dev/chiffon/output"
 )
 
@@ -32,7 +33,7 @@ func sendChunked(a *fakeAgent, w *workMsg, base int64, text string, skip int) {
 func TestChunkedOutputIsReassembled(t *testing.T) {
 	e := newEnv(t, "code-1")
 	o, a := e.openWithAgent("code-1", 4)
-	task := submit(t, o, nil)
+	tsk := submit(t, o, nil)
 	w := a.next()
 	a.ack(w)
 	head := "first batch\n"
@@ -42,12 +43,12 @@ func TestChunkedOutputIsReassembled(t *testing.T) {
 	whole := head + body
 	tail := whole[len(whole)-1000:]
 	a.result(w, envelope.ResultSuccess, 0, tail, map[string]any{"output_truncated": true, "output_total_bytes": len(whole)})
-	final := waitFinal(t, o, task.ID)
-	if final.State != orchestrator.StateSucceeded || !final.OutputComplete || final.OutputBytes != int64(len(whole)) {
+	final := waitFinal(t, o, tsk.ID)
+	if final.State != task.StateSucceeded || !final.OutputComplete || final.OutputBytes != int64(len(whole)) {
 		t.Fatalf("got %s complete=%v bytes=%d", final.State, final.OutputComplete, final.OutputBytes)
 	}
 	var out strings.Builder
-	if _, err := e.client(o).Output(t.Context(), task.ID, &out); err != nil || out.String() != whole {
+	if _, err := e.client(o).Output(t.Context(), tsk.ID, &out); err != nil || out.String() != whole {
 		t.Fatalf("output differs (%d bytes, want %d), err %v", out.Len(), len(whole), err)
 	}
 }
@@ -55,7 +56,7 @@ func TestChunkedOutputIsReassembled(t *testing.T) {
 func TestChunkGapIsRejectedAndOutputAskedAgain(t *testing.T) {
 	e := newEnv(t, "code-1")
 	o, a := e.openWithAgent("code-1", 4)
-	task := submit(t, o, nil)
+	tsk := submit(t, o, nil)
 	w := a.next()
 	a.ack(w)
 	whole := bigOutput(700 << 10)
@@ -69,12 +70,12 @@ func TestChunkGapIsRejectedAndOutputAskedAgain(t *testing.T) {
 	}
 	sendChunked(a, again, 0, whole, -1)
 	a.result(again, envelope.ResultSuccess, 0, whole[len(whole)-100:], trunc)
-	final := waitFinal(t, o, task.ID)
-	if final.State != orchestrator.StateSucceeded || !final.OutputComplete {
+	final := waitFinal(t, o, tsk.ID)
+	if final.State != task.StateSucceeded || !final.OutputComplete {
 		t.Fatalf("got %s complete=%v", final.State, final.OutputComplete)
 	}
 	var out strings.Builder
-	if _, err := e.client(o).Output(t.Context(), task.ID, &out); err != nil || out.String() != whole {
+	if _, err := e.client(o).Output(t.Context(), tsk.ID, &out); err != nil || out.String() != whole {
 		t.Fatalf("output differs (%d bytes, want %d)", out.Len(), len(whole))
 	}
 	if !strings.Contains(e.logs.String(), "leaves a gap") {
@@ -85,13 +86,13 @@ func TestChunkGapIsRejectedAndOutputAskedAgain(t *testing.T) {
 func TestResultOutputIsAuthoritativeWhenNotTruncated(t *testing.T) {
 	e := newEnv(t, "code-1")
 	o, a := e.openWithAgent("code-1", 4)
-	task := submit(t, o, nil)
+	tsk := submit(t, o, nil)
 	w := a.next()
 	a.status(w, 10, 1, "partial garbage that is longer", "", 0)
 	a.result(w, envelope.ResultSuccess, 0, "the whole output", nil)
-	waitFinal(t, o, task.ID)
+	waitFinal(t, o, tsk.ID)
 	var out strings.Builder
-	if _, err := e.client(o).Output(t.Context(), task.ID, &out); err != nil || out.String() != "the whole output" {
+	if _, err := e.client(o).Output(t.Context(), tsk.ID, &out); err != nil || out.String() != "the whole output" {
 		t.Fatalf("output %q", out.String())
 	}
 }
@@ -107,7 +108,7 @@ func TestAgentStreamingPastMaxOutputBytesIsCut(t *testing.T) {
 	e := newEnv(t, "code-1")
 	e.cfg.MaxOutputBytes = maxOutput
 	o, a := e.openWithAgent("code-1", 4)
-	task := submit(t, o, nil)
+	tsk := submit(t, o, nil)
 	w := a.next()
 	a.ack(w)
 	whole := bigOutput(1 << 20)
@@ -122,23 +123,23 @@ func TestAgentStreamingPastMaxOutputBytesIsCut(t *testing.T) {
 	trunc := map[string]any{"output_truncated": true, "output_total_bytes": 4 << 20}
 	a.result(w, envelope.ResultSuccess, 0, whole[len(whole)-1000:], trunc)
 
-	final := waitFinal(t, o, task.ID)
-	if final.State != orchestrator.StateSucceeded || final.Result == nil || !final.OutputCapped ||
+	final := waitFinal(t, o, tsk.ID)
+	if final.State != task.StateSucceeded || final.Result == nil || !final.OutputCapped ||
 		final.OutputComplete || final.OutputBytes != maxOutput {
 		t.Fatalf("got %s capped=%v complete=%v bytes=%d result %+v", final.State, final.OutputCapped,
 			final.OutputComplete, final.OutputBytes, final.Result)
 	}
-	stored, err := orchestrator.StoredOutputBytes(o, task.ID)
+	stored, err := orchestrator.StoredOutputBytes(o, tsk.ID)
 	if err != nil || stored != maxOutput {
 		t.Fatalf("the store holds %d bytes of output (err %v), want %d", stored, err, maxOutput)
 	}
 	var out strings.Builder
-	if _, err := e.client(o).Output(t.Context(), task.ID, &out); err != nil || out.String() != whole[:maxOutput] {
+	if _, err := e.client(o).Output(t.Context(), tsk.ID, &out); err != nil || out.String() != whole[:maxOutput] {
 		t.Fatalf("output: %d bytes, want the first %d (err %v)", out.Len(), maxOutput, err)
 	}
 	var streamed int64
 	noted := false
-	err = e.client(o).Events(t.Context(), task.ID, func(ev *orchestrator.Event) error {
+	err = e.client(o).Events(t.Context(), tsk.ID, func(ev *task.Event) error {
 		if ev.Status != nil && ev.Status.Step.Output != "" {
 			streamed += int64(len(ev.Status.Step.Output))
 			if ev.OutputOffset == nil || *ev.OutputOffset+int64(len(ev.Status.Step.Output)) > maxOutput {

@@ -4,10 +4,11 @@ import (
 	"errors"
 
 	"github.com/chiffon-dev/chiffon/api"
+	"github.com/chiffon-dev/chiffon/orchestrator/task"
 )
 
 // Task returns a snapshot of one task.
-func (o *Orchestrator) Task(id string) (*Task, error) {
+func (o *Orchestrator) Task(id string) (*task.Task, error) {
 	ts, err := o.tasksByID([]string{id})
 	if err != nil {
 		return nil, err
@@ -15,14 +16,14 @@ func (o *Orchestrator) Task(id string) (*Task, error) {
 	if t := ts[id]; t != nil {
 		return t, nil
 	}
-	return nil, ErrNotFound
+	return nil, task.ErrNotFound
 }
 
 // tasksByID returns snapshots of the tasks ids name, by id: the live ones from
 // the loop in one call (an ended one once its end is stored), the others from
 // the store. A task the store does not hold is left out.
-func (o *Orchestrator) tasksByID(ids []string) (map[string]*Task, error) {
-	out := make(map[string]*Task, len(ids))
+func (o *Orchestrator) tasksByID(ids []string) (map[string]*task.Task, error) {
+	out := make(map[string]*task.Task, len(ids))
 	var ends []*commit
 	_ = o.call(func() {
 		for _, id := range ids {
@@ -43,7 +44,7 @@ func (o *Orchestrator) tasksByID(ids []string) (map[string]*Task, error) {
 		}
 		t, err := o.st.Task(id)
 		switch {
-		case errors.Is(err, ErrNotFound):
+		case errors.Is(err, task.ErrNotFound):
 		case err != nil:
 			return nil, err
 		default:
@@ -54,18 +55,18 @@ func (o *Orchestrator) tasksByID(ids []string) (map[string]*Task, error) {
 }
 
 // Tasks lists tasks, newest first.
-func (o *Orchestrator) Tasks(opts api.ListOptions) ([]*Task, error) {
+func (o *Orchestrator) Tasks(opts api.ListOptions) ([]*task.Task, error) {
 	if opts.Limit <= 0 {
 		opts.Limit = 100
 	}
-	var live map[string]*Task
+	var live map[string]*task.Task
 	_ = o.call(func() {
-		live = make(map[string]*Task, len(o.runs))
+		live = make(map[string]*task.Task, len(o.runs))
 		for id, r := range o.runs {
 			live[id] = cloneTask(r.t)
 		}
 	})
-	keep := func(t *Task) bool {
+	keep := func(t *task.Task) bool {
 		if l := live[t.ID]; l != nil {
 			*t = *l
 		}
@@ -82,14 +83,14 @@ func (o *Orchestrator) Tasks(opts api.ListOptions) ([]*Task, error) {
 // History returns task id's audit trail: each stored event but its progress
 // reports (status events), oldest first, saying what changed the task, when,
 // and by which API token when a request did.
-func (o *Orchestrator) History(id string) ([]*Event, error) {
+func (o *Orchestrator) History(id string) ([]*task.Event, error) {
 	if _, err := o.Task(id); err != nil {
 		return nil, err
 	}
 	o.waitWritten(id)
-	out := []*Event{}
-	err := o.st.Events(id, 0, func(ev *Event) error {
-		if ev.Type != EventStatus {
+	out := []*task.Event{}
+	err := o.st.Events(id, 0, func(ev *task.Event) error {
+		if ev.Type != task.EventStatus {
 			out = append(out, ev)
 		}
 		return nil

@@ -1,13 +1,15 @@
 package orchestrator
 
+import "github.com/chiffon-dev/chiffon/orchestrator/task"
+
 // replayStatuses brings a recovered task's steps and progress up to date with its
 // events, and returns the number of the last one. A status is stored without the
 // task's record (see machine.status), so the record may miss the last of them.
-func (o *Orchestrator) replayStatuses(t *Task) (int64, error) {
+func (o *Orchestrator) replayStatuses(t *task.Task) (int64, error) {
 	var last int64
-	err := o.st.Events(t.ID, 0, func(ev *Event) error {
+	err := o.st.Events(t.ID, 0, func(ev *task.Event) error {
 		last = ev.Seq
-		if ev.Type == EventStatus && ev.Status != nil {
+		if ev.Type == task.EventStatus && ev.Status != nil {
 			t.ProgressPercent = ev.Status.ProgressPercent
 			updateStep(t, ev.Status, ev.At)
 		}

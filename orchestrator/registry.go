@@ -11,6 +11,7 @@ import (
 	"github.com/chiffon-dev/chiffon/broker"
 	"github.com/chiffon-dev/chiffon/envelope"
 	"github.com/chiffon-dev/chiffon/errcodes"
+	"github.com/chiffon-dev/chiffon/orchestrator/task"
 	"github.com/nats-io/nats.go"
 	"github.com/sony/gobreaker/v2"
 )
@@ -329,7 +330,7 @@ func (o *Orchestrator) heartbeat(agentID, instance string, hb *envelope.Heartbea
 func (o *Orchestrator) inFlightOn(agentID string) []inFlight {
 	var out []inFlight
 	for _, r := range o.runs {
-		if !r.finished && r.t.AgentID == agentID && (r.t.State == StateDispatched || r.t.State == StateRunning) {
+		if !r.finished && r.t.AgentID == agentID && (r.t.State == task.StateDispatched || r.t.State == task.StateRunning) {
 			out = append(out, inFlight{r, r.attempt})
 		}
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/chiffon-dev/chiffon/envelope"
 	"github.com/chiffon-dev/chiffon/internal/testnats"
 	"github.com/chiffon-dev/chiffon/orchestrator"
+	"github.com/chiffon-dev/chiffon/orchestrator/task"
 	"github.com/nats-io/nats.go"
 )
 
@@ -27,7 +28,7 @@ import (
 func TestOrchestratorAnswersOnlyIntoTheSendersInbox(t *testing.T) {
 	e := newEnv(t, "code-1", "code-2")
 	o, a := e.openWithAgent("code-1", 1)
-	task, err := o.Submit(context.Background(), api.SubmitRequest{ToAgent: envelope.Code, WorkType: "echo"})
+	tsk, err := o.Submit(context.Background(), api.SubmitRequest{ToAgent: envelope.Code, WorkType: "echo"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -38,7 +39,7 @@ func TestOrchestratorAnswersOnlyIntoTheSendersInbox(t *testing.T) {
 	watcher := testnats.Connect(t, e.srv)
 	leaked := make(chan *nats.Msg, 64)
 	targets := []string{subj.AgentControl("code-2"), subj.Store() + ".leader", subj.Store() + ".r.schedule.nightly",
-		subj.Store() + ".t." + task.ID, subj.InboxOf(broker.Identity{Role: broker.RoleAgent, Name: "code-2"}) + ".x.y",
+		subj.Store() + ".t." + tsk.ID, subj.InboxOf(broker.Identity{Role: broker.RoleAgent, Name: "code-2"}) + ".x.y",
 		subj.ForwardReplies() + ".x", "_INBOX.x.y"}
 	for _, s := range targets {
 		if _, err := watcher.ChanSubscribe(s, leaked); err != nil {
@@ -93,7 +94,7 @@ func TestOrchestratorAnswersOnlyIntoTheSendersInbox(t *testing.T) {
 	// The task was not disturbed.
 	a.ack(w)
 	a.result(w, envelope.ResultSuccess, 0, "done", nil)
-	if final := waitFinal(t, o, task.ID); final.State != orchestrator.StateSucceeded {
+	if final := waitFinal(t, o, tsk.ID); final.State != task.StateSucceeded {
 		t.Fatalf("task %s", final.State)
 	}
 	c := e.client(o)

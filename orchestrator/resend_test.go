@@ -5,7 +5,7 @@ import (
 	"time"
 
 	"github.com/chiffon-dev/chiffon/envelope"
-	"github.com/chiffon-dev/chiffon/orchestrator"
+	"github.com/chiffon-dev/chiffon/orchestrator/task"
 )
 
 // TestRestartedAgentProcessGetsItsTasksAgainAtOnce: when a new process of an agent id
@@ -31,7 +31,7 @@ func TestRestartedAgentProcessGetsItsTasksAgainAtOnce(t *testing.T) {
 	old.ack(w)
 	waitFor(t, "the task running on code-1", func() bool {
 		got, err := o.Task(running.ID)
-		return err == nil && got.State == orchestrator.StateRunning
+		return err == nil && got.State == task.StateRunning
 	})
 	other := e.fakeAgent("code-2")
 	other.listen()
@@ -51,7 +51,7 @@ func TestRestartedAgentProcessGetsItsTasksAgainAtOnce(t *testing.T) {
 	}
 	restarted.result(again, envelope.ResultFailed, 137, "interrupted", nil)
 	final := waitFinal(t, o, running.ID)
-	if final.State != orchestrator.StateFailed || len(final.Retries) != 0 {
+	if final.State != task.StateFailed || len(final.Retries) != 0 {
 		t.Fatalf("task ended %s with retries %+v, want failed with none", final.State, final.Retries)
 	}
 	select {
@@ -66,7 +66,7 @@ func TestRestartedAgentProcessGetsItsTasksAgainAtOnce(t *testing.T) {
 			t.Errorf("agent %s breaker %s, want closed", info.ID, info.Breaker)
 		}
 	}
-	if got, _ := o.Task(elsewhere.ID); got.State != orchestrator.StateRunning || got.Attempts != 1 {
+	if got, _ := o.Task(elsewhere.ID); got.State != task.StateRunning || got.Attempts != 1 {
 		t.Errorf("task on code-2 is %s after %d attempts, want running after 1", got.State, got.Attempts)
 	}
 }

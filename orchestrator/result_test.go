@@ -7,7 +7,7 @@ import (
 
 	"github.com/chiffon-dev/chiffon/envelope"
 	"github.com/chiffon-dev/chiffon/errcodes"
-	"github.com/chiffon-dev/chiffon/orchestrator"
+	"github.com/chiffon-dev/chiffon/orchestrator/task"
 )
 
 // TestStructuredOutputIsKeptInEveryView: a work_result's
@@ -17,15 +17,15 @@ func TestStructuredOutputIsKeptInEveryView(t *testing.T) {
 	e := newEnv(t, "code-1")
 	o, a := e.openWithAgent("code-1", 1)
 	c := e.client(o)
-	task := submit(t, o, nil)
+	tsk := submit(t, o, nil)
 	w := a.next()
 	a.ack(w)
 	structured := map[string]any{"hosts": []any{"web-1"}, "n": json.Number("12345678901234567890"), "ratio": 0.5}
 	const want = `{"hosts":["web-1"],"n":12345678901234567890,"ratio":0.5}`
 	a.result(w, envelope.ResultSuccess, 0, "done\n", map[string]any{"structured_output": structured})
-	waitFinal(t, o, task.ID)
+	waitFinal(t, o, tsk.ID)
 
-	path := "/api/v1/tasks/" + task.ID
+	path := "/api/v1/tasks/" + tsk.ID
 	if status, body := call(t, c, "GET", path, e.cfg.APIToken, ""); status != 200 || !strings.Contains(body, `"structured_output":`+want) {
 		t.Errorf("GET %s: %d %s; want structured_output %s", path, status, body, want)
 	}
@@ -42,7 +42,7 @@ func TestStructuredOutputIsKeptInEveryView(t *testing.T) {
 	if err := o.Close(); err != nil {
 		t.Fatal(err)
 	}
-	stored, err := e.open().Task(task.ID)
+	stored, err := e.open().Task(tsk.ID)
 	if err != nil || stored.Result == nil || string(stored.Result.StructuredOutput) != want {
 		t.Fatalf("stored task: %v %+v; want structured_output %s", err, stored.Result, want)
 	}
@@ -55,38 +55,38 @@ func TestStepsEndWithTheTask(t *testing.T) {
 	cases := []struct {
 		name  string
 		end   func(a *fakeAgent, w *workMsg)
-		state orchestrator.State
+		state task.State
 		last  string // the status of the step left open
 	}{
 		{"succeeded", func(a *fakeAgent, w *workMsg) { a.result(w, envelope.ResultSuccess, 0, "", nil) },
-			orchestrator.StateSucceeded, envelope.StatusStepCompleted},
+			task.StateSucceeded, envelope.StatusStepCompleted},
 		{"failed", func(a *fakeAgent, w *workMsg) { a.result(w, envelope.ResultFailed, 2, "", nil) },
-			orchestrator.StateFailed, "failed"},
+			task.StateFailed, "failed"},
 		{"cancelled", func(a *fakeAgent, w *workMsg) { a.result(w, envelope.ResultCancelled, 130, "", nil) },
-			orchestrator.StateCancelled, "cancelled"},
+			task.StateCancelled, "cancelled"},
 		{"error", func(a *fakeAgent, w *workMsg) {
 			a.fail(w, errcodes.New(errcodes.InvalidMessage, "bad"))
-		}, orchestrator.StateError, "error"},
+		}, task.StateError, "error"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			e := newEnv(t, "code-1")
 			o, a := e.openWithAgent("code-1", 1)
-			task := submit(t, o, nil)
+			tsk := submit(t, o, nil)
 			w := a.next()
 			a.ack(w)
 			done := w.env.Reply(&envelope.WorkStatus{TaskID: w.req.TaskID, Status: envelope.StatusStepCompleted,
 				ProgressPercent: 50, Step: envelope.Step{Number: 1, Name: "fetch"}})
 			a.respond(w.reply, done)
 			a.status(w, 60, 2, "", "", -1)
-			waitFor(t, "step 2 running", func() bool { got, _ := o.Task(task.ID); return len(got.Steps) == 3 })
+			waitFor(t, "step 2 running", func() bool { got, _ := o.Task(tsk.ID); return len(got.Steps) == 3 })
 			c.end(a, w)
-			final := waitFinal(t, o, task.ID)
+			final := waitFinal(t, o, tsk.ID)
 			if final.State != c.state {
 				t.Fatalf("state %s, want %s", final.State, c.state)
 			}
 			want := map[int64]string{0: c.last, 1: envelope.StatusStepCompleted, 2: c.last}
-			if c.state == orchestrator.StateSucceeded {
+			if c.state == task.StateSucceeded {
 				want[0] = envelope.StatusStepCompleted
 			}
 			for _, s := range final.Steps {
@@ -111,11 +111,11 @@ func TestCancelReasonReachesTheAgentAndTheEvents(t *testing.T) {
 			e := newEnv(t, "code-1")
 			o, a := e.openWithAgent("code-1", 1)
 			cl := e.client(o)
-			task := submit(t, o, nil)
+			tsk := submit(t, o, nil)
 			w := a.next()
 			a.ack(w)
-			waitFor(t, "running", func() bool { got, _ := o.Task(task.ID); return got.State == orchestrator.StateRunning })
-			if status, body := call(t, cl, "POST", "/api/v1/tasks/"+task.ID+"/cancel", e.cfg.APIToken, c.body); status != 202 {
+			waitFor(t, "running", func() bool { got, _ := o.Task(tsk.ID); return got.State == task.StateRunning })
+			if status, body := call(t, cl, "POST", "/api/v1/tasks/"+tsk.ID+"/cancel", e.cfg.APIToken, c.body); status != 202 {
 				t.Fatalf("cancel: %d %s", status, body)
 			}
 			ctl := a.nextControl()
@@ -123,8 +123,8 @@ func TestCancelReasonReachesTheAgentAndTheEvents(t *testing.T) {
 				t.Fatalf("control %s %+v, want a cancel with reason %q", ctl.Type, ctl.Payload, c.toAgent)
 			}
 			a.result(w, envelope.ResultCancelled, 130, "", nil)
-			waitFinal(t, o, task.ID)
-			_, body := call(t, cl, "GET", "/api/v1/tasks/"+task.ID+"/events", e.cfg.APIToken, "")
+			waitFinal(t, o, tsk.ID)
+			_, body := call(t, cl, "GET", "/api/v1/tasks/"+tsk.ID+"/events", e.cfg.APIToken, "")
 			if !strings.Contains(body, `"message":"`+c.event+`"`) {
 				t.Errorf("events lack %q:\n%s", c.event, body)
 			}
@@ -141,7 +141,7 @@ func TestCancelReasonEndsATaskCancelledBeforeDispatch(t *testing.T) {
 	submit(t, o, nil)
 	queued := submit(t, o, nil)
 	got, err := c.Cancel(t.Context(), queued.ID, "not needed any more")
-	if err != nil || got.State != orchestrator.StateCancelled {
+	if err != nil || got.State != task.StateCancelled {
 		t.Fatalf("cancel: %v %+v", err, got)
 	}
 	_, body := call(t, c, "GET", "/api/v1/tasks/"+queued.ID+"/events", e.cfg.APIToken, "")

@@ -7,7 +7,7 @@ import (
 
 	"github.com/chiffon-dev/chiffon/api"
 	"github.com/chiffon-dev/chiffon/envelope"
-	"github.com/chiffon-dev/chiffon/orchestrator"
+	"github.com/chiffon-dev/chiffon/orchestrator/task"
 )
 
 // TestFinishedTaskIsGoneAfterRetention: a finished task is kept for the retention,
@@ -21,7 +21,7 @@ func TestFinishedTaskIsGoneAfterRetention(t *testing.T) {
 	done := submit(t, o, nil)
 	w := a.next()
 	a.result(w, envelope.ResultSuccess, 0, "ok", nil)
-	if final := waitFinal(t, o, done.ID); final.State != orchestrator.StateSucceeded {
+	if final := waitFinal(t, o, done.ID); final.State != task.StateSucceeded {
 		t.Fatalf("got %s", final.State)
 	}
 	running := submit(t, o, nil)
@@ -34,7 +34,7 @@ func TestFinishedTaskIsGoneAfterRetention(t *testing.T) {
 	deadline := time.Now().Add(3 * e.cfg.Retention)
 	for {
 		_, err := o.Task(done.ID)
-		if errors.Is(err, orchestrator.ErrNotFound) {
+		if errors.Is(err, task.ErrNotFound) {
 			break
 		}
 		if err != nil {

@@ -8,6 +8,7 @@ package orchestrator
 import (
 	"github.com/cenkalti/backoff/v4"
 	"github.com/chiffon-dev/chiffon/errcodes"
+	"github.com/chiffon-dev/chiffon/orchestrator/task"
 )
 
 // nextAgent decides where the retry of r's failed attempt may go. An agent that
@@ -29,11 +30,11 @@ func (r *run) nextAgent(neverStarted bool) {
 // mayHaveStarted reports whether t's agent may hold t's request in its dedupe cache:
 // an attempt was in flight or acknowledged, or one timed out. Every such attempt went
 // to the pinned agent, which t.AgentID then names.
-func mayHaveStarted(t *Task) bool {
+func mayHaveStarted(t *task.Task) bool {
 	if t.AgentID == "" {
 		return false
 	}
-	if t.State == StateDispatched || t.State == StateRunning || len(t.Steps) > 0 {
+	if t.State == task.StateDispatched || t.State == task.StateRunning || len(t.Steps) > 0 {
 		return true
 	}
 	for _, rt := range t.Retries {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/chiffon-dev/chiffon/envelope"
 	"github.com/chiffon-dev/chiffon/errcodes"
+	"github.com/chiffon-dev/chiffon/orchestrator/task"
 	"github.com/sony/gobreaker/v2"
 )
 
@@ -89,7 +90,7 @@ type unfit struct {
 
 // noCandidate is pick's answer for t, of size bytes, when no agent can take it:
 // the queue when the only ones that could are unreachable, else why none can.
-func (u *unfit) noCandidate(t *Task, pinned string, size int) pickResult {
+func (u *unfit) noCandidate(t *task.Task, pinned string, size int) pickResult {
 	if len(u.unreachable) > 0 {
 		// It waits in the queue for the agent to register again.
 		return pickResult{queue: true}
@@ -141,7 +142,7 @@ func (o *Orchestrator) leastLoaded(r *run, candidates []*agentEntry) pickResult 
 // tooLargeFor is the error of task t, of size bytes, which every agent that
 // could take it refuses for their max_request_bytes (tooSmall): 5005 naming the
 // largest of those limits. Not retried: waiting makes it no smaller.
-func tooLargeFor(t *Task, tooSmall []*agentEntry, size int) *errcodes.Error {
+func tooLargeFor(t *task.Task, tooSmall []*agentEntry, size int) *errcodes.Error {
 	big := tooSmall[0]
 	for _, a := range tooSmall[1:] {
 		if a.conf.MaxRequestBytes > big.conf.MaxRequestBytes || a.conf.MaxRequestBytes == big.conf.MaxRequestBytes && a.id < big.id {

@@ -7,7 +7,7 @@ import (
 
 	"github.com/chiffon-dev/chiffon/api"
 	"github.com/chiffon-dev/chiffon/envelope"
-	"github.com/chiffon-dev/chiffon/orchestrator"
+	"github.com/chiffon-dev/chiffon/orchestrator/task"
 )
 
 // TestUnknownWorkTypeEndsAtOnceWith5006: when online agents of the task's type exist
@@ -21,12 +21,12 @@ func TestUnknownWorkTypeEndsAtOnceWith5006(t *testing.T) {
 	a.registerOffering(4, "echo")
 	b.listen()
 	b.registerOffering(4, "echo", "convert")
-	task, err := o.Submit(t.Context(), api.SubmitRequest{ToAgent: envelope.Code, WorkType: "resize"})
+	tsk, err := o.Submit(t.Context(), api.SubmitRequest{ToAgent: envelope.Code, WorkType: "resize"})
 	if err != nil {
 		t.Fatalf("Submit: %v", err)
 	}
-	final := waitFinal(t, o, task.ID)
-	if final.State != orchestrator.StateError || final.Error == nil || final.Error.Code != 5006 {
+	final := waitFinal(t, o, tsk.ID)
+	if final.State != task.StateError || final.Error == nil || final.Error.Code != 5006 {
 		t.Fatalf("got %s %+v, want error 5006", final.State, final.Error)
 	}
 	if final.Attempts != 0 || len(final.Retries) != 0 {
@@ -53,11 +53,11 @@ func TestLeastLoadTiesTakeTurns(t *testing.T) {
 	}
 	var order []string
 	for range 6 {
-		task := submit(t, e.o, nil)
+		tsk := submit(t, e.o, nil)
 		ag, w := nextOfEither(t, a, b)
 		ag.result(w, envelope.ResultSuccess, 0, "", nil)
-		if final := waitFinal(t, e.o, task.ID); final.State != orchestrator.StateSucceeded {
-			t.Fatalf("task %s: %s", task.ID, final.State)
+		if final := waitFinal(t, e.o, tsk.ID); final.State != task.StateSucceeded {
+			t.Fatalf("task %s: %s", tsk.ID, final.State)
 		}
 		order = append(order, ag.id)
 	}
@@ -80,13 +80,13 @@ func TestNoRespondersQueuesTheTaskUntilAnAgentRegisters(t *testing.T) {
 	o := e.open()
 	a := e.fakeAgent("code-1")
 	a.register(4) // registered, but nobody listens on the work subject
-	task := submit(t, o, nil)
-	var got *orchestrator.Task
+	tsk := submit(t, o, nil)
+	var got *task.Task
 	waitFor(t, "the attempt to end", func() bool {
-		got, _ = o.Task(task.ID)
-		return got.State == orchestrator.StatePending || got.State.Final()
+		got, _ = o.Task(tsk.ID)
+		return got.State == task.StatePending || got.State.Final()
 	})
-	if got.State != orchestrator.StatePending || got.Attempts != 1 || len(got.Retries) != 0 {
+	if got.State != task.StatePending || got.Attempts != 1 || len(got.Retries) != 0 {
 		t.Fatalf("after no responders: %s, attempts %d, retries %+v, error %+v; want pending after 1 attempt, no retry",
 			got.State, got.Attempts, got.Retries, got.Error)
 	}
@@ -97,8 +97,8 @@ func TestNoRespondersQueuesTheTaskUntilAnAgentRegisters(t *testing.T) {
 	a.register(4) // the agent is back
 	w := a.next()
 	a.result(w, envelope.ResultSuccess, 0, "ok", nil)
-	final := waitFinal(t, o, task.ID)
-	if final.State != orchestrator.StateSucceeded || final.Attempts != 2 || len(final.Retries) != 0 {
+	final := waitFinal(t, o, tsk.ID)
+	if final.State != task.StateSucceeded || final.Attempts != 2 || len(final.Retries) != 0 {
 		t.Fatalf("got %s, attempts %d, retries %+v; want succeeded on the 2nd attempt, no retry",
 			final.State, final.Attempts, final.Retries)
 	}
@@ -115,16 +115,16 @@ func TestAHeartbeatMakesAnUnreachableAgentReachable(t *testing.T) {
 	o := e.open()
 	a := e.fakeAgent("code-1")
 	a.register(4) // registered, but nobody listens on the work subject yet
-	task := submit(t, o, nil)
+	tsk := submit(t, o, nil)
 	waitFor(t, "the attempt to end", func() bool {
-		got, _ := o.Task(task.ID)
-		return got.State == orchestrator.StatePending && got.Attempts == 1
+		got, _ := o.Task(tsk.ID)
+		return got.State == task.StatePending && got.Attempts == 1
 	})
 	a.listen()
 	a.heartbeat(4)
 	w := a.next()
 	a.result(w, envelope.ResultSuccess, 0, "ok", nil)
-	if final := waitFinal(t, o, task.ID); final.State != orchestrator.StateSucceeded || final.Attempts != 2 {
+	if final := waitFinal(t, o, tsk.ID); final.State != task.StateSucceeded || final.Attempts != 2 {
 		t.Fatalf("got %s after %d attempts, want succeeded on the 2nd", final.State, final.Attempts)
 	}
 }
@@ -141,11 +141,11 @@ func TestNoRespondersOnAPinnedTaskSpendsRetriesButNotTheBreaker(t *testing.T) {
 	a := e.fakeAgent("code-1")
 	a.listen()
 	a.register(1)
-	task := submit(t, o, nil)
+	tsk := submit(t, o, nil)
 	a.ack(a.next()) // started ...
 	a.nc.Close()    // ... and gone: a timeout (5001), then no responders
-	final := waitFinal(t, o, task.ID)
-	if final.State != orchestrator.StateError || final.Error == nil || final.Error.Code != 5002 || len(final.Retries) != 3 {
+	final := waitFinal(t, o, tsk.ID)
+	if final.State != task.StateError || final.Error == nil || final.Error.Code != 5002 || len(final.Retries) != 3 {
 		t.Fatalf("got %s %+v retries %d, want error 5002 after 3 retries", final.State, final.Error, len(final.Retries))
 	}
 	if b := breakerOf(o, "code-1"); b != "closed" {
@@ -164,9 +164,9 @@ func TestRegistrationClosesTheBreaker(t *testing.T) {
 	a := e.fakeAgent("code-1")
 	a.listen()
 	a.register(4)
-	task := submit(t, o, nil)
+	tsk := submit(t, o, nil)
 	a.next() // never answered: 5001 opens the breaker
-	if final := waitFinal(t, o, task.ID); final.Error == nil || final.Error.Code != 5001 {
+	if final := waitFinal(t, o, tsk.ID); final.Error == nil || final.Error.Code != 5001 {
 		t.Fatalf("got %s %+v, want error 5001", final.State, final.Error)
 	}
 	if b := breakerOf(o, "code-1"); b != "open" {
@@ -176,9 +176,9 @@ func TestRegistrationClosesTheBreaker(t *testing.T) {
 	if b := breakerOf(o, "code-1"); b != "closed" {
 		t.Fatalf("breaker %s after the agent registered again, want closed", b)
 	}
-	task = submit(t, o, nil)
+	tsk = submit(t, o, nil)
 	a.result(a.next(), envelope.ResultSuccess, 0, "ok", nil)
-	if final := waitFinal(t, o, task.ID); final.State != orchestrator.StateSucceeded {
+	if final := waitFinal(t, o, tsk.ID); final.State != task.StateSucceeded {
 		t.Fatalf("after the registration: %s %+v", final.State, final.Error)
 	}
 }

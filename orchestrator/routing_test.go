@@ -6,7 +6,7 @@ import (
 
 	"github.com/chiffon-dev/chiffon/api"
 	"github.com/chiffon-dev/chiffon/envelope"
-	"github.com/chiffon-dev/chiffon/orchestrator"
+	"github.com/chiffon-dev/chiffon/orchestrator/task"
 )
 
 // nextOfEither returns the next work_request a or b receives, and which one did.
@@ -47,7 +47,7 @@ func TestEachTaskGoesToTheLeastLoadedAgent(t *testing.T) {
 	for _, ag := range []*fakeAgent{a, b} {
 		for _, w := range got[ag.id] {
 			ag.result(w, envelope.ResultSuccess, 0, "", nil)
-			if final := waitFinal(t, e.o, w.req.TaskID); final.State != orchestrator.StateSucceeded {
+			if final := waitFinal(t, e.o, w.req.TaskID); final.State != task.StateSucceeded {
 				t.Fatalf("task %s: %s", w.req.TaskID, final.State)
 			}
 		}
@@ -81,7 +81,7 @@ func TestTaskGoesOnlyToAnAgentOfferingItsWorkType(t *testing.T) {
 	}
 	for _, w := range running {
 		b.result(w, envelope.ResultSuccess, 0, "", nil)
-		if final := waitFinal(t, e.o, w.req.TaskID); final.State != orchestrator.StateSucceeded || final.AgentID != "code-b" {
+		if final := waitFinal(t, e.o, w.req.TaskID); final.State != task.StateSucceeded || final.AgentID != "code-b" {
 			t.Fatalf("task %s: %s on %s", w.req.TaskID, final.State, final.AgentID)
 		}
 	}

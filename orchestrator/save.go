@@ -11,7 +11,7 @@ type commit struct {
 	err  error
 	// held is the store that may hold the write for the next one's commit (see
 	// loop), or nil.
-	held TaskStore
+	held task.Store
 }
 
 // wait waits for the write and returns its outcome; a nil commit has nothing to wait

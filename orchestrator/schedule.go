@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/chiffon-dev/chiffon/api"
+	"github.com/chiffon-dev/chiffon/orchestrator/task"
 )
 
 // A schedule makes a task, or a batch, at each time its cron expression names.
@@ -50,7 +51,7 @@ func (o *Orchestrator) AddSchedule(spec api.ScheduleSpec) (*api.Schedule, error)
 	}
 	o.schedMu.Lock()
 	defer o.schedMu.Unlock()
-	if _, err := o.st.Record(scheduleRecord, spec.Name); !errors.Is(err, ErrNotFound) {
+	if _, err := o.st.Record(scheduleRecord, spec.Name); !errors.Is(err, task.ErrNotFound) {
 		if err == nil {
 			err = ErrScheduleExists
 		}
@@ -108,7 +109,7 @@ func (o *Orchestrator) RemoveSchedule(name string) error {
 // ErrNotFound.
 func (o *Orchestrator) GetSchedule(name string) (*api.Schedule, error) {
 	if !api.ValidScheduleName(name) {
-		return nil, ErrNotFound
+		return nil, task.ErrNotFound
 	}
 	s, err := o.storedSchedule(name)
 	if err != nil {
@@ -181,7 +182,7 @@ func (o *Orchestrator) storedSchedule(name string) (*api.Schedule, error) {
 
 func (o *Orchestrator) lastFiring(name string) (*api.Firing, error) {
 	data, err := o.st.Record(firingRecord, name)
-	if errors.Is(err, ErrNotFound) {
+	if errors.Is(err, task.ErrNotFound) {
 		return nil, nil
 	}
 	if err != nil {

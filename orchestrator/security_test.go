@@ -13,7 +13,7 @@ import (
 	"github.com/chiffon-dev/chiffon/broker"
 	"github.com/chiffon-dev/chiffon/envelope"
 	"github.com/chiffon-dev/chiffon/errcodes"
-	"github.com/chiffon-dev/chiffon/orchestrator"
+	"github.com/chiffon-dev/chiffon/orchestrator/task"
 	"github.com/nats-io/nats.go"
 )
 
@@ -87,7 +87,7 @@ func TestSecondProcessWithALiveAgentIDIsRefused(t *testing.T) {
 	default:
 	}
 	for range 10 {
-		if final := waitFinal(t, o, submit(t, o, nil).ID); final.State != orchestrator.StateSucceeded {
+		if final := waitFinal(t, o, submit(t, o, nil).ID); final.State != task.StateSucceeded {
 			t.Fatalf("task %s: %+v", final.State, final.Error)
 		}
 	}
@@ -117,10 +117,10 @@ func TestAgentRestartedAfterACrashIsAccepted(t *testing.T) {
 	restarted.instance = "restarted"
 	restarted.listen()
 	restarted.register(4)
-	task := submit(t, o, nil)
+	tsk := submit(t, o, nil)
 	w := restarted.next()
 	restarted.result(w, envelope.ResultSuccess, 0, "ok", nil)
-	if final := waitFinal(t, o, task.ID); final.State != orchestrator.StateSucceeded {
+	if final := waitFinal(t, o, tsk.ID); final.State != task.StateSucceeded {
 		t.Fatalf("task on the restarted agent: %s", final.State)
 	}
 }
@@ -131,10 +131,10 @@ func TestForgedNoRespondersChangesNothing(t *testing.T) {
 	e := newEnv(t, "code-1")
 	e.cfg.Breaker.Failures = 1
 	o, a := e.openWithAgent("code-1", 4)
-	task := submit(t, o, nil)
+	tsk := submit(t, o, nil)
 	w := a.next()
 	in, ok := broker.ParseTaskInbox(w.reply)
-	if !ok || in.AgentID != "code-1" || in.TaskID != task.ID || len(in.Nonce) < 16 {
+	if !ok || in.AgentID != "code-1" || in.TaskID != tsk.ID || len(in.Nonce) < 16 {
 		t.Fatalf("reply subject %q is not a per-attempt task inbox", w.reply)
 	}
 	forged := strings.TrimSuffix(w.reply, in.Nonce) + "guessed"
@@ -145,15 +145,15 @@ func TestForgedNoRespondersChangesNothing(t *testing.T) {
 		}
 	}
 	a.ack(w) // a message after the forgeries: once it is handled, they were too
-	waitFor(t, "task running", func() bool { tk, _ := o.Task(task.ID); return tk.State == orchestrator.StateRunning })
-	if tk, _ := o.Task(task.ID); tk.Attempts != 1 || len(tk.Retries) != 0 {
+	waitFor(t, "task running", func() bool { tk, _ := o.Task(tsk.ID); return tk.State == task.StateRunning })
+	if tk, _ := o.Task(tsk.ID); tk.Attempts != 1 || len(tk.Retries) != 0 {
 		t.Fatalf("a forged no-responders failed the attempt: %+v", tk)
 	}
 	if b := breakerOf(o, "code-1"); b != "closed" {
 		t.Fatalf("breaker %s after forged no-responders", b)
 	}
 	a.result(w, envelope.ResultSuccess, 0, "real", nil)
-	if final := waitFinal(t, o, task.ID); final.State != orchestrator.StateSucceeded {
+	if final := waitFinal(t, o, tsk.ID); final.State != task.StateSucceeded {
 		t.Fatalf("task %s", final.State)
 	}
 }
@@ -165,19 +165,19 @@ func TestTaskMessageCountsOnlyFromTheAgentOfTheAttempt(t *testing.T) {
 	e.cfg.Breaker.Failures = 1
 	o, a := e.openWithAgent("code-1", 4)
 	other := e.fakeAgent("code-2")
-	task := submit(t, o, nil)
+	tsk := submit(t, o, nil)
 	w := a.next()
-	forged := w.env.Reply(&envelope.WorkResult{TaskID: task.ID, Status: envelope.ResultFailed, ExitCode: 1, Output: "forged"})
+	forged := w.env.Reply(&envelope.WorkResult{TaskID: tsk.ID, Status: envelope.ResultFailed, ExitCode: 1, Output: "forged"})
 	other.respond(w.reply, forged) // on code-1's inbox, as code-2
 	in, _ := broker.ParseTaskInbox(w.reply)
-	ownInbox := broker.Subjects{}.OrchTask(o.ID(), "code-2", task.ID, in.Nonce)
+	ownInbox := broker.Subjects{}.OrchTask(o.ID(), "code-2", tsk.ID, in.Nonce)
 	other.respond(ownInbox, forged) // on an inbox naming code-2, for code-1's task
 	other.respond(ownInbox, w.env.Reply(envelope.NewErrorPayload(errcodes.NewAgentUnavailable("forged", "code-1", nil))))
 	a.ack(w)
-	waitFor(t, "task running", func() bool { tk, _ := o.Task(task.ID); return tk.State == orchestrator.StateRunning })
+	waitFor(t, "task running", func() bool { tk, _ := o.Task(tsk.ID); return tk.State == task.StateRunning })
 	a.result(w, envelope.ResultSuccess, 0, "real", nil)
-	final := waitFinal(t, o, task.ID)
-	if final.State != orchestrator.StateSucceeded || final.Attempts != 1 || breakerOf(o, "code-1") != "closed" {
+	final := waitFinal(t, o, tsk.ID)
+	if final.State != task.StateSucceeded || final.Attempts != 1 || breakerOf(o, "code-1") != "closed" {
 		t.Fatalf("forged messages counted: %s, %d attempts, breaker %s", final.State, final.Attempts, breakerOf(o, "code-1"))
 	}
 }

@@ -7,6 +7,8 @@ import (
 	"net/http"
 	"strconv"
 	"time"
+
+	"github.com/chiffon-dev/chiffon/orchestrator/task"
 )
 
 // watcherBuffer is how many live events a slow SSE client may fall behind before its
@@ -15,9 +17,9 @@ const watcherBuffer = 512
 
 // watcher is one live SSE stream of one task, or one Wait.
 type watcher struct {
-	ch     chan *Event // unbuffered for a Wait, which is told only of the end
+	ch     chan *task.Event // unbuffered for a Wait, which is told only of the end
 	closed bool
-	final  *Task // the finished task, set before ch is closed at its end
+	final  *task.Task // the finished task, set before ch is closed at its end
 }
 
 func (w *watcher) close() {
@@ -36,7 +38,7 @@ func (o *Orchestrator) watch(id string, buffer int) *watcher {
 		if o.runs[id] == nil || o.closed {
 			return
 		}
-		w = &watcher{ch: make(chan *Event, buffer)}
+		w = &watcher{ch: make(chan *task.Event, buffer)}
 		if o.watchers[id] == nil {
 			o.watchers[id] = map[*watcher]struct{}{}
 		}
@@ -59,7 +61,7 @@ func (o *Orchestrator) unwatch(id string, w *watcher) {
 }
 
 // notify sends ev to task id's live streams.
-func (o *Orchestrator) notify(id string, ev *Event) {
+func (o *Orchestrator) notify(id string, ev *task.Event) {
 	for w := range o.watchers[id] {
 		if cap(w.ch) == 0 {
 			continue // a Wait
@@ -75,7 +77,7 @@ func (o *Orchestrator) notify(id string, ev *Event) {
 
 // closeWatchers ends task id's live streams after its last event, handing each the
 // finished task (shared: readers copy it).
-func (o *Orchestrator) closeWatchers(id string, final *Task) {
+func (o *Orchestrator) closeWatchers(id string, final *task.Task) {
 	for w := range o.watchers[id] {
 		w.final = final
 		w.close()
@@ -116,7 +118,7 @@ func (o *Orchestrator) serveEvents(w http.ResponseWriter, req *http.Request, id 
 	w.Header().Set("X-Accel-Buffering", "no")
 	w.WriteHeader(http.StatusOK)
 	errStop := errors.New("stop")
-	err := o.st.Events(id, after, func(ev *Event) error {
+	err := o.st.Events(id, after, func(ev *task.Event) error {
 		after = ev.Seq
 		if writeEvent(w, ev) != nil {
 			return errStop
@@ -148,7 +150,7 @@ func (o *Orchestrator) serveEvents(w http.ResponseWriter, req *http.Request, id 
 			if !ok {
 				// Ended: the task finished, or this stream fell behind. Send what the
 				// store has beyond what was sent.
-				_ = o.st.Events(id, after, func(ev *Event) error { return writeEvent(w, ev) })
+				_ = o.st.Events(id, after, func(ev *task.Event) error { return writeEvent(w, ev) })
 				flusher.Flush()
 				return
 			}
@@ -193,7 +195,7 @@ func (o *Orchestrator) followStore(w http.ResponseWriter, req *http.Request, id 
 			return
 		}
 		sent := after
-		err = o.st.Events(id, after, func(ev *Event) error {
+		err = o.st.Events(id, after, func(ev *task.Event) error {
 			after = ev.Seq
 			return writeEvent(w, ev)
 		})
@@ -216,7 +218,7 @@ func (o *Orchestrator) followStore(w http.ResponseWriter, req *http.Request, id 
 	}
 }
 
-func writeEvent(w http.ResponseWriter, ev *Event) error {
+func writeEvent(w http.ResponseWriter, ev *task.Event) error {
 	b, err := json.Marshal(ev)
 	if err != nil {
 		return err

@@ -9,6 +9,7 @@ import (
 	"github.com/chiffon-dev/chiffon/broker"
 	"github.com/chiffon-dev/chiffon/orchestrator/badgerstore"
 	"github.com/chiffon-dev/chiffon/orchestrator/jsstore"
+	"github.com/chiffon-dev/chiffon/orchestrator/task"
 	"github.com/nats-io/nats.go"
 )
 
@@ -124,7 +125,7 @@ func storeConn(cfg Config, name string, log *slog.Logger) (*nats.Conn, error) {
 
 // openStore opens the task store cfg names: Badger in <data_dir>/tasks, or the
 // JetStream stream of the broker nc is connected to.
-func openStore(cfg Config, nc *nats.Conn, log *slog.Logger) (TaskStore, error) {
+func openStore(cfg Config, nc *nats.Conn, log *slog.Logger) (task.Store, error) {
 	if cfg.Store.Kind == StoreJetStream {
 		js := cfg.Store.JetStream
 		if js.SubjectPrefix == "" {

@@ -9,11 +9,12 @@ import (
 
 	"github.com/chiffon-dev/chiffon/api"
 	"github.com/chiffon-dev/chiffon/envelope"
+	"github.com/chiffon-dev/chiffon/orchestrator/task"
 	"github.com/chiffon-dev/chiffon/output"
 	"github.com/google/uuid"
 )
 
-func (o *Orchestrator) newRun(t *Task) *run {
+func (o *Orchestrator) newRun(t *task.Task) *run {
 	return &run{t: t, log: o.taskLog(t), bo: o.cfg.Retry.backoff(len(t.Retries)),
 		out: output.Assembler{Limit: o.cfg.MaxOutputBytes}}
 }
@@ -24,7 +25,7 @@ var ErrClosed = errors.New("orchestrator closed")
 // Submit stores a new task and routes it: it is dispatched at once when an agent has
 // room, or queued. It returns once the task is stored; the returned task is a
 // snapshot.
-func (o *Orchestrator) Submit(ctx context.Context, req api.SubmitRequest) (*Task, error) {
+func (o *Orchestrator) Submit(ctx context.Context, req api.SubmitRequest) (*task.Task, error) {
 	if err := req.Validate(); err != nil {
 		return nil, err
 	}
@@ -47,7 +48,7 @@ type origin struct {
 	// by names who made it: the caller's API token, or the schedule.
 	by string
 	// approval, when set, is the approval the task was made with (its batch's).
-	approval *Approval
+	approval *task.Approval
 }
 
 // derivedID is the UUID (version 5) of parts: the same parts give the same id.
@@ -61,18 +62,18 @@ var idSpace = uuid.MustParse("7c3c2a60-51b1-4f0e-9d8a-3f1e0c6b9a41")
 // submit stores and routes a task for req, validated, made as org says. With
 // org.id set it is idempotent: a task of that id that exists (live or stored) is
 // returned as it is, with made false.
-func (o *Orchestrator) submit(req api.SubmitRequest, org origin) (t *Task, made bool, err error) {
+func (o *Orchestrator) submit(req api.SubmitRequest, org origin) (t *task.Task, made bool, err error) {
 	now := time.Now().UTC()
-	t = &Task{ID: org.id, State: StatePending, ToAgent: req.ToAgent, WorkType: req.WorkType,
+	t = &task.Task{ID: org.id, State: task.StatePending, ToAgent: req.ToAgent, WorkType: req.WorkType,
 		Parameters: req.Parameters, Hints: req.Hints, RequestID: org.requestID, TraceID: envelope.NewID(),
 		BatchID: org.batchID, Schedule: org.schedule, FireTime: org.fireTime,
-		Steps: []StepInfo{}, CreatedAt: now, UpdatedAt: now}
+		Steps: []task.StepInfo{}, CreatedAt: now, UpdatedAt: now}
 	if t.ID == "" {
 		t.ID, t.RequestID = envelope.NewID(), envelope.NewID()
-	} else if old, err := o.st.Task(t.ID); !errors.Is(err, ErrNotFound) {
+	} else if old, err := o.st.Task(t.ID); !errors.Is(err, task.ErrNotFound) {
 		return old, false, err // stored before, or the store cannot say
 	}
-	if t.Hints != nil && *t.Hints == (Hints{}) {
+	if t.Hints != nil && *t.Hints == (task.Hints{}) {
 		t.Hints = nil
 	}
 	if org.approval != nil {
@@ -83,7 +84,7 @@ func (o *Orchestrator) submit(req api.SubmitRequest, org origin) (t *Task, made 
 	}
 	r := o.newRun(t)
 	var c *commit
-	var snap *Task
+	var snap *task.Task
 	err = o.call(func() {
 		if o.closed || !o.serving() {
 			return
@@ -118,7 +119,7 @@ func (o *Orchestrator) admit(r *run) {
 }
 
 // cloneTask copies t deeply enough for a caller to read while t changes.
-func cloneTask(t *Task) *Task {
+func cloneTask(t *task.Task) *task.Task {
 	c := *t
 	c.Steps = slices.Clone(t.Steps)
 	c.Retries = slices.Clone(t.Retries)
@@ -131,4 +132,12 @@ func cloneTask(t *Task) *Task {
 		c.Error = &e
 	}
 	return &c
+}
+
+// hintsEnvelope returns h as a work_request carries it: nil when no hint is set.
+func hintsEnvelope(h *task.Hints) *envelope.Hints {
+	if h == nil || *h == (task.Hints{}) {
+		return nil
+	}
+	return &envelope.Hints{MaxDurationSeconds: h.MaxDurationSeconds, MaxMemoryMB: h.MaxMemoryMB, AgentID: h.AgentID}
 }

@@ -12,10 +12,11 @@ import (
 	"time"
 
 	"github.com/chiffon-dev/chiffon/errcodes"
+	"github.com/chiffon-dev/chiffon/orchestrator/task"
 )
 
 // maxDuration is t's hints.max_duration_seconds, or 0.
-func maxDuration(t *Task) time.Duration {
+func maxDuration(t *task.Task) time.Duration {
 	if t.Hints == nil {
 		return 0
 	}

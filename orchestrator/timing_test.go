@@ -9,6 +9,7 @@ import (
 	"github.com/chiffon-dev/chiffon/api"
 	"github.com/chiffon-dev/chiffon/envelope"
 	"github.com/chiffon-dev/chiffon/orchestrator"
+	"github.com/chiffon-dev/chiffon/orchestrator/task"
 )
 
 // TestMaxDurationKeepsTheAckTimeout: a task with a max duration whose agent never
@@ -18,10 +19,10 @@ func TestMaxDurationKeepsTheAckTimeout(t *testing.T) {
 	e.cfg.Timeouts.Ack = 50 * time.Millisecond
 	e.cfg.Retry.MaxRetries = -1
 	o, a := e.openWithAgent("code-1", 4)
-	task := submit(t, o, &orchestrator.Hints{MaxDurationSeconds: 3600})
+	tsk := submit(t, o, &task.Hints{MaxDurationSeconds: 3600})
 	a.next() // never answered
-	final := waitFinal(t, o, task.ID)
-	if final.State != orchestrator.StateError || final.Error.Code != 5001 || !strings.Contains(final.Error.Message, "no acknowledgement") {
+	final := waitFinal(t, o, tsk.ID)
+	if final.State != task.StateError || final.Error.Code != 5001 || !strings.Contains(final.Error.Message, "no acknowledgement") {
 		t.Fatalf("got %s %+v, want error 5001 on the ack timeout", final.State, final.Error)
 	}
 }
@@ -33,10 +34,10 @@ func TestMaxDurationKeepsTheInactivityTimeout(t *testing.T) {
 	e.cfg.Timeouts.Inactivity = 50 * time.Millisecond
 	e.cfg.Retry.MaxRetries = -1
 	o, a := e.openWithAgent("code-1", 4)
-	task := submit(t, o, &orchestrator.Hints{MaxDurationSeconds: 3600})
+	tsk := submit(t, o, &task.Hints{MaxDurationSeconds: 3600})
 	a.ack(a.next()) // then silence
-	final := waitFinal(t, o, task.ID)
-	if final.State != orchestrator.StateError || final.Error.Code != 5001 || !strings.Contains(final.Error.Message, "no message for") {
+	final := waitFinal(t, o, tsk.ID)
+	if final.State != task.StateError || final.Error.Code != 5001 || !strings.Contains(final.Error.Message, "no message for") {
 		t.Fatalf("got %s %+v, want error 5001 on the inactivity timeout", final.State, final.Error)
 	}
 }
@@ -50,7 +51,7 @@ func TestMaxDurationEndsATaskKeptAlive(t *testing.T) {
 	e.cfg.Timeouts.DeadlineGrace = 0
 	o, a := e.openWithAgent("code-1", 4)
 	start := time.Now()
-	task := submit(t, o, &orchestrator.Hints{MaxDurationSeconds: 1})
+	tsk := submit(t, o, &task.Hints{MaxDurationSeconds: 1})
 	w := a.next()
 	stop := make(chan struct{})
 	kept := make(chan struct{})
@@ -67,13 +68,13 @@ func TestMaxDurationEndsATaskKeptAlive(t *testing.T) {
 			}
 		}
 	}()
-	final := waitFinal(t, o, task.ID)
+	final := waitFinal(t, o, tsk.ID)
 	close(stop)
 	<-kept
 	if el := time.Since(start); el < time.Second {
 		t.Fatalf("ended after %s, before max_duration_seconds", el)
 	}
-	if final.State != orchestrator.StateError || final.Error.Code != 5001 || final.Attempts != 1 ||
+	if final.State != task.StateError || final.Error.Code != 5001 || final.Attempts != 1 ||
 		!strings.Contains(final.Error.Message, "max_duration") {
 		t.Fatalf("got %s attempts %d %+v", final.State, final.Attempts, final.Error)
 	}
@@ -95,14 +96,14 @@ func TestAgentGoingOfflineRetriesItsTasks(t *testing.T) {
 	a.hbInterval = 50 * time.Millisecond
 	a.listen()
 	a.register(4)
-	task := submit(t, o, &orchestrator.Hints{MaxDurationSeconds: 3600})
+	tsk := submit(t, o, &task.Hints{MaxDurationSeconds: 3600})
 	w := a.next()
 	a.ack(w) // then no heartbeat
 	again := a.next()
-	if again.req.TaskID != task.ID || again.env.RequestID != w.env.RequestID {
-		t.Fatalf("got task %s request %s, want task %s sent again with request %s", again.req.TaskID, again.env.RequestID, task.ID, w.env.RequestID)
+	if again.req.TaskID != tsk.ID || again.env.RequestID != w.env.RequestID {
+		t.Fatalf("got task %s request %s, want task %s sent again with request %s", again.req.TaskID, again.env.RequestID, tsk.ID, w.env.RequestID)
 	}
-	got, err := o.Task(task.ID)
+	got, err := o.Task(tsk.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -111,7 +112,7 @@ func TestAgentGoingOfflineRetriesItsTasks(t *testing.T) {
 	}
 	a.heartbeat(4)
 	a.result(again, envelope.ResultSuccess, 0, "done", nil)
-	if final := waitFinal(t, o, task.ID); final.State != orchestrator.StateSucceeded {
+	if final := waitFinal(t, o, tsk.ID); final.State != task.StateSucceeded {
 		t.Fatalf("got %s %+v", final.State, final.Error)
 	}
 }
@@ -124,10 +125,10 @@ func TestFinalResultCarriesNoStaleAttemptError(t *testing.T) {
 	e.cfg.Timeouts.Ack = 50 * time.Millisecond
 	e.cfg.Retry.Initial = 10 * time.Millisecond
 	o, a := e.openWithAgent("code-1", 4)
-	task := submit(t, o, nil)
+	tsk := submit(t, o, nil)
 	a.next() // times out
 	w := a.next()
-	pending, err := o.Task(task.ID)
+	pending, err := o.Task(tsk.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -135,8 +136,8 @@ func TestFinalResultCarriesNoStaleAttemptError(t *testing.T) {
 		t.Errorf("between attempts the task has error %+v; the attempt's error belongs in retries", pending.Error)
 	}
 	a.result(w, envelope.ResultFailed, 137, "killed", nil)
-	final := waitFinal(t, o, task.ID)
-	if final.State != orchestrator.StateFailed || final.Result == nil || final.Result.ExitCode != 137 {
+	final := waitFinal(t, o, tsk.ID)
+	if final.State != task.StateFailed || final.Result == nil || final.Result.ExitCode != 137 {
 		t.Fatalf("got %s %+v", final.State, final.Result)
 	}
 	if final.Error != nil {
@@ -172,8 +173,8 @@ func TestNewAgentProcessDoesNotInheritDrainingStatus(t *testing.T) {
 	}
 	restarted.registered.Store(true)
 	restarted.heartbeat(1)
-	task := submit(t, o, nil)
-	if w := restarted.next(); w.req.TaskID != task.ID {
+	tsk := submit(t, o, nil)
+	if w := restarted.next(); w.req.TaskID != tsk.ID {
 		t.Fatalf("got %s", w.req.TaskID)
 	}
 }
@@ -188,25 +189,25 @@ func TestSlowStoreIsNotASilentAgent(t *testing.T) {
 		e.cfg.Timeouts.Ack = 100 * time.Millisecond
 		o, a := e.openWithAgent("code-1", 4)
 		release := orchestrator.StallStoreWriter(o)
-		submitted := make(chan *orchestrator.Task, 1)
+		submitted := make(chan *task.Task, 1)
 		go func() { // Submit returns once the dispatch is stored
-			task, err := o.Submit(context.Background(), api.SubmitRequest{ToAgent: envelope.Code, WorkType: "echo"})
+			tsk, err := o.Submit(context.Background(), api.SubmitRequest{ToAgent: envelope.Code, WorkType: "echo"})
 			if err != nil {
 				t.Errorf("Submit: %v", err)
 			}
-			submitted <- task
+			submitted <- tsk
 		}()
 		time.Sleep(5 * e.cfg.Timeouts.Ack) // the fault is the passing of time
 		release()
-		task := <-submitted
-		if task == nil {
+		tsk := <-submitted
+		if tsk == nil {
 			return
 		}
 		w := a.next()
 		a.ack(w)
 		a.result(w, envelope.ResultSuccess, 0, "hi\n", nil)
-		final := waitFinal(t, o, task.ID)
-		if final.State != orchestrator.StateSucceeded || final.Attempts != 1 || len(final.Retries) != 0 {
+		final := waitFinal(t, o, tsk.ID)
+		if final.State != task.StateSucceeded || final.Attempts != 1 || len(final.Retries) != 0 {
 			t.Fatalf("got %s after %d attempts, retries %+v; want succeeded at the first", final.State, final.Attempts, final.Retries)
 		}
 	})

@@ -1,11 +1,15 @@
 package orchestrator
 
-import "context"
+import (
+	"context"
+
+	"github.com/chiffon-dev/chiffon/orchestrator/task"
+)
 
 // Wait blocks until task id has finished, ctx ends or the orchestrator closes, and
 // returns a snapshot of the task. It lets an embedding program (and the bench) wait
 // for a result without polling.
-func (o *Orchestrator) Wait(ctx context.Context, id string) (*Task, error) {
+func (o *Orchestrator) Wait(ctx context.Context, id string) (*task.Task, error) {
 	for {
 		w := o.watch(id, 0)
 		if w == nil { // finished, unknown, or closed

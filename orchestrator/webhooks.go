@@ -8,6 +8,7 @@ import (
 	"slices"
 
 	"github.com/chiffon-dev/chiffon/broker"
+	"github.com/chiffon-dev/chiffon/orchestrator/task"
 	"github.com/chiffon-dev/chiffon/orchestrator/webhook"
 )
 
@@ -60,11 +61,11 @@ func (c Config) readWebhooks() ([]webhook.Receiver, error) {
 }
 
 // taskEvent is the webhook event of a task that ended in state s.
-func taskEvent(s State) string {
+func taskEvent(s task.State) string {
 	switch s {
-	case StateSucceeded:
+	case task.StateSucceeded:
 		return webhook.TaskSucceeded
-	case StateCancelled:
+	case task.StateCancelled:
 		return webhook.TaskCancelled
 	}
 	return webhook.TaskFailed // failed, error, rejected
@@ -88,7 +89,7 @@ const deliveryRecord = "delivery"
 
 // deliveryKeeper keeps the webhook deliveries not taken yet in the task store,
 // so that a restart (or a new leader) sends them.
-type deliveryKeeper struct{ st TaskStore }
+type deliveryKeeper struct{ st task.Store }
 
 // Keep stores k.
 func (k deliveryKeeper) Keep(v webhook.Kept) error {

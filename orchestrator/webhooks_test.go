@@ -13,6 +13,7 @@ import (
 	"github.com/chiffon-dev/chiffon/envelope"
 	"github.com/chiffon-dev/chiffon/errcodes"
 	"github.com/chiffon-dev/chiffon/orchestrator"
+	"github.com/chiffon-dev/chiffon/orchestrator/task"
 	"github.com/chiffon-dev/chiffon/orchestrator/webhook"
 )
 
@@ -42,7 +43,7 @@ func TestWebhooksTellTheEndOfTasks(t *testing.T) {
 			}
 			var d struct {
 				Event string
-				Data  orchestrator.Task
+				Data  task.Task
 			}
 			_ = json.Unmarshal(body, &d)
 			*into = append(*into, got{d.Event, d.Data.ID + ":" + string(d.Data.State)})

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/chiffon-dev/chiffon/api"
-	"github.com/chiffon-dev/chiffon/orchestrator"
+	"github.com/chiffon-dev/chiffon/orchestrator/task"
 )
 
 // TestAgentFirstSIGTERMDrainsSecondStopsAtOnce runs the built binary: the first SIGTERM
@@ -30,19 +30,19 @@ func TestAgentFirstSIGTERMDrainsSecondStopsAtOnce(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	task, err := c.client.Submit(ctx, api.SubmitRequest{ToAgent: "code", WorkType: "hang",
-		Parameters: map[string]any{"seconds": 600}, Hints: &orchestrator.Hints{MaxDurationSeconds: 900}})
+	tsk, err := c.client.Submit(ctx, api.SubmitRequest{ToAgent: "code", WorkType: "hang",
+		Parameters: map[string]any{"seconds": 600}, Hints: &task.Hints{MaxDurationSeconds: 900}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	state := func() orchestrator.State {
-		got, err := c.client.Get(ctx, task.ID)
+	state := func() task.State {
+		got, err := c.client.Get(ctx, tsk.ID)
 		if err != nil {
 			return ""
 		}
 		return got.State
 	}
-	c.waitFor("task running", 30*time.Second, func() bool { return state() == orchestrator.StateRunning })
+	c.waitFor("task running", 30*time.Second, func() bool { return state() == task.StateRunning })
 
 	agentProc := c.agents[id]
 	_ = agentProc.cmd.Process.Signal(syscall.SIGTERM)
@@ -55,11 +55,11 @@ func TestAgentFirstSIGTERMDrainsSecondStopsAtOnce(t *testing.T) {
 		}
 		return false
 	})
-	if !agentProc.alive() || state() != orchestrator.StateRunning {
+	if !agentProc.alive() || state() != task.StateRunning {
 		t.Fatalf("after one SIGTERM: agent alive %v, task %s; want a draining agent still running it", agentProc.alive(), state())
 	}
 
 	_ = agentProc.cmd.Process.Signal(syscall.SIGTERM)
 	agentProc.wait(t, 30*time.Second)
-	c.waitFor("task cancelled", 30*time.Second, func() bool { return state() == orchestrator.StateCancelled })
+	c.waitFor("task cancelled", 30*time.Second, func() bool { return state() == task.StateCancelled })
 }

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/chiffon-dev/chiffon/api"
-	"github.com/chiffon-dev/chiffon/orchestrator"
+	"github.com/chiffon-dev/chiffon/orchestrator/task"
 )
 
 // TestApprovalAcrossProcesses: with count marked approval: required, a task waits
@@ -31,14 +31,14 @@ func TestApprovalAcrossProcesses(t *testing.T) {
 	}
 	done := make(chan error, 1)
 	go func() { done <- wait.Wait() }()
-	var tk *orchestrator.Task
+	var tk *task.Task
 	c.waitFor("the task to await approval", 30*time.Second, func() bool {
 		tasks, err := c.client.List(fleetCtx(t), api.ListOptions{})
 		if err != nil || len(tasks) != 1 {
 			return false
 		}
 		tk = tasks[0]
-		return tk.State == orchestrator.StateAwaitingApproval
+		return tk.State == task.StateAwaitingApproval
 	})
 
 	restartOrchestrator(c)
@@ -46,7 +46,7 @@ func TestApprovalAcrossProcesses(t *testing.T) {
 		c.waitAgentOnline(id, time.Now().Add(-time.Second))
 	}
 	got, err := c.client.Get(fleetCtx(t), tk.ID)
-	if err != nil || got.State != orchestrator.StateAwaitingApproval {
+	if err != nil || got.State != task.StateAwaitingApproval {
 		t.Fatalf("after the orchestrator's restart: %+v %v", got, err)
 	}
 	if runs := c.runs(); len(runs) != 0 {

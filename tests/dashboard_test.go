@@ -15,7 +15,7 @@ import (
 	"github.com/chiffon-dev/chiffon/api"
 	"github.com/chiffon-dev/chiffon/broker"
 	"github.com/chiffon-dev/chiffon/client"
-	"github.com/chiffon-dev/chiffon/orchestrator"
+	"github.com/chiffon-dev/chiffon/orchestrator/task"
 	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/chromedp"
 )
@@ -272,9 +272,9 @@ func TestDashboardShowsATaskLive(t *testing.T) {
 	if body := d.pageText(); !strings.Contains(body, "slept 4s") || !strings.Contains(body, "Exit code") {
 		t.Errorf("the finished task's page lacks its output or result:\n%s", body)
 	}
-	task, err := d.client.Get(context.Background(), id)
-	if err != nil || task.State != orchestrator.StateSucceeded {
-		t.Fatalf("task %s: %+v, %v", id, task, err)
+	tsk, err := d.client.Get(context.Background(), id)
+	if err != nil || tsk.State != task.StateSucceeded {
+		t.Fatalf("task %s: %+v, %v", id, tsk, err)
 	}
 }
 
@@ -287,8 +287,8 @@ func TestDashboardCancelsATask(t *testing.T) {
 	d.do("cancel", chromedp.Click(chromedp.CSS("#cancel")))
 	d.waitJS("cancelled", `document.getElementById("state").textContent === "cancelled"`, 30*time.Second)
 	d.shot("task-cancelled")
-	if task, err := d.client.Get(context.Background(), id); err != nil || task.State != orchestrator.StateCancelled {
-		t.Fatalf("task %s: %+v, %v", id, task, err)
+	if tsk, err := d.client.Get(context.Background(), id); err != nil || tsk.State != task.StateCancelled {
+		t.Fatalf("task %s: %+v, %v", id, tsk, err)
 	}
 }
 
@@ -297,24 +297,24 @@ func TestDashboardCancelsATask(t *testing.T) {
 func TestDashboardShowsTheTailOfALargeOutput(t *testing.T) {
 	d := newDash(t)
 	line := strings.Repeat("x", 1023) + "\n"
-	task, err := d.client.Submit(context.Background(), api.SubmitRequest{ToAgent: "infra", WorkType: "echo",
+	tsk, err := d.client.Submit(context.Background(), api.SubmitRequest{ToAgent: "infra", WorkType: "echo",
 		Parameters: map[string]any{"message": line, "repeat": 20 << 10}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	deadline := time.Now().Add(2 * time.Minute)
-	for !task.State.Final() && time.Now().Before(deadline) {
+	for !tsk.State.Final() && time.Now().Before(deadline) {
 		time.Sleep(100 * time.Millisecond) // the task's own pace: a poll of the API
-		if task, err = d.client.Get(context.Background(), task.ID); err != nil {
+		if tsk, err = d.client.Get(context.Background(), tsk.ID); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if task.State != orchestrator.StateSucceeded || task.OutputBytes != 20<<20 {
-		t.Fatalf("the 20 MiB task: %+v", task)
+	if tsk.State != task.StateSucceeded || tsk.OutputBytes != 20<<20 {
+		t.Fatalf("the 20 MiB task: %+v", tsk)
 	}
 	d.login(d.token("api.token"))
 	start := time.Now()
-	d.do("open the task", chromedp.Navigate(d.base+"tasks/"+task.ID), chromedp.WaitVisible(chromedp.CSS("#output")))
+	d.do("open the task", chromedp.Navigate(d.base+"tasks/"+tsk.ID), chromedp.WaitVisible(chromedp.CSS("#output")))
 	t.Logf("the page of a task with 20 MiB of output loaded in %s", time.Since(start).Round(time.Millisecond))
 	d.shot("large-output")
 	if n := eval[int](d, `document.getElementById("output").textContent.length`); n > 64<<10 || n < 60<<10 {
@@ -365,8 +365,8 @@ func TestDashboardViewerCannotAct(t *testing.T) {
 	if _, err := viewer.Cancel(context.Background(), running.ID, "viewer"); !errors.As(err, &apiErr) || apiErr.Status != 403 {
 		t.Errorf("a viewer's cancel through the API: %v, want 403", err)
 	}
-	if task, _ := d.client.Get(context.Background(), running.ID); task == nil || task.CancelRequested {
-		t.Errorf("the viewer's cancel reached the task: %+v", task)
+	if tsk, _ := d.client.Get(context.Background(), running.ID); tsk == nil || tsk.CancelRequested {
+		t.Errorf("the viewer's cancel reached the task: %+v", tsk)
 	}
 	_, _ = d.client.Cancel(context.Background(), running.ID, "the test is over") // up stops at once
 }
@@ -385,8 +385,8 @@ func TestDashboardRefusesAFormWithoutItsCSRFToken(t *testing.T) {
 	if body := d.pageText(); !strings.Contains(body, "403") {
 		t.Errorf("the refusal does not say 403:\n%s", body)
 	}
-	if task, err := d.client.Get(context.Background(), id); err != nil || task.CancelRequested || task.State.Final() {
-		t.Fatalf("a form without its CSRF token cancelled the task: %+v, %v", task, err)
+	if tsk, err := d.client.Get(context.Background(), id); err != nil || tsk.CancelRequested || tsk.State.Final() {
+		t.Fatalf("a form without its CSRF token cancelled the task: %+v, %v", tsk, err)
 	}
 	_, _ = d.client.Cancel(context.Background(), id, "the test is over") // up stops at once
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/chiffon-dev/chiffon/api"
 	"github.com/chiffon-dev/chiffon/orchestrator"
+	"github.com/chiffon-dev/chiffon/orchestrator/task"
 )
 
 // Batches and schedules across real processes: a broker, an orchestrator and
@@ -46,12 +47,12 @@ func batchTargets(b *api.Batch) map[string]string {
 
 // ranOnce fails unless every task's request_id is in the ledger at most once,
 // and exactly once for a task that succeeded.
-func (c *cluster) ranOnce(tasks []*orchestrator.Task) {
+func (c *cluster) ranOnce(tasks []*task.Task) {
 	c.t.Helper()
 	runs := c.runs()
 	for _, tk := range tasks {
 		n := runs[tk.RequestID]
-		if n > 1 || tk.State == orchestrator.StateSucceeded && n != 1 {
+		if n > 1 || tk.State == task.StateSucceeded && n != 1 {
 			c.t.Fatalf("task %s (%s on %s) ran %d times", tk.ID, tk.State, tk.AgentID, n)
 		}
 	}
@@ -176,7 +177,7 @@ func TestFleetBatchesUnderAnAgentKill(t *testing.T) {
 			if tg.TaskID != "" && tg.State != api.TargetSkipped {
 				made++
 			}
-			if tg.State != api.TargetOffline && !orchestrator.State(tg.State).Final() {
+			if tg.State != api.TargetOffline && !task.State(tg.State).Final() {
 				t.Fatalf("batch %s ended with %s %s", id, tg.AgentID, tg.State)
 			}
 		}
@@ -227,13 +228,13 @@ func (c *cluster) clockStarted() time.Time {
 
 // scheduleTasks lists the tasks of schedule name by fire time, failing on two
 // of one fire time.
-func (c *cluster) scheduleTasks(name string) map[time.Time]*orchestrator.Task {
+func (c *cluster) scheduleTasks(name string) map[time.Time]*task.Task {
 	c.t.Helper()
 	tasks, err := c.client.List(fleetCtx(c.t), api.ListOptions{Limit: 1000})
 	if err != nil {
 		c.t.Fatal(err)
 	}
-	out := map[time.Time]*orchestrator.Task{}
+	out := map[time.Time]*task.Task{}
 	for _, tk := range tasks {
 		if tk.Schedule != name {
 			continue
@@ -296,7 +297,7 @@ func TestFleetScheduleAcrossAnOrchestratorKill(t *testing.T) {
 			if err := c.client.RemoveSchedule(fleetCtx(t), "tick"); err != nil {
 				t.Fatal(err)
 			}
-			var tasks map[time.Time]*orchestrator.Task
+			var tasks map[time.Time]*task.Task
 			c.waitFor("the schedule's tasks to end", time.Minute, func() bool {
 				tasks = c.scheduleTasks("tick")
 				for _, tk := range tasks {
@@ -308,14 +309,14 @@ func TestFleetScheduleAcrossAnOrchestratorKill(t *testing.T) {
 			})
 			var times []time.Time
 			var lastBefore time.Time
-			all := make([]*orchestrator.Task, 0, len(tasks))
+			all := make([]*task.Task, 0, len(tasks))
 			for at, tk := range tasks {
 				times = append(times, at)
 				all = append(all, tk)
 				if tk.CreatedAt.Before(killedAt) && at.After(lastBefore) {
 					lastBefore = at
 				}
-				if tk.State != orchestrator.StateSucceeded {
+				if tk.State != task.StateSucceeded {
 					t.Fatalf("the firing at %s ended %s", at, tk.State)
 				}
 			}

@@ -13,6 +13,7 @@ import (
 	"github.com/chiffon-dev/chiffon/api"
 	"github.com/chiffon-dev/chiffon/broker"
 	"github.com/chiffon-dev/chiffon/orchestrator"
+	"github.com/chiffon-dev/chiffon/orchestrator/task"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
@@ -149,7 +150,7 @@ func (s *haSite) verify(i int, ids map[string]int) {
 			s.t.Errorf("task %s was never submitted", t.ID)
 			continue
 		}
-		if t.State != orchestrator.StateSucceeded {
+		if t.State != task.StateSucceeded {
 			s.t.Errorf("task %d (%s) ended %s: %+v", n, t.ID, t.State, t.Error)
 			continue
 		}

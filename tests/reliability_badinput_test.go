@@ -15,7 +15,7 @@ import (
 	"github.com/chiffon-dev/chiffon/broker"
 	"github.com/chiffon-dev/chiffon/envelope"
 	"github.com/chiffon-dev/chiffon/errcodes"
-	"github.com/chiffon-dev/chiffon/orchestrator"
+	"github.com/chiffon-dev/chiffon/orchestrator/task"
 	"github.com/nats-io/nats.go"
 )
 
@@ -228,18 +228,18 @@ func assertServing(t *testing.T, c *cluster) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	task, err := c.client.Submit(ctx, api.SubmitRequest{ToAgent: "code", WorkType: "echo",
+	tsk, err := c.client.Submit(ctx, api.SubmitRequest{ToAgent: "code", WorkType: "echo",
 		Parameters: map[string]any{"message": "still serving"}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	c.waitFor("echo task after the flood", 30*time.Second, func() bool {
-		got, err := c.client.Get(ctx, task.ID)
+		got, err := c.client.Get(ctx, tsk.ID)
 		return err == nil && got.State.Final()
 	})
 	var out bytes.Buffer
-	got, _ := c.client.Get(ctx, task.ID)
-	if _, err := c.client.Output(ctx, task.ID, &out); err != nil || got.State != orchestrator.StateSucceeded || out.String() != "still serving" {
+	got, _ := c.client.Get(ctx, tsk.ID)
+	if _, err := c.client.Output(ctx, tsk.ID, &out); err != nil || got.State != task.StateSucceeded || out.String() != "still serving" {
 		t.Errorf("echo after the flood: %s, output %q, %v", got.State, out.String(), err)
 	}
 	if !c.orch.alive() || !c.agents["code-1"].alive() {

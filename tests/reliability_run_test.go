@@ -23,6 +23,7 @@ import (
 	"github.com/chiffon-dev/chiffon/api"
 	"github.com/chiffon-dev/chiffon/broker"
 	"github.com/chiffon-dev/chiffon/orchestrator"
+	"github.com/chiffon-dev/chiffon/orchestrator/task"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -224,7 +225,7 @@ func (c *cluster) verifyStore(t *testing.T, byState map[string]int) {
 		if err != nil {
 			t.Fatalf("read %s: %v", subject, err)
 		}
-		var rec orchestrator.Task
+		var rec task.Task
 		if err := json.Unmarshal(msg.Data, &rec); err != nil {
 			t.Fatalf("record on %s: %v", subject, err)
 		}
@@ -267,7 +268,7 @@ func (c *cluster) submitPaced(ctx context.Context, n int, sleep func(int) string
 					}
 				}
 				ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-				task, err := c.client.Submit(ctx, api.SubmitRequest{ToAgent: "code", WorkType: "count", Parameters: params})
+				tsk, err := c.client.Submit(ctx, api.SubmitRequest{ToAgent: "code", WorkType: "count", Parameters: params})
 				cancel()
 				if err != nil {
 					errs <- fmt.Errorf("submit task %d: %w", i, err)
@@ -276,7 +277,7 @@ func (c *cluster) submitPaced(ctx context.Context, n int, sleep func(int) string
 					return
 				}
 				mu.Lock()
-				ids[task.ID] = i
+				ids[tsk.ID] = i
 				mu.Unlock()
 			}
 		}()
@@ -332,7 +333,7 @@ func (c *cluster) verify(t *testing.T, sc scenario, ids map[string]int, rep *rep
 	t.Helper()
 	runs := c.runs()
 	type checked struct {
-		task   *orchestrator.Task
+		task   *task.Task
 		output string
 		err    error
 	}
@@ -345,13 +346,13 @@ func (c *cluster) verify(t *testing.T, sc scenario, ids map[string]int, rep *rep
 			defer wg.Done()
 			for id := range work {
 				ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-				task, err := c.client.Get(ctx, id)
+				tsk, err := c.client.Get(ctx, id)
 				var out bytes.Buffer
-				if err == nil && task.State == orchestrator.StateSucceeded {
+				if err == nil && tsk.State == task.StateSucceeded {
 					_, err = c.client.Output(ctx, id, &out)
 				}
 				cancel()
-				results <- checked{task, out.String(), err}
+				results <- checked{tsk, out.String(), err}
 			}
 		}()
 	}
@@ -375,36 +376,36 @@ func (c *cluster) verify(t *testing.T, sc scenario, ids map[string]int, rep *rep
 			fail("read task: %v", r.err)
 			continue
 		}
-		task := r.task
-		known[task.RequestID] = true
-		rep.byState[string(task.State)]++
-		if !task.State.Final() || task.FinishedAt == nil {
-			fail("task %s is %s, not finished", task.ID, task.State)
+		tsk := r.task
+		known[tsk.RequestID] = true
+		rep.byState[string(tsk.State)]++
+		if !tsk.State.Final() || tsk.FinishedAt == nil {
+			fail("task %s is %s, not finished", tsk.ID, tsk.State)
 			continue
 		}
-		from := task.CreatedAt
-		if task.FirstDispatchAt != nil {
-			from = *task.FirstDispatchAt
+		from := tsk.CreatedAt
+		if tsk.FirstDispatchAt != nil {
+			from = *tsk.FirstDispatchAt
 		}
-		if d := task.FinishedAt.Sub(from); d > sc.bound {
-			fail("task %s took %s from its first dispatch, over the bound of %s (attempts %d, retries %+v)", task.ID, d, sc.bound, task.Attempts, task.Retries)
+		if d := tsk.FinishedAt.Sub(from); d > sc.bound {
+			fail("task %s took %s from its first dispatch, over the bound of %s (attempts %d, retries %+v)", tsk.ID, d, sc.bound, tsk.Attempts, tsk.Retries)
 		} else if d > rep.maxTask {
 			rep.maxTask = d
 		}
-		ran := runs[task.RequestID]
+		ran := runs[tsk.RequestID]
 		if ran > 1 {
-			fail("task %s (request %s) ran %d times", task.ID, task.RequestID, ran)
+			fail("task %s (request %s) ran %d times", tsk.ID, tsk.RequestID, ran)
 		}
 		switch {
-		case task.State == orchestrator.StateSucceeded:
-			want := fmt.Sprintf("out %d %s\n", ids[task.ID], task.RequestID)
-			if ran != 1 || r.output != want || !task.OutputComplete || task.Result == nil || task.Result.ExitCode != 0 {
-				fail("succeeded task %s: ran %d times, output %q (complete %v), want %q", task.ID, ran, r.output, task.OutputComplete, want)
+		case tsk.State == task.StateSucceeded:
+			want := fmt.Sprintf("out %d %s\n", ids[tsk.ID], tsk.RequestID)
+			if ran != 1 || r.output != want || !tsk.OutputComplete || tsk.Result == nil || tsk.Result.ExitCode != 0 {
+				fail("succeeded task %s: ran %d times, output %q (complete %v), want %q", tsk.ID, ran, r.output, tsk.OutputComplete, want)
 			}
-		case task.State == orchestrator.StateFailed && sc.interrupted && task.Result != nil && task.Result.ExitCode == 137:
+		case tsk.State == task.StateFailed && sc.interrupted && tsk.Result != nil && tsk.Result.ExitCode == 137:
 			// The agent died while it ran: reported interrupted, never run again.
 		default:
-			fail("task %s ended %s: result %+v, error %+v, retries %+v", task.ID, task.State, task.Result, task.Error, task.Retries)
+			fail("task %s ended %s: result %+v, error %+v, retries %+v", tsk.ID, tsk.State, tsk.Result, tsk.Error, tsk.Retries)
 		}
 	}
 	for reqID, n := range runs {
@@ -417,7 +418,7 @@ func (c *cluster) verify(t *testing.T, sc scenario, ids map[string]int, rep *rep
 		t.Fatal(err)
 	}
 	sum := 0
-	for _, s := range orchestrator.States {
+	for _, s := range task.States {
 		got := int(m[`chiffon_orchestrator_tasks{state="`+string(s)+`"}`])
 		sum += got
 		if got != rep.byState[string(s)] {

@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/chiffon-dev/chiffon/api"
-	"github.com/chiffon-dev/chiffon/orchestrator"
+	"github.com/chiffon-dev/chiffon/orchestrator/task"
 )
 
 // The reliability scenarios of docs/reliability.md. Each runs "count" tasks (a shell
@@ -193,26 +193,26 @@ func TestReliabilityAgentKillEndsItsSubprocess(t *testing.T) {
 	c.start()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	task, err := c.client.Submit(ctx, api.SubmitRequest{ToAgent: "code", WorkType: "hang",
+	tsk, err := c.client.Submit(ctx, api.SubmitRequest{ToAgent: "code", WorkType: "hang",
 		Parameters: map[string]any{"seconds": 120}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	var pids []int
 	c.waitFor("the hang subprocess started", 20*time.Second, func() bool {
-		pids = processesWithEnv("CHIFFON_REQUEST_ID=" + task.RequestID)
+		pids = processesWithEnv("CHIFFON_REQUEST_ID=" + tsk.RequestID)
 		return len(pids) > 0
 	})
 	killAgent(c, "code-1", 0)
 	c.waitFor(fmt.Sprintf("subprocess %v gone with its agent", pids), 10*time.Second, func() bool {
-		return len(processesWithEnv("CHIFFON_REQUEST_ID="+task.RequestID)) == 0
+		return len(processesWithEnv("CHIFFON_REQUEST_ID="+tsk.RequestID)) == 0
 	})
 	c.waitFor("task finished", time.Minute, func() bool {
-		got, err := c.client.Get(ctx, task.ID)
+		got, err := c.client.Get(ctx, tsk.ID)
 		return err == nil && got.State.Final()
 	})
-	got, err := c.client.Get(ctx, task.ID)
-	if err != nil || got.State != orchestrator.StateFailed || got.Result == nil || got.Result.ExitCode != 137 {
+	got, err := c.client.Get(ctx, tsk.ID)
+	if err != nil || got.State != task.StateFailed || got.Result == nil || got.Result.ExitCode != 137 {
 		t.Fatalf("task after its agent was killed: %+v, %v; want failed with exit code 137", got, err)
 	}
 }

@@ -18,7 +18,7 @@ import (
 	"github.com/chiffon-dev/chiffon/broker"
 	"github.com/chiffon-dev/chiffon/envelope"
 	"github.com/chiffon-dev/chiffon/errcodes"
-	"github.com/chiffon-dev/chiffon/orchestrator"
+	"github.com/chiffon-dev/chiffon/orchestrator/task"
 	"github.com/nats-io/nats.go"
 )
 
@@ -149,46 +149,46 @@ func TestSecurityForgedTaskMessagesChangeNothing(t *testing.T) {
 		}
 	}
 	defer resume()
-	task, err := c.client.Submit(ctx, api.SubmitRequest{ToAgent: "code", WorkType: "count",
+	tsk, err := c.client.Submit(ctx, api.SubmitRequest{ToAgent: "code", WorkType: "count",
 		Parameters: map[string]any{"n": 1, "sleep": "1"}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	c.waitFor("task dispatched", relAck, func() bool {
-		got, err := c.client.Get(ctx, task.ID)
-		return err == nil && got.State == orchestrator.StateDispatched
+		got, err := c.client.Get(ctx, tsk.ID)
+		return err == nil && got.State == task.StateDispatched
 	})
-	f.forge(task)
-	got, err := c.client.Get(ctx, task.ID)
+	f.forge(tsk)
+	got, err := c.client.Get(ctx, tsk.ID)
 	resume()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got.State != orchestrator.StateDispatched || got.Attempts != 1 {
+	if got.State != task.StateDispatched || got.Attempts != 1 {
 		t.Errorf("dispatched task after the forgeries: %s, attempt %d, retries %+v; want still dispatched at its first attempt",
 			got.State, got.Attempts, got.Retries)
 	}
 	c.assertBreakersClosed(ctx)
-	c.assertRealOutcome(ctx, task, 1)
+	c.assertRealOutcome(ctx, tsk, 1)
 
 	// While running.
-	task, err = c.client.Submit(ctx, api.SubmitRequest{ToAgent: "code", WorkType: "count",
+	tsk, err = c.client.Submit(ctx, api.SubmitRequest{ToAgent: "code", WorkType: "count",
 		Parameters: map[string]any{"n": 2, "sleep": "2"}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	c.waitFor("task running", 30*time.Second, func() bool {
-		got, err := c.client.Get(ctx, task.ID)
-		return err == nil && got.State == orchestrator.StateRunning
+		got, err := c.client.Get(ctx, tsk.ID)
+		return err == nil && got.State == task.StateRunning
 	})
-	f.forge(task)
-	if got, err := c.client.Get(ctx, task.ID); err != nil {
+	f.forge(tsk)
+	if got, err := c.client.Get(ctx, tsk.ID); err != nil {
 		t.Fatal(err)
-	} else if got.State != orchestrator.StateRunning || got.ProgressPercent == 99 {
+	} else if got.State != task.StateRunning || got.ProgressPercent == 99 {
 		t.Errorf("running task after the forgeries: %s at %d%%, attempt %d; want still running, not at the forged 99%%",
 			got.State, got.ProgressPercent, got.Attempts)
 	}
-	c.assertRealOutcome(ctx, task, 2)
+	c.assertRealOutcome(ctx, tsk, 2)
 	c.assertNoTokenLogged()
 }
 
@@ -212,7 +212,7 @@ func TestSecurityDuplicateAgentIDIsRefused(t *testing.T) {
 	c.waitFor("the batch finished", 2*time.Minute, func() bool { return w.finished() == n })
 	rep := report{byState: map[string]int{}}
 	c.verify(t, scenario{bound: time.Minute}, ids, &rep) // every task succeeded, and ran exactly once
-	if rep.byState[string(orchestrator.StateSucceeded)] != n {
+	if rep.byState[string(task.StateSucceeded)] != n {
 		t.Errorf("by state %v, want %d succeeded", rep.byState, n)
 	}
 	if runs := c.runs(); len(runs) != n {
@@ -318,20 +318,20 @@ func TestSecuritySubprocessGuardsRefuseInjection(t *testing.T) {
 		{"declared and undeclared parameters", "params", map[string]any{"declared": "yes", "x": "leak", "sneaky": "leak"}, 0,
 			"CHIFFON_PARAM_DECLARED=yes\n"},
 	} {
-		task, err := c.client.Submit(ctx, api.SubmitRequest{ToAgent: "code", WorkType: tc.workType, Parameters: tc.params})
+		tsk, err := c.client.Submit(ctx, api.SubmitRequest{ToAgent: "code", WorkType: tc.workType, Parameters: tc.params})
 		if err != nil {
 			t.Fatalf("%s: %v", tc.name, err)
 		}
-		got := c.waitTask(ctx, task.ID)
-		out := c.output(ctx, task.ID)
+		got := c.waitTask(ctx, tsk.ID)
+		out := c.output(ctx, tsk.ID)
 		exit := -1
 		if got.Result != nil {
 			exit = int(got.Result.ExitCode)
 		}
 		switch {
-		case tc.exit == 0 && (got.State != orchestrator.StateSucceeded || out != tc.out):
+		case tc.exit == 0 && (got.State != task.StateSucceeded || out != tc.out):
 			t.Errorf("%s: %s (exit %d), output %q; want succeeded with %q", tc.name, got.State, exit, out, tc.out)
-		case tc.exit != 0 && (got.State != orchestrator.StateFailed || exit != tc.exit || !strings.Contains(out, tc.out)):
+		case tc.exit != 0 && (got.State != task.StateFailed || exit != tc.exit || !strings.Contains(out, tc.out)):
 			t.Errorf("%s: %s (exit %d), output %q; want failed with exit %d saying %q", tc.name, got.State, exit, out, tc.exit, tc.out)
 		}
 	}
@@ -362,23 +362,23 @@ func TestSecurityRunAsCannotReadAgentKeys(t *testing.T) {
 	c.start()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	run := func(workType string) (*orchestrator.Task, string) {
-		task, err := c.client.Submit(ctx, api.SubmitRequest{ToAgent: "code", WorkType: workType})
+	run := func(workType string) (*task.Task, string) {
+		tsk, err := c.client.Submit(ctx, api.SubmitRequest{ToAgent: "code", WorkType: workType})
 		if err != nil {
 			t.Fatal(err)
 		}
-		got := c.waitTask(ctx, task.ID)
-		return got, c.output(ctx, task.ID)
+		got := c.waitTask(ctx, tsk.ID)
+		return got, c.output(ctx, tsk.ID)
 	}
 	// As the agent's own user, a task reads the key: what run_as is for.
-	if got, out := run("readkey_as_agent"); got.State != orchestrator.StateSucceeded || !strings.Contains(out, c.seeds["agent-code-1.nk"]) {
+	if got, out := run("readkey_as_agent"); got.State != task.StateSucceeded || !strings.Contains(out, c.seeds["agent-code-1.nk"]) {
 		t.Fatalf("readkey as the agent: %s, output %q; the test cannot tell a refused read", got.State, out)
 	}
 	got, out := run("readkey")
 	if strings.Contains(out, c.seeds["agent-code-1.nk"]) {
 		t.Fatal("a run_as task read the agent's NKey seed")
 	}
-	if got.State != orchestrator.StateFailed || !strings.HasPrefix(out, "65534\n") || !strings.Contains(out, "Permission denied") {
+	if got.State != task.StateFailed || !strings.HasPrefix(out, "65534\n") || !strings.Contains(out, "Permission denied") {
 		t.Errorf("readkey as nobody: %s, output %q; want failed, run as 65534, permission denied", got.State, out)
 	}
 }

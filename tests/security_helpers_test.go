@@ -12,7 +12,7 @@ import (
 	"github.com/chiffon-dev/chiffon/broker"
 	"github.com/chiffon-dev/chiffon/envelope"
 	"github.com/chiffon-dev/chiffon/errcodes"
-	"github.com/chiffon-dev/chiffon/orchestrator"
+	"github.com/chiffon-dev/chiffon/orchestrator/task"
 	"github.com/nats-io/nats.go"
 )
 
@@ -193,9 +193,9 @@ func (c *cluster) assertBreakersClosed(ctx context.Context) {
 }
 
 // waitTask waits until task id is in a final state and returns it.
-func (c *cluster) waitTask(ctx context.Context, id string) *orchestrator.Task {
+func (c *cluster) waitTask(ctx context.Context, id string) *task.Task {
 	c.t.Helper()
-	var got *orchestrator.Task
+	var got *task.Task
 	c.waitFor("task "+id+" finished", time.Minute, func() bool {
 		var err error
 		got, err = c.client.Get(ctx, id)
@@ -264,16 +264,16 @@ type forgers struct {
 
 // forge sends every forgery against task, a task of code-1, and returns once the
 // orchestrator has handled them all.
-func (f forgers) forge(task *orchestrator.Task) {
+func (f forgers) forge(tsk *task.Task) {
 	t, c := f.c.t, f.c
 	t.Helper()
-	result := envelope.New(envelope.Code, envelope.Orchestrator, task.RequestID, task.TraceID,
-		&envelope.WorkResult{TaskID: task.ID, Status: envelope.ResultSuccess, Output: "forged output"})
-	status := envelope.New(envelope.Code, envelope.Orchestrator, task.RequestID, task.TraceID,
-		&envelope.WorkStatus{TaskID: task.ID, Status: "running", ProgressPercent: 99, Step: envelope.Step{Number: 9, Name: "forged step", Output: "forged output"}})
+	result := envelope.New(envelope.Code, envelope.Orchestrator, tsk.RequestID, tsk.TraceID,
+		&envelope.WorkResult{TaskID: tsk.ID, Status: envelope.ResultSuccess, Output: "forged output"})
+	status := envelope.New(envelope.Code, envelope.Orchestrator, tsk.RequestID, tsk.TraceID,
+		&envelope.WorkStatus{TaskID: tsk.ID, Status: "running", ProgressPercent: 99, Step: envelope.Step{Number: 9, Name: "forged step", Output: "forged output"}})
 	// code-2 may publish on its own task inboxes only: with its own token, as
 	// itself and as code-1, on any nonce.
-	own := subj.OrchTask(clusterOrchID, "code-2", task.ID, envelope.NewID())
+	own := subj.OrchTask(clusterOrchID, "code-2", tsk.ID, envelope.NewID())
 	for _, claim := range []string{"code-2", "code-1"} {
 		for _, m := range []*nats.Msg{
 			signed(t, own, result, c.agentToken("code-2"), claim),
@@ -286,7 +286,7 @@ func (f forgers) forge(task *orchestrator.Task) {
 		}
 	}
 	// code-1's task inboxes are closed to code-2 and to the client.
-	theirs := subj.OrchTask(clusterOrchID, "code-1", task.ID, envelope.NewID())
+	theirs := subj.OrchTask(clusterOrchID, "code-1", tsk.ID, envelope.NewID())
 	for _, x := range []*intruder{f.code2, f.client} {
 		x.publishRefused(noResponders(theirs))
 		x.publishRefused(signed(t, theirs, result, c.agentToken("code-2"), "code-1"))
@@ -295,7 +295,7 @@ func (f forgers) forge(task *orchestrator.Task) {
 	// a made-up nonce, as the reply subject of a request of its own (another
 	// request_id, as the client can neither know nor reuse the task's).
 	fake := envelope.New(envelope.Orchestrator, envelope.Code, "", "",
-		&envelope.WorkRequest{TaskID: task.ID, WorkType: "echo", Parameters: map[string]any{"message": "forged output"}})
+		&envelope.WorkRequest{TaskID: tsk.ID, WorkType: "echo", Parameters: map[string]any{"message": "forged output"}})
 	m := signed(t, subj.AgentWork("code-1"), fake, c.orchToken("code-1"), "code-1")
 	m.Reply = theirs
 	f.client.allowed("Publish", m.Subject, func() error { return f.client.nc.PublishMsg(m) })
@@ -323,22 +323,22 @@ func (f forgers) forge(task *orchestrator.Task) {
 // assertRealOutcome waits for task, a count task with parameter n, and checks that
 // it ran once on code-1 and succeeded at its first attempt with its real output,
 // nothing forged in it, and every breaker closed.
-func (c *cluster) assertRealOutcome(ctx context.Context, task *orchestrator.Task, n int) {
+func (c *cluster) assertRealOutcome(ctx context.Context, tsk *task.Task, n int) {
 	c.t.Helper()
-	got := c.waitTask(ctx, task.ID)
-	out := c.output(ctx, task.ID)
-	want := fmt.Sprintf("out %d %s\n", n, task.RequestID)
-	if got.State != orchestrator.StateSucceeded || out != want || got.Attempts != 1 || len(got.Retries) != 0 || got.AgentID != "code-1" {
+	got := c.waitTask(ctx, tsk.ID)
+	out := c.output(ctx, tsk.ID)
+	want := fmt.Sprintf("out %d %s\n", n, tsk.RequestID)
+	if got.State != task.StateSucceeded || out != want || got.Attempts != 1 || len(got.Retries) != 0 || got.AgentID != "code-1" {
 		c.t.Errorf("task %s after the forgeries: %s on %s, attempts %d, retries %+v, output %q; want succeeded on code-1 at the first attempt with %q",
-			task.ID, got.State, got.AgentID, got.Attempts, got.Retries, out, want)
+			tsk.ID, got.State, got.AgentID, got.Attempts, got.Retries, out, want)
 	}
 	for _, s := range got.Steps {
 		if strings.Contains(s.Name, "forged") {
-			c.t.Errorf("task %s holds the forged step %+v", task.ID, s)
+			c.t.Errorf("task %s holds the forged step %+v", tsk.ID, s)
 		}
 	}
-	if r := c.runs()[task.RequestID]; r != 1 {
-		c.t.Errorf("task %s ran %d times", task.ID, r)
+	if r := c.runs()[tsk.RequestID]; r != 1 {
+		c.t.Errorf("task %s ran %d times", tsk.ID, r)
 	}
 	c.assertBreakersClosed(ctx)
 }

@@ -17,7 +17,7 @@ import (
 	"github.com/chiffon-dev/chiffon/broker"
 	"github.com/chiffon-dev/chiffon/envelope"
 	"github.com/chiffon-dev/chiffon/internal/testnats"
-	"github.com/chiffon-dev/chiffon/orchestrator"
+	"github.com/chiffon-dev/chiffon/orchestrator/task"
 	"github.com/nats-io/nats.go"
 )
 
@@ -200,11 +200,11 @@ func TestSecurityAgentCannotReachBeyondItsSubjects(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	for i := range 4 {
-		task, err := c.client.Submit(ctx, api.SubmitRequest{ToAgent: "code", WorkType: "count", Parameters: map[string]any{"n": i}})
+		tsk, err := c.client.Submit(ctx, api.SubmitRequest{ToAgent: "code", WorkType: "count", Parameters: map[string]any{"n": i}})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := c.waitTask(ctx, task.ID); got.State != orchestrator.StateSucceeded {
+		if got := c.waitTask(ctx, tsk.ID); got.State != task.StateSucceeded {
 			t.Fatalf("task %d: %s", i, got.State)
 		}
 	}
@@ -229,18 +229,18 @@ func TestSecuritySiteKeepsEveryRequestReplyFlow(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 
-	task, err := c.client.Submit(ctx, api.SubmitRequest{ToAgent: "code", WorkType: "hang", Parameters: map[string]any{"seconds": 60}})
+	tsk, err := c.client.Submit(ctx, api.SubmitRequest{ToAgent: "code", WorkType: "hang", Parameters: map[string]any{"seconds": 60}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	c.waitFor("task running", 30*time.Second, func() bool {
-		got, err := c.client.Get(ctx, task.ID)
-		return err == nil && got.State == orchestrator.StateRunning
+		got, err := c.client.Get(ctx, tsk.ID)
+		return err == nil && got.State == task.StateRunning
 	})
-	if _, err := c.client.Cancel(ctx, task.ID, ""); err != nil {
+	if _, err := c.client.Cancel(ctx, tsk.ID, ""); err != nil {
 		t.Fatal(err)
 	}
-	if got := c.waitTask(ctx, task.ID); got.State != orchestrator.StateCancelled {
+	if got := c.waitTask(ctx, tsk.ID); got.State != task.StateCancelled {
 		t.Errorf("cancelled task: %s", got.State)
 	}
 	since := time.Now()

@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/chiffon-dev/chiffon/api"
-	"github.com/chiffon-dev/chiffon/orchestrator"
+	"github.com/chiffon-dev/chiffon/orchestrator/task"
 	"github.com/nats-io/nats.go"
 )
 
@@ -69,14 +69,14 @@ func TestStockNATSServerRunsATask(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	task, err := c.client.Submit(ctx, api.SubmitRequest{ToAgent: "code", WorkType: "count",
+	tsk, err := c.client.Submit(ctx, api.SubmitRequest{ToAgent: "code", WorkType: "count",
 		Parameters: map[string]any{"n": 7, "sleep": "0.5"}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := c.waitTask(ctx, task.ID)
-	want := fmt.Sprintf("out 7 %s\n", task.RequestID)
-	if out := c.output(ctx, task.ID); got.State != orchestrator.StateSucceeded || out != want {
+	got := c.waitTask(ctx, tsk.ID)
+	want := fmt.Sprintf("out 7 %s\n", tsk.RequestID)
+	if out := c.output(ctx, tsk.ID); got.State != task.StateSucceeded || out != want {
 		t.Fatalf("task through the stock nats-server: %s, output %q; want succeeded with %q", got.State, out, want)
 	}
 	if log := strings.Join(c.logs()["broker.log"], "\n"); !strings.Contains(log, "Starting nats-server") ||

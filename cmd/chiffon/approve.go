@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/chiffon-dev/chiffon/client"
-	"github.com/chiffon-dev/chiffon/orchestrator"
+	"github.com/chiffon-dev/chiffon/orchestrator/task"
 	"github.com/spf13/cobra"
 )
 
@@ -69,7 +69,7 @@ the time. An operator's token only; a task that does not await approval is refus
 }
 
 // approvalText is one line of where an approval stands.
-func approvalText(a *orchestrator.Approval) string {
+func approvalText(a *task.Approval) string {
 	v := a.State + ": " + a.Why
 	if a.DecidedAt == nil {
 		return v + "; expires " + a.ExpiresAt.Local().Format(time.DateTime)

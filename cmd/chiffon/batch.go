@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/chiffon-dev/chiffon/api"
-	"github.com/chiffon-dev/chiffon/orchestrator"
+	"github.com/chiffon-dev/chiffon/orchestrator/task"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 )
@@ -152,7 +152,7 @@ func batchRequestRows(row func(k, v string), req *api.BatchRequest) {
 	if len(req.Parameters) > 0 {
 		row("Parameters", compactJSON(req.Parameters))
 	}
-	if h := req.Hints; h != nil && *h != (orchestrator.Hints{}) {
+	if h := req.Hints; h != nil && *h != (task.Hints{}) {
 		row("Hints", compactJSON(h))
 	}
 	row("Selector", selectorText(req))
@@ -182,9 +182,9 @@ func selectorText(req *api.BatchRequest) string {
 // targetOrder is the order the states of a batch's agents are counted in:
 // what goes on, what went well, what did not, what got no task.
 var targetOrder = []string{
-	string(orchestrator.StateRunning), string(orchestrator.StateDispatched), string(orchestrator.StatePending),
-	api.TargetWaiting, string(orchestrator.StateSucceeded), string(orchestrator.StateFailed),
-	string(orchestrator.StateError), string(orchestrator.StateCancelled), api.TargetSkipped,
+	string(task.StateRunning), string(task.StateDispatched), string(task.StatePending),
+	api.TargetWaiting, string(task.StateSucceeded), string(task.StateFailed),
+	string(task.StateError), string(task.StateCancelled), api.TargetSkipped,
 	api.TargetOffline, api.TargetUnknown, api.TargetUnsupported,
 }
 

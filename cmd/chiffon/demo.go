@@ -15,7 +15,7 @@ import (
 	"github.com/chiffon-dev/chiffon/client"
 	"github.com/chiffon-dev/chiffon/envelope"
 	"github.com/chiffon-dev/chiffon/internal/stack"
-	"github.com/chiffon-dev/chiffon/orchestrator"
+	"github.com/chiffon-dev/chiffon/orchestrator/task"
 	"github.com/chiffon-dev/chiffon/site"
 	"github.com/spf13/cobra"
 )
@@ -94,7 +94,7 @@ func runDemo(ctx context.Context, dir string, tasks []api.SubmitRequest, out io.
 	ctx, cancel := context.WithTimeout(ctx, 45*time.Second)
 	defer cancel()
 	p := &demoPrinter{w: out}
-	results := make([]*orchestrator.Task, len(tasks))
+	results := make([]*task.Task, len(tasks))
 	var wg sync.WaitGroup
 	for i, req := range tasks {
 		t, err := c.Submit(ctx, req)
@@ -116,7 +116,7 @@ func runDemo(ctx context.Context, dir string, tasks []api.SubmitRequest, out io.
 	failed := 0
 	for i, t := range results {
 		req := tasks[i]
-		if t == nil || t.State != orchestrator.StateSucceeded {
+		if t == nil || t.State != task.StateSucceeded {
 			failed++
 		}
 		printDemoResult(ctx, out, c, req, t)
@@ -148,9 +148,9 @@ func (p *demoPrinter) line(t envelope.AgentType, format string, args ...any) {
 
 // follow prints a task's progress until it ends and returns the finished task, or nil
 // when it could not be followed.
-func (p *demoPrinter) follow(ctx context.Context, c *client.Client, t *orchestrator.Task) *orchestrator.Task {
+func (p *demoPrinter) follow(ctx context.Context, c *client.Client, t *task.Task) *task.Task {
 	var st progressState
-	err := c.Events(ctx, t.ID, func(e *orchestrator.Event) error {
+	err := c.Events(ctx, t.ID, func(e *task.Event) error {
 		if st.apply(e) {
 			p.line(t.ToAgent, "%-10s %3d%%  %s", st.state, st.percent, st.step)
 		}
@@ -168,7 +168,7 @@ func (p *demoPrinter) follow(ctx context.Context, c *client.Client, t *orchestra
 	return final
 }
 
-func printDemoResult(ctx context.Context, w io.Writer, c *client.Client, req api.SubmitRequest, t *orchestrator.Task) {
+func printDemoResult(ctx context.Context, w io.Writer, c *client.Client, req api.SubmitRequest, t *task.Task) {
 	if t == nil {
 		fmt.Fprintf(w, "── %s %s: no result\n\n", req.ToAgent, req.WorkType)
 		return

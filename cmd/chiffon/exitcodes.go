@@ -3,7 +3,7 @@ package main
 import (
 	"fmt"
 
-	"github.com/chiffon-dev/chiffon/orchestrator"
+	"github.com/chiffon-dev/chiffon/orchestrator/task"
 )
 
 // exitError carries a process exit code out of a command's RunE.
@@ -41,20 +41,20 @@ agent, refused); 75 the wait stopped (Ctrl-C) before the task finished, and the 
 goes on; 130 the task was cancelled.`
 
 // taskExitCode maps a finished task to the process exit code.
-func taskExitCode(t *orchestrator.Task) int {
+func taskExitCode(t *task.Task) int {
 	switch t.State {
-	case orchestrator.StateSucceeded:
+	case task.StateSucceeded:
 		return 0
-	case orchestrator.StateFailed:
+	case task.StateFailed:
 		if t.Result != nil && t.Result.ExitCode > 0 && t.Result.ExitCode < 256 {
 			return int(t.Result.ExitCode)
 		}
 		return 1
-	case orchestrator.StateCancelled:
+	case task.StateCancelled:
 		return exitTaskCancelled
-	case orchestrator.StateError:
+	case task.StateError:
 		return exitTaskError
-	case orchestrator.StateRejected:
+	case task.StateRejected:
 		return exitTaskRejected
 	}
 	return exitNotFinished

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/chiffon-dev/chiffon/client"
-	"github.com/chiffon-dev/chiffon/orchestrator"
+	"github.com/chiffon-dev/chiffon/orchestrator/task"
 	"github.com/spf13/cobra"
 )
 
@@ -17,8 +17,8 @@ import (
 func followTask(cmd *cobra.Command, c *client.Client, id string, jsonOut bool) error {
 	ctx := cmd.Context()
 	view := newProgressView(jsonOut, cmd.OutOrStdout(), cmd.ErrOrStderr())
-	err := c.Events(ctx, id, func(e *orchestrator.Event) error {
-		if !jsonOut && e.Type == orchestrator.EventState && e.State == orchestrator.StateAwaitingApproval &&
+	err := c.Events(ctx, id, func(e *task.Event) error {
+		if !jsonOut && e.Type == task.EventState && e.State == task.StateAwaitingApproval &&
 			strings.HasPrefix(e.Message, "awaiting approval") {
 			fmt.Fprintf(cmd.ErrOrStderr(), "%s; waiting until an operator runs chiffon approve %s (or reject)\n", e.Message, id)
 		}
@@ -53,7 +53,7 @@ func followTask(cmd *cobra.Command, c *client.Client, id string, jsonOut bool) e
 }
 
 // summary is the one line that ends a followed task.
-func summary(t *orchestrator.Task) string {
+func summary(t *task.Task) string {
 	s := fmt.Sprintf("task %s %s", t.ID, t.State)
 	if t.Result != nil {
 		s += fmt.Sprintf(" (exit %d)", t.Result.ExitCode)

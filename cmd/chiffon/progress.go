@@ -12,13 +12,13 @@ import (
 	"unicode/utf8"
 
 	"github.com/chiffon-dev/chiffon/envelope"
-	"github.com/chiffon-dev/chiffon/orchestrator"
+	"github.com/chiffon-dev/chiffon/orchestrator/task"
 	"golang.org/x/sys/unix"
 )
 
 // progressView shows a task's events as they arrive.
 type progressView interface {
-	event(e *orchestrator.Event)
+	event(e *task.Event)
 	// close ends the view, such as by finishing the bar's line.
 	close()
 }
@@ -50,17 +50,17 @@ func isTerminal(w io.Writer) bool {
 
 type jsonView struct{ enc *json.Encoder }
 
-func (v jsonView) event(e *orchestrator.Event) { _ = v.enc.Encode(e) }
-func (jsonView) close()                        {}
+func (v jsonView) event(e *task.Event) { _ = v.enc.Encode(e) }
+func (jsonView) close()                {}
 
 // progressState is what the bar and the plain lines show.
 type progressState struct {
-	state   orchestrator.State
+	state   task.State
 	percent int
 	step    string
 }
 
-func (p *progressState) apply(e *orchestrator.Event) (changed bool) {
+func (p *progressState) apply(e *task.Event) (changed bool) {
 	next := *p
 	if e.State != "" {
 		next.state = e.State
@@ -85,8 +85,8 @@ type lineView struct {
 	st progressState
 }
 
-func (v *lineView) event(e *orchestrator.Event) {
-	if e.Type == orchestrator.EventRetry && e.Error != nil {
+func (v *lineView) event(e *task.Event) {
+	if e.Type == task.EventRetry && e.Error != nil {
 		fmt.Fprintf(v.w, "%s retry after %d: %s\n", e.At.Local().Format(time.TimeOnly), e.Error.Code, e.Error.Message)
 	}
 	if !v.st.apply(e) {
@@ -110,7 +110,7 @@ type barView struct {
 
 const barWidth = 30
 
-func (v *barView) event(e *orchestrator.Event) {
+func (v *barView) event(e *task.Event) {
 	if !v.st.apply(e) {
 		return
 	}

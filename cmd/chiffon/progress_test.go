@@ -11,23 +11,23 @@ import (
 	"unicode/utf8"
 
 	"github.com/chiffon-dev/chiffon/envelope"
-	"github.com/chiffon-dev/chiffon/orchestrator"
+	"github.com/chiffon-dev/chiffon/orchestrator/task"
 	"golang.org/x/sys/unix"
 )
 
 // progressEvents is a short task history: dispatched, two statuses, a retry, a result.
-func progressEvents() []*orchestrator.Event {
+func progressEvents() []*task.Event {
 	at := time.Date(2026, 1, 19, 4, 21, 4, 0, time.UTC)
 	status := func(pct int, n int64, name string) *envelope.WorkStatus {
 		return &envelope.WorkStatus{Status: envelope.StatusRunning, ProgressPercent: pct, Step: envelope.Step{Number: n, Name: name}}
 	}
-	return []*orchestrator.Event{
-		{Seq: 1, Type: orchestrator.EventState, At: at, State: orchestrator.StateDispatched},
-		{Seq: 2, Type: orchestrator.EventStatus, At: at, State: orchestrator.StateRunning, Status: status(0, 0, "accepted")},
-		{Seq: 3, Type: orchestrator.EventStatus, At: at, State: orchestrator.StateRunning, Status: status(0, 0, "accepted")},
-		{Seq: 4, Type: orchestrator.EventRetry, At: at, State: orchestrator.StateRunning, Error: &orchestrator.TaskError{Code: 5001, Message: "no ack"}},
-		{Seq: 5, Type: orchestrator.EventStatus, At: at, State: orchestrator.StateRunning, Status: status(40, 2, "Installing packages")},
-		{Seq: 6, Type: orchestrator.EventResult, At: at, State: orchestrator.StateSucceeded, Result: &envelope.WorkResult{Status: envelope.ResultSuccess}},
+	return []*task.Event{
+		{Seq: 1, Type: task.EventState, At: at, State: task.StateDispatched},
+		{Seq: 2, Type: task.EventStatus, At: at, State: task.StateRunning, Status: status(0, 0, "accepted")},
+		{Seq: 3, Type: task.EventStatus, At: at, State: task.StateRunning, Status: status(0, 0, "accepted")},
+		{Seq: 4, Type: task.EventRetry, At: at, State: task.StateRunning, Error: &task.TaskError{Code: 5001, Message: "no ack"}},
+		{Seq: 5, Type: task.EventStatus, At: at, State: task.StateRunning, Status: status(40, 2, "Installing packages")},
+		{Seq: 6, Type: task.EventResult, At: at, State: task.StateSucceeded, Result: &envelope.WorkResult{Status: envelope.ResultSuccess}},
 	}
 }
 
@@ -81,7 +81,7 @@ func TestJSONProgressPrintsEveryEvent(t *testing.T) {
 	dec := json.NewDecoder(&out)
 	n := 0
 	for dec.More() {
-		var e orchestrator.Event
+		var e task.Event
 		if err := dec.Decode(&e); err != nil {
 			t.Fatal(err)
 		}
@@ -97,15 +97,15 @@ func TestJSONProgressPrintsEveryEvent(t *testing.T) {
 
 func TestTaskExitCodes(t *testing.T) {
 	tests := []struct {
-		task orchestrator.Task
+		task task.Task
 		want int
 	}{
-		{orchestrator.Task{State: orchestrator.StateSucceeded}, 0},
-		{orchestrator.Task{State: orchestrator.StateFailed, Result: &orchestrator.Result{ExitCode: 3}}, 3},
-		{orchestrator.Task{State: orchestrator.StateFailed, Result: &orchestrator.Result{ExitCode: 300}}, 1},
-		{orchestrator.Task{State: orchestrator.StateCancelled}, exitTaskCancelled},
-		{orchestrator.Task{State: orchestrator.StateError}, exitTaskError},
-		{orchestrator.Task{State: orchestrator.StateRunning}, exitNotFinished},
+		{task.Task{State: task.StateSucceeded}, 0},
+		{task.Task{State: task.StateFailed, Result: &task.Result{ExitCode: 3}}, 3},
+		{task.Task{State: task.StateFailed, Result: &task.Result{ExitCode: 300}}, 1},
+		{task.Task{State: task.StateCancelled}, exitTaskCancelled},
+		{task.Task{State: task.StateError}, exitTaskError},
+		{task.Task{State: task.StateRunning}, exitNotFinished},
 	}
 	for _, tt := range tests {
 		if got := taskExitCode(&tt.task); got != tt.want {

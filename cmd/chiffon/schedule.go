@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/chiffon-dev/chiffon/api"
-	"github.com/chiffon-dev/chiffon/orchestrator"
+	"github.com/chiffon-dev/chiffon/orchestrator/task"
 	"github.com/spf13/cobra"
 )
 
@@ -260,7 +260,7 @@ func printSchedule(w io.Writer, s *api.Schedule) error {
 		if len(s.Task.Parameters) > 0 {
 			row("Parameters", compactJSON(s.Task.Parameters))
 		}
-		if h := s.Task.Hints; h != nil && *h != (orchestrator.Hints{}) {
+		if h := s.Task.Hints; h != nil && *h != (task.Hints{}) {
 			row("Hints", compactJSON(h))
 		}
 	}

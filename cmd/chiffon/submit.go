@@ -6,7 +6,7 @@ import (
 	"github.com/chiffon-dev/chiffon/api"
 	"github.com/chiffon-dev/chiffon/client"
 	"github.com/chiffon-dev/chiffon/envelope"
-	"github.com/chiffon-dev/chiffon/orchestrator"
+	"github.com/chiffon-dev/chiffon/orchestrator/task"
 	"github.com/spf13/cobra"
 )
 
@@ -129,7 +129,7 @@ func (tf *taskFlags) request() (api.SubmitRequest, error) {
 		if err != nil {
 			return req, usagef("--hint: " + err.Error())
 		}
-		req.Hints = &orchestrator.Hints{MaxDurationSeconds: h.MaxDurationSeconds, MaxMemoryMB: h.MaxMemoryMB, AgentID: h.AgentID}
+		req.Hints = &task.Hints{MaxDurationSeconds: h.MaxDurationSeconds, MaxMemoryMB: h.MaxMemoryMB, AgentID: h.AgentID}
 	}
 	return req, nil
 }

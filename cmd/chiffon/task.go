@@ -9,7 +9,7 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/chiffon-dev/chiffon/orchestrator"
+	"github.com/chiffon-dev/chiffon/orchestrator/task"
 	"github.com/spf13/cobra"
 )
 
@@ -46,7 +46,7 @@ func newTaskCmd() *cobra.Command {
 	return cmd
 }
 
-func printTask(w io.Writer, t *orchestrator.Task) error {
+func printTask(w io.Writer, t *task.Task) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	row := func(k, v string) { fmt.Fprintf(tw, "%s:\t%s\n", k, v) }
 	row("ID", t.ID)
@@ -116,7 +116,7 @@ func printTask(w io.Writer, t *orchestrator.Task) error {
 
 // printHistory shows a task's audit trail: each change, when, and by which API
 // token when a request made it.
-func printHistory(w io.Writer, evs []*orchestrator.Event) error {
+func printHistory(w io.Writer, evs []*task.Event) error {
 	if len(evs) == 0 {
 		return nil
 	}
@@ -127,7 +127,7 @@ func printHistory(w io.Writer, evs []*orchestrator.Event) error {
 		if ev.Error != nil {
 			what = strings.TrimSpace(fmt.Sprintf("%s %d %s", what, ev.Error.Code, ev.Error.Message))
 		}
-		if ev.Type == orchestrator.EventResult && ev.Result != nil {
+		if ev.Type == task.EventResult && ev.Result != nil {
 			what = fmt.Sprintf("result %s, exit %d", ev.Result.Status, ev.Result.ExitCode)
 		}
 		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\n", ev.At.Local().Format(time.DateTime), ev.State, dash(ev.By), what)

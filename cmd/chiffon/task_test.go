@@ -14,7 +14,7 @@ import (
 
 	"github.com/chiffon-dev/chiffon/api"
 	"github.com/chiffon-dev/chiffon/envelope"
-	"github.com/chiffon-dev/chiffon/orchestrator"
+	"github.com/chiffon-dev/chiffon/orchestrator/task"
 )
 
 // oneTaskAPI serves task t1, failed with structured output after a retry, and records the body of
@@ -22,11 +22,11 @@ import (
 func oneTaskAPI(t *testing.T) (args []string, cancels func() []string) {
 	t.Helper()
 	at := time.Date(2026, 1, 19, 4, 21, 4, 0, time.UTC)
-	task := &orchestrator.Task{ID: "t1", State: orchestrator.StateFailed, ToAgent: envelope.Code, WorkType: "check",
+	tsk := &task.Task{ID: "t1", State: task.StateFailed, ToAgent: envelope.Code, WorkType: "check",
 		CreatedAt: at, UpdatedAt: at, FinishedAt: &at,
-		Steps:   []orchestrator.StepInfo{{Number: 1, Name: "probe", Status: "failed", UpdatedAt: at}},
-		Retries: []orchestrator.Retry{{Attempt: 1, Code: 5001, Message: "no message for 30s", AgentID: "code-1", WaitMS: 1000, At: at}},
-		Result: &orchestrator.Result{Status: envelope.ResultFailed, ExitCode: 3, At: at,
+		Steps:   []task.StepInfo{{Number: 1, Name: "probe", Status: "failed", UpdatedAt: at}},
+		Retries: []task.Retry{{Attempt: 1, Code: 5001, Message: "no message for 30s", AgentID: "code-1", WaitMS: 1000, At: at}},
+		Result: &task.Result{Status: envelope.ResultFailed, ExitCode: 3, At: at,
 			StructuredOutput: json.RawMessage(`{"down":["web-2"],"n":12345678901234567890}`)}}
 	var mu sync.Mutex
 	var bodies []string
@@ -35,9 +35,9 @@ func oneTaskAPI(t *testing.T) (args []string, cancels func() []string) {
 		case "/api/v1/tasks/t1":
 		case "/api/v1/tasks/t1/history":
 			w.Header().Set("Content-Type", "application/json")
-			_ = json.NewEncoder(w).Encode([]orchestrator.Event{
-				{Seq: 1, Type: orchestrator.EventState, At: at, State: orchestrator.StatePending, Message: "submitted", By: "alice"},
-				{Seq: 2, Type: orchestrator.EventResult, At: at, State: orchestrator.StateFailed,
+			_ = json.NewEncoder(w).Encode([]task.Event{
+				{Seq: 1, Type: task.EventState, At: at, State: task.StatePending, Message: "submitted", By: "alice"},
+				{Seq: 2, Type: task.EventResult, At: at, State: task.StateFailed,
 					Result: &envelope.WorkResult{Status: envelope.ResultFailed, ExitCode: 3}},
 			})
 			return
@@ -51,7 +51,7 @@ func oneTaskAPI(t *testing.T) (args []string, cancels func() []string) {
 			return
 		}
 		w.Header().Set("Content-Type", "application/json")
-		_ = json.NewEncoder(w).Encode(task)
+		_ = json.NewEncoder(w).Encode(tsk)
 	}))
 	t.Cleanup(srv.Close)
 	tokenFile := filepath.Join(t.TempDir(), "tok")
@@ -105,22 +105,22 @@ func TestCancelSendsTheReason(t *testing.T) {
 
 func TestProgressStopsShortOf100WhenTheTaskDidNotSucceed(t *testing.T) {
 	at := time.Date(2026, 1, 19, 4, 21, 4, 0, time.UTC)
-	running := &orchestrator.Event{Seq: 1, Type: orchestrator.EventStatus, At: at, State: orchestrator.StateRunning,
+	running := &task.Event{Seq: 1, Type: task.EventStatus, At: at, State: task.StateRunning,
 		Status: &envelope.WorkStatus{Status: envelope.StatusRunning, ProgressPercent: 40, Step: envelope.Step{Number: 1, Name: "probe"}}}
 	cases := []struct {
 		result string
-		state  orchestrator.State
+		state  task.State
 		want   int
 	}{
-		{envelope.ResultSuccess, orchestrator.StateSucceeded, 100},
-		{envelope.ResultFailed, orchestrator.StateFailed, 40},
-		{envelope.ResultCancelled, orchestrator.StateCancelled, 40},
+		{envelope.ResultSuccess, task.StateSucceeded, 100},
+		{envelope.ResultFailed, task.StateFailed, 40},
+		{envelope.ResultCancelled, task.StateCancelled, 40},
 	}
 	for _, c := range cases {
 		t.Run(c.result, func(t *testing.T) {
 			var st progressState
 			st.apply(running)
-			st.apply(&orchestrator.Event{Seq: 2, Type: orchestrator.EventResult, At: at, State: c.state,
+			st.apply(&task.Event{Seq: 2, Type: task.EventResult, At: at, State: c.state,
 				Result: &envelope.WorkResult{Status: c.result}})
 			if st.percent != c.want || st.state != c.state {
 				t.Fatalf("after a %s result: %d%% %s, want %d%% %s", c.result, st.percent, st.state, c.want, c.state)

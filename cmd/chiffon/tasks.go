@@ -8,7 +8,7 @@ import (
 
 	"github.com/chiffon-dev/chiffon/api"
 	"github.com/chiffon-dev/chiffon/envelope"
-	"github.com/chiffon-dev/chiffon/orchestrator"
+	"github.com/chiffon-dev/chiffon/orchestrator/task"
 	"github.com/spf13/cobra"
 )
 
@@ -30,7 +30,7 @@ func newTasksCmd() *cobra.Command {
 				return err
 			}
 			tasks, err := c.List(cmd.Context(), api.ListOptions{
-				State: orchestrator.State(state), AgentType: envelope.AgentType(to), Limit: limit,
+				State: task.State(state), AgentType: envelope.AgentType(to), Limit: limit,
 			})
 			if err != nil {
 				return err
@@ -48,7 +48,7 @@ func newTasksCmd() *cobra.Command {
 	return cmd
 }
 
-func printTaskTable(w io.Writer, tasks []*orchestrator.Task, now time.Time) error {
+func printTaskTable(w io.Writer, tasks []*task.Task, now time.Time) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "ID\tSTATE\tTO\tWORK TYPE\tAGENT\tPROGRESS\tAGE")
 	for _, t := range tasks {

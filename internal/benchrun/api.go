@@ -7,7 +7,7 @@ import (
 
 	"github.com/chiffon-dev/chiffon/client"
 	"github.com/chiffon-dev/chiffon/internal/stack"
-	"github.com/chiffon-dev/chiffon/orchestrator"
+	"github.com/chiffon-dev/chiffon/orchestrator/task"
 )
 
 // runAPI measures the front door: POST /api/v1/tasks, then the task's event stream
@@ -24,15 +24,15 @@ func runAPI(ctx context.Context, st *stack.Stack, cfg Config) (stats, error) {
 		if err != nil {
 			return err
 		}
-		var last orchestrator.State
-		err = c.Events(ctx, t.ID, func(ev *orchestrator.Event) error {
+		var last task.State
+		err = c.Events(ctx, t.ID, func(ev *task.Event) error {
 			last = ev.State
 			return nil
 		})
 		if err != nil {
 			return err
 		}
-		if last != orchestrator.StateSucceeded {
+		if last != task.StateSucceeded {
 			return fmt.Errorf("task %s ended %s", t.ID, last)
 		}
 		return nil

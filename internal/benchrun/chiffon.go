@@ -8,6 +8,7 @@ import (
 	"github.com/chiffon-dev/chiffon/api"
 	"github.com/chiffon-dev/chiffon/envelope"
 	"github.com/chiffon-dev/chiffon/orchestrator"
+	"github.com/chiffon-dev/chiffon/orchestrator/task"
 )
 
 // noopRequest is the task of the chiffon and api phases: a no-op work type whose
@@ -34,7 +35,7 @@ func runChiffon(ctx context.Context, o *orchestrator.Orchestrator, cfg Config) (
 		if err != nil {
 			return err
 		}
-		if t.State != orchestrator.StateSucceeded {
+		if t.State != task.StateSucceeded {
 			return fmt.Errorf("task %s ended %s: %+v", t.ID, t.State, t.Error)
 		}
 		return nil

@@ -9,6 +9,7 @@ import (
 	"github.com/chiffon-dev/chiffon/api"
 	"github.com/chiffon-dev/chiffon/envelope"
 	"github.com/chiffon-dev/chiffon/orchestrator"
+	"github.com/chiffon-dev/chiffon/orchestrator/task"
 )
 
 // chunkRuns is how many chunked tasks are timed, one after the other, after one
@@ -34,7 +35,7 @@ func runChunks(ctx context.Context, o *orchestrator.Orchestrator, cfg Config) (f
 			return 0, err
 		}
 		elapsed := time.Since(start)
-		if t.State != orchestrator.StateSucceeded || !t.OutputComplete || t.OutputBytes != int64(cfg.ChunkBytes) {
+		if t.State != task.StateSucceeded || !t.OutputComplete || t.OutputBytes != int64(cfg.ChunkBytes) {
 			return 0, fmt.Errorf("task %s ended %s with %d of %d output bytes (complete %v)",
 				t.ID, t.State, t.OutputBytes, cfg.ChunkBytes, t.OutputComplete)
 		}

@@ -15,6 +15,7 @@ import (
 	"github.com/chiffon-dev/chiffon/client"
 	"github.com/chiffon-dev/chiffon/envelope"
 	"github.com/chiffon-dev/chiffon/orchestrator"
+	"github.com/chiffon-dev/chiffon/orchestrator/task"
 	"go.uber.org/goleak"
 )
 
@@ -56,13 +57,13 @@ func TestStartedStackRunsTasksThroughTheOrchestratorAndTheAPI(t *testing.T) {
 			t.Errorf("agent %s has labels %v", a.ID, a.Labels)
 		}
 	}
-	task, err := s.Orchestrator().Submit(ctx, api.SubmitRequest{ToAgent: envelope.Infra, WorkType: "greet",
+	tsk, err := s.Orchestrator().Submit(ctx, api.SubmitRequest{ToAgent: envelope.Infra, WorkType: "greet",
 		Parameters: map[string]any{"name": "infra"}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if task, err = s.Orchestrator().Wait(ctx, task.ID); err != nil || task.State != orchestrator.StateSucceeded {
-		t.Fatalf("task through the orchestrator: %+v, %v", task, err)
+	if tsk, err = s.Orchestrator().Wait(ctx, tsk.ID); err != nil || tsk.State != task.StateSucceeded {
+		t.Fatalf("task through the orchestrator: %+v, %v", tsk, err)
 	}
 
 	c := &client.Client{BaseURL: s.APIURL(), Token: s.APIToken()}
@@ -71,7 +72,7 @@ func TestStartedStackRunsTasksThroughTheOrchestratorAndTheAPI(t *testing.T) {
 	if err != nil {
 		t.Fatalf("submit through the API at %s: %v", s.APIURL(), err)
 	}
-	if err := c.Events(ctx, sub.ID, func(*orchestrator.Event) error { return nil }); err != nil {
+	if err := c.Events(ctx, sub.ID, func(*task.Event) error { return nil }); err != nil {
 		t.Fatal(err)
 	}
 	var out strings.Builder
