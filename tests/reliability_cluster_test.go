@@ -145,6 +145,8 @@ type cluster struct {
 	breaker string
 	// orchExtra is YAML added to the orchestrator's config by writeOrchConfig.
 	orchExtra string
+	// httpLimits, when set, is the orchestrator's http.limits, in YAML flow style.
+	httpLimits string
 	// store is the orchestrator's store.kind: orchestrator.StoreBadger (in its data
 	// dir) or orchestrator.StoreJetStream (the broker then runs JetStream).
 	store string
@@ -339,7 +341,7 @@ func (c *cluster) writeOrchConfig() {
 	cfg := fmt.Sprintf(`id: %s
 %s
 api_token_file: %s
-http: {listen: %s}
+http: {listen: %s, limits: {%s}}
 data_dir: %s
 agents:
 %stimeouts: {ack: %s, inactivity: %s, deadline_grace: 1s, control: 2s}
@@ -347,7 +349,7 @@ retry: {max_retries: 5, initial: 500ms, max: 4s}
 store: {kind: %s, jetstream: {nats: {nkey_file: %s}}}
 %s
 %s
-`, clusterOrchID, c.natsSection("orchestrator.nk"), c.secret("api.token"), c.httpAddr,
+`, clusterOrchID, c.natsSection("orchestrator.nk"), c.secret("api.token"), c.httpAddr, c.httpLimits,
 		c.orchDataDir(), agents.String(), relAck, relInactivity, c.store, c.secret("orchestrator-store.nk"), c.breaker, c.orchExtra)
 	c.write("orchestrator.yaml", cfg)
 }
