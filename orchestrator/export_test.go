@@ -76,7 +76,7 @@ func SubmitAs(o *Orchestrator, req api.SubmitRequest, id, requestID string) (*ta
 }
 
 // SignForwardedAnswer signs msg as o signs its answers to forwarded requests.
-func SignForwardedAnswer(o *Orchestrator, msg *nats.Msg) { o.forwardSigner().sign(msg) }
+func SignForwardedAnswer(o *Orchestrator, msg *nats.Msg) { o.fwd.sign(msg) }
 
 // StoredOutputBytes is the sum of the lengths of task id's output pieces as its
 // store holds them (overlapping pieces count twice), once its writes so far are

@@ -88,7 +88,7 @@ func (o *Orchestrator) forward(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadGateway, "unavailable", "", "forward to the leading orchestrator: "+err.Error())
 		return
 	}
-	if !o.forwardSigner().verify(resp) {
+	if !o.fwd.verify(resp) {
 		o.authLog.Warn("forward-signature", "answer to a forwarded request refused: bad or missing signature", "subject", resp.Subject)
 		writeError(w, http.StatusBadGateway, "unavailable", "", "the answer to the forwarded request failed its signature check")
 		return
@@ -146,7 +146,7 @@ func (o *Orchestrator) handleForwarded(msg *nats.Msg) {
 				out.Header.Set(k, v)
 			}
 		}
-		o.forwardSigner().sign(out)
+		o.fwd.sign(out)
 		if err := o.nc.PublishMsg(out); err != nil {
 			o.log.Warn("answer a forwarded request", "err", err)
 		}

@@ -19,9 +19,10 @@ type fwdSigner struct{ key []byte }
 // fwdKeyLabel keeps the derived key apart from any other use of the token.
 const fwdKeyLabel = "chiffon forwarded answer v1"
 
-// forwardSigner is the group's signer, from api_token_file's token.
-func (o *Orchestrator) forwardSigner() fwdSigner {
-	m := hmac.New(sha256.New, o.sec.apiTokens[0].token)
+// newFwdSigner is the group's signer, from the operator's API token
+// (api_token_file's), which every orchestrator of the group holds.
+func newFwdSigner(apiToken []byte) fwdSigner {
+	m := hmac.New(sha256.New, apiToken)
 	m.Write([]byte(fwdKeyLabel))
 	return fwdSigner{key: m.Sum(nil)}
 }

@@ -75,7 +75,9 @@ type Orchestrator struct {
 	// req sends the requests whose answers the orchestrator waits for (control
 	// requests to agents, forwarded API calls) on reply subjects only the
 	// intended peer may publish on (broker.Requester).
-	req     *broker.Requester
+	req *broker.Requester
+	// fwd signs and checks the answers to forwarded API requests (fwdsign.go).
+	fwd     fwdSigner
 	st      task.Store
 	metrics *metrics
 	// hooks delivers events to the webhook receivers; nil without any.
@@ -151,6 +153,7 @@ func Open(cfg Config, opts Options) (*Orchestrator, error) {
 		cfg: cfg, sec: sec, log: log.With("orch_id", id), id: id,
 		authLog:  ratelog.New(log.With("orch_id", id), ratelog.Policy{}),
 		auth:     broker.Authenticator{Want: sec.agentToken},
+		fwd:      newFwdSigner(sec.apiTokens[0].token),
 		subj:     broker.Subjects{Prefix: cfg.NATS.Prefix},
 		agents:   map[string]*agentEntry{},
 		runs:     map[string]*run{},
