@@ -8,20 +8,17 @@ import (
 	"time"
 
 	"github.com/chiffon-dev/chiffon/api"
+	machines "github.com/chiffon-dev/chiffon/orchestrator/fleet" // type fleet (fleet.go) has the name
 	"github.com/chiffon-dev/chiffon/orchestrator/task"
 	"github.com/chiffon-dev/chiffon/orchestrator/webhook"
 )
 
-// batchRetry is how long a batch's runner waits after the store or a submit
-// failed before it tries again.
-const batchRetry = time.Second
-
 // runBatch runs batch b until its end is stored: it looks at the batch, asks the
-// batch machine (decideBatch) what to do, and does it: makes the tasks of the
-// waiting targets, stores the end, or waits until one of its tasks ends, the
-// approval expires, or a failure is worth trying again. Each task's id is the one
-// the record names, so a task made before (by an earlier runner, before a
-// restart) is found, not made again.
+// batch machine (machines.DecideBatch) what to do, and does it: makes the tasks
+// of the waiting targets, stores the end, or waits until one of its tasks ends,
+// the approval expires, or a failure is worth trying again. Each task's id is
+// the one the record names, so a task made before (by an earlier runner, before
+// a restart) is found, not made again.
 func (o *Orchestrator) runBatch(ctx context.Context, b *api.Batch, wake <-chan struct{}) {
 	defer o.fleet.batchEnded(b.ID)
 	log := o.log.With("batch_id", b.ID)
@@ -54,36 +51,36 @@ func (o *Orchestrator) stepBatch(b *api.Batch, log *slog.Logger) (after time.Dur
 		stored, err := o.storedBatch(b.ID)
 		if err != nil {
 			log.Warn("batch: read its approval", "err", err)
-			return batchRetry, false
+			return machines.Retry, false
 		}
 		*b = *stored
 	}
 	tasks, err := o.batchTasks(b)
 	if err != nil {
 		log.Warn("batch: read its tasks", "err", err)
-		return batchRetry, false
+		return machines.Retry, false
 	}
-	view, effects := decideBatch(b, tasks, time.Now().UTC())
+	view, effects := machines.DecideBatch(b, tasks, time.Now().UTC())
 	for _, e := range effects {
-		switch e.kind {
-		case batchMakeTask:
-			org := origin{id: taskOf(b, e.agentID), requestID: derivedID("batch-request", b.ID, e.agentID),
+		switch e.Kind {
+		case machines.BatchMakeTask:
+			org := origin{id: taskOf(b, e.AgentID), requestID: derivedID("batch-request", b.ID, e.AgentID),
 				batchID: b.ID, schedule: b.Schedule, fireTime: b.FireTime, by: b.CreatedBy, approval: b.Approval}
-			if _, _, err := o.submit(b.TaskFor(e.agentID), org); err != nil {
-				log.Warn("batch: make a task", "agent_id", e.agentID, "err", err)
-				return batchRetry, false
+			if _, _, err := o.submit(b.TaskFor(e.AgentID), org); err != nil {
+				log.Warn("batch: make a task", "agent_id", e.AgentID, "err", err)
+				return machines.Retry, false
 			}
 			o.fleet.bump()
-		case batchStoreEnd:
+		case machines.BatchStoreEnd:
 			if err := o.putBatch(&view); err != nil {
 				log.Warn("batch: store its end", "err", err)
-				return batchRetry, false
+				return machines.Retry, false
 			}
 			log.Info("batch finished", "state", view.State, "counts", fmt.Sprint(view.Counts))
 			o.batchFinished(&view)
-		case batchWait:
-			return e.after, false
-		case batchStop:
+		case machines.BatchWait:
+			return e.After, false
+		case machines.BatchStop:
 			return 0, true
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/chiffon-dev/chiffon/api"
+	machines "github.com/chiffon-dev/chiffon/orchestrator/fleet" // type fleet (fleet.go) has the name
 )
 
 // scheduleIdle is the longest the schedules' clock sleeps: it reads the
@@ -39,20 +40,20 @@ func (o *Orchestrator) runSchedules(ctx context.Context, wake <-chan struct{}) {
 }
 
 // fireDue makes each schedule's firings due at now, as the schedule machine
-// (decideSchedule) says, and returns when to look again: the earliest next
-// firing, or sooner after a failure.
+// (machines.DecideSchedule) says, and returns when to look again: the earliest
+// next firing, or sooner after a failure.
 func (o *Orchestrator) fireDue(started, now time.Time) time.Time {
 	next := now.Add(scheduleIdle)
 	defs, fired, err := o.readSchedules()
 	if err != nil {
 		o.log.Warn("schedules: read", "err", err)
-		return now.Add(batchRetry)
+		return now.Add(machines.Retry)
 	}
 	for _, s := range defs {
-		if at, ok := o.runSchedule(s, decideSchedule(s, fired[s.Name], started, now)); ok {
+		if at, ok := o.runSchedule(s, machines.DecideSchedule(s, fired[s.Name], started, now)); ok {
 			next = earliest(next, at)
 		} else {
-			next = earliest(next, now.Add(batchRetry))
+			next = earliest(next, now.Add(machines.Retry))
 		}
 	}
 	return next
@@ -61,30 +62,30 @@ func (o *Orchestrator) fireDue(started, now time.Time) time.Time {
 // runSchedule carries out s's effects, in order: it returns when s wants the
 // clock back (the zero time and true when it does not), or false after a
 // failure, which the clock tries again soon.
-func (o *Orchestrator) runSchedule(s *api.Schedule, effects []scheduleEffect) (time.Time, bool) {
+func (o *Orchestrator) runSchedule(s *api.Schedule, effects []machines.ScheduleEffect) (time.Time, bool) {
 	var made *api.Firing
 	wake := time.Time{}
 	for _, e := range effects {
-		switch e.kind {
-		case scheduleFire:
-			f, err := o.fire(s, e.at)
+		switch e.Kind {
+		case machines.ScheduleFire:
+			f, err := o.fire(s, e.At)
 			if err != nil {
 				o.log.Warn("schedule: fire", "schedule", s.Name, "err", err)
 				return time.Time{}, false
 			}
 			made = f
-		case scheduleSaveFiring:
+		case machines.ScheduleSaveFiring:
 			last := made
-			if last == nil || !last.At.Equal(e.at) {
-				last = &api.Firing{At: e.at} // skipped, not made
+			if last == nil || !last.At.Equal(e.At) {
+				last = &api.Firing{At: e.At} // skipped, not made
 			}
 			if err := o.putFiring(s.Name, last); err != nil {
 				o.log.Warn("schedule: record a firing", "schedule", s.Name, "err", err)
 				return time.Time{}, false
 			}
-		case scheduleWake:
-			wake = e.at
-		case scheduleUnreadable:
+		case machines.ScheduleWake:
+			wake = e.At
+		case machines.ScheduleUnreadable:
 			o.log.Error("schedule unreadable; it does not fire", "schedule", s.Name)
 		}
 	}
@@ -92,39 +93,6 @@ func (o *Orchestrator) runSchedule(s *api.Schedule, effects []scheduleEffect) (t
 		return time.Now().Add(scheduleIdle), true
 	}
 	return wake, true
-}
-
-// dueTimes lists w's times after from up to now, oldest first; of very many, the
-// last maxDue.
-func dueTimes(w api.When, from, now time.Time) []time.Time {
-	const maxDue = 100_000
-	var out []time.Time
-	for t := w.Next(from); !t.After(now); t = w.Next(t) {
-		if t.IsZero() { // no time matches
-			break
-		}
-		out = append(out, t)
-		if len(out) == 2*maxDue {
-			out = append(out[:0], out[maxDue:]...)
-		}
-	}
-	return out
-}
-
-// pickFirings keeps of the due times those to make: every one due since the
-// clock started, and of the missed ones before, what catch_up says.
-func pickFirings(due []time.Time, started time.Time, mode api.CatchUp) []time.Time {
-	missed := 0
-	for missed < len(due) && due[missed].Before(started) {
-		missed++
-	}
-	switch mode {
-	case api.CatchUpAll:
-		return due[max(0, missed-maxCatchUp):]
-	case api.CatchUpLatest:
-		return due[max(0, missed-1):]
-	}
-	return due[missed:]
 }
 
 // fire makes the task or batch of s's firing at at: with the ids derived from
@@ -174,13 +142,6 @@ func (o *Orchestrator) putFiring(name string, f *api.Firing) error {
 
 func earliest(a, b time.Time) time.Time {
 	if b.Before(a) {
-		return b
-	}
-	return a
-}
-
-func latest(a, b time.Time) time.Time {
-	if b.After(a) {
 		return b
 	}
 	return a

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/chiffon-dev/chiffon/api"
+	machines "github.com/chiffon-dev/chiffon/orchestrator/fleet" // type fleet (fleet.go) has the name
 	"github.com/chiffon-dev/chiffon/orchestrator/task"
 )
 
@@ -18,9 +19,6 @@ import (
 // the other). The task or batch of a firing has an id and a request_id derived
 // from the schedule's name and the fire time: a firing made again (retried, after
 // a restart, by a new leader) finds what the first made, so it runs once.
-
-// maxCatchUp bounds the missed firings catch_up all makes: the most recent ones.
-const maxCatchUp = 100
 
 // Record kinds of schedules in the task store.
 const (
@@ -139,24 +137,10 @@ func (o *Orchestrator) Schedules() ([]*api.Schedule, error) {
 func (o *Orchestrator) scheduleView(s *api.Schedule, last *api.Firing) *api.Schedule {
 	v := *s
 	v.Last = last
-	if w, err := api.ParseWhen(s.Cron, s.TZ); err == nil && !s.Paused {
-		next := w.Next(latest(fromTime(s, last), time.Now()))
+	if next, ok := machines.NextFiring(s, last, time.Now()); ok {
 		v.Next = &next
 	}
 	return &v
-}
-
-// fromTime is the time after which s fires: its creation, its resumption, its
-// last firing, whichever is latest.
-func fromTime(s *api.Schedule, last *api.Firing) time.Time {
-	t := s.CreatedAt
-	if s.ResumedAt != nil && s.ResumedAt.After(t) {
-		t = *s.ResumedAt
-	}
-	if last != nil && last.At.After(t) {
-		t = last.At
-	}
-	return t
 }
 
 func (o *Orchestrator) putSchedule(s *api.Schedule) error {

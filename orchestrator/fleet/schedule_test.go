@@ -1,7 +1,7 @@
-package orchestrator
+package fleet
 
 // The schedule's life as a table: a schedule, its last firing, when the clock
-// started and the time it looks, and the effects decideSchedule returns.
+// started and the time it looks, and the effects DecideSchedule returns.
 
 import (
 	"reflect"
@@ -20,9 +20,9 @@ func stHourly(created time.Time, catchUp api.CatchUp) *api.Schedule {
 		Task: &api.SubmitRequest{ToAgent: "code", WorkType: "echo"}}, CreatedAt: created}
 }
 
-func fireAt(t time.Time) scheduleEffect   { return scheduleEffect{kind: scheduleFire, at: t} }
-func recordAt(t time.Time) scheduleEffect { return scheduleEffect{kind: scheduleSaveFiring, at: t} }
-func wakeAt(t time.Time) scheduleEffect   { return scheduleEffect{kind: scheduleWake, at: t} }
+func fireAt(t time.Time) ScheduleEffect   { return ScheduleEffect{Kind: ScheduleFire, At: t} }
+func recordAt(t time.Time) ScheduleEffect { return ScheduleEffect{Kind: ScheduleSaveFiring, At: t} }
+func wakeAt(t time.Time) ScheduleEffect   { return ScheduleEffect{Kind: ScheduleWake, At: t} }
 
 func stPaused() *api.Schedule {
 	s := stHourly(stNow.Add(-3*time.Hour), api.CatchUpAll)
@@ -42,7 +42,7 @@ type scheduleMachineRow struct {
 	last    *api.Firing
 	started time.Time
 	now     time.Time
-	effects []scheduleEffect
+	effects []ScheduleEffect
 }
 
 var (
@@ -54,37 +54,37 @@ var (
 
 var scheduleMachineRows = []scheduleMachineRow{
 	{"active, nothing due: wake at the next time", stHourly(stNow.Add(-10*time.Minute), api.CatchUpNone), nil,
-		stStarted, stNow.Add(-time.Minute), []scheduleEffect{wakeAt(stNow)}},
+		stStarted, stNow.Add(-time.Minute), []ScheduleEffect{wakeAt(stNow)}},
 	{"active, due since the start: fire each, record the last, wake after it",
 		stHourly(stNow.Add(-time.Hour-time.Minute), api.CatchUpNone), nil, stStarted, stNow,
-		[]scheduleEffect{fireAt(stNow.Add(-hour)), fireAt(stNow), recordAt(stNow), wakeAt(stNow.Add(hour))}},
+		[]ScheduleEffect{fireAt(stNow.Add(-hour)), fireAt(stNow), recordAt(stNow), wakeAt(stNow.Add(hour))}},
 	{"active, its last firing recorded: only what is due after it",
 		stHourly(stNow.Add(-3*hour), api.CatchUpNone), &api.Firing{At: stNow.Add(-hour)}, stStarted, stNow,
-		[]scheduleEffect{fireAt(stNow), recordAt(stNow), wakeAt(stNow.Add(hour))}},
+		[]ScheduleEffect{fireAt(stNow), recordAt(stNow), wakeAt(stNow.Add(hour))}},
 	{"missed, catch_up none: only those since the start fire; the last due is recorded",
 		stHourly(stNow.Add(-3*hour-time.Minute), api.CatchUpNone), nil, stStarted, stNow,
-		[]scheduleEffect{fireAt(stNow.Add(-hour)), fireAt(stNow), recordAt(stNow), wakeAt(stNow.Add(hour))}},
+		[]ScheduleEffect{fireAt(stNow.Add(-hour)), fireAt(stNow), recordAt(stNow), wakeAt(stNow.Add(hour))}},
 	{"missed, catch_up latest: the latest missed one too",
 		stHourly(stNow.Add(-3*hour-time.Minute), api.CatchUpLatest), nil, stStarted, stNow,
-		[]scheduleEffect{fireAt(stNow.Add(-2 * hour)), fireAt(stNow.Add(-hour)), fireAt(stNow), recordAt(stNow), wakeAt(stNow.Add(hour))}},
+		[]ScheduleEffect{fireAt(stNow.Add(-2 * hour)), fireAt(stNow.Add(-hour)), fireAt(stNow), recordAt(stNow), wakeAt(stNow.Add(hour))}},
 	{"missed, catch_up all: every missed one, oldest first",
 		stHourly(stNow.Add(-3*hour-time.Minute), api.CatchUpAll), nil, stStarted, stNow,
-		[]scheduleEffect{fireAt(stNow.Add(-3 * hour)), fireAt(stNow.Add(-2 * hour)), fireAt(stNow.Add(-hour)), fireAt(stNow),
+		[]ScheduleEffect{fireAt(stNow.Add(-3 * hour)), fireAt(stNow.Add(-2 * hour)), fireAt(stNow.Add(-hour)), fireAt(stNow),
 			recordAt(stNow), wakeAt(stNow.Add(hour))}},
 	{"missed only, catch_up none: nothing made, the missed one recorded so it is not made later",
 		stHourly(stNow.Add(-2*hour-time.Minute), api.CatchUpNone), nil, stNow.Add(time.Minute), stNow.Add(2 * time.Minute),
-		[]scheduleEffect{recordAt(stNow), wakeAt(stNow.Add(hour))}},
+		[]ScheduleEffect{recordAt(stNow), wakeAt(stNow.Add(hour))}},
 	{"paused, with firings due: nothing", stPaused(), nil, stStarted, stNow, nil},
 	{"paused, missed firings: nothing", stPaused(), nil, stNow.Add(time.Minute), stNow.Add(2 * time.Minute), nil},
 	{"paused, nothing due: nothing", stPaused(), &api.Firing{At: stNow}, stStarted, stNow.Add(time.Minute), nil},
-	{"unreadable: says so, fires nothing", stBroken(), nil, stStarted, stNow, []scheduleEffect{{kind: scheduleUnreadable}}},
+	{"unreadable: says so, fires nothing", stBroken(), nil, stStarted, stNow, []ScheduleEffect{{Kind: ScheduleUnreadable}}},
 }
 
 // TestScheduleMachineDecidesWhatTheClockDoes runs the table.
 func TestScheduleMachineDecidesWhatTheClockDoes(t *testing.T) {
 	for _, row := range scheduleMachineRows {
 		t.Run(row.name, func(t *testing.T) {
-			got := decideSchedule(row.s, row.last, row.started, row.now)
+			got := DecideSchedule(row.s, row.last, row.started, row.now)
 			if !reflect.DeepEqual(got, row.effects) {
 				t.Errorf("effects %+v, want %+v", got, row.effects)
 			}

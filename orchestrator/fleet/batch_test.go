@@ -1,7 +1,7 @@
-package orchestrator
+package fleet
 
 // The batch's life as a table: each row is a batch record and its tasks as the
-// runner reads them, and checks the view and the effects decideBatch returns. No
+// runner reads them, and checks the view and the effects DecideBatch returns. No
 // store, NATS or timer: the clock is fixed.
 
 import (
@@ -51,12 +51,12 @@ func btFinal(state api.BatchState) *api.Batch {
 	return b
 }
 
-func makeTask(agent string) batchEffect { return batchEffect{kind: batchMakeTask, agentID: agent} }
+func makeTask(agent string) BatchEffect { return BatchEffect{Kind: BatchMakeTask, AgentID: agent} }
 
 var (
-	waitTask   = batchEffect{kind: batchWait}
-	storeEnd   = batchEffect{kind: batchStoreEnd}
-	stopRunner = batchEffect{kind: batchStop}
+	waitTask   = BatchEffect{Kind: BatchWait}
+	storeEnd   = BatchEffect{Kind: BatchStoreEnd}
+	stopRunner = BatchEffect{Kind: BatchStop}
 )
 
 type batchMachineRow struct {
@@ -65,53 +65,53 @@ type batchMachineRow struct {
 	tasks   map[string]task.State
 	state   api.BatchState // the view's
 	targets []string       // the view's target states, a b c
-	effects []batchEffect
+	effects []BatchEffect
 }
 
 var batchMachineRows = []batchMachineRow{
 	// awaiting_approval
 	{"approval open: wait until it expires", btAwaiting(btNow.Add(time.Hour)), nil,
 		api.BatchAwaitingApproval, []string{"waiting", "waiting", "waiting"},
-		[]batchEffect{{kind: batchWait, after: time.Hour}}},
+		[]BatchEffect{{Kind: BatchWait, After: time.Hour}}},
 	{"approval expired: rejected, every target skipped, end stored", btAwaiting(btNow), nil,
-		api.BatchRejected, []string{"skipped", "skipped", "skipped"}, []batchEffect{storeEnd, stopRunner}},
+		api.BatchRejected, []string{"skipped", "skipped", "skipped"}, []BatchEffect{storeEnd, stopRunner}},
 
 	// running
 	{"room for all: every task made", btBatch(0, false), nil,
 		api.BatchRunning, []string{"waiting", "waiting", "waiting"},
-		[]batchEffect{makeTask("a"), makeTask("b"), makeTask("c"), waitTask}},
+		[]BatchEffect{makeTask("a"), makeTask("b"), makeTask("c"), waitTask}},
 	{"max_parallel 2: two made, in target order", btBatch(2, false), nil,
 		api.BatchRunning, []string{"waiting", "waiting", "waiting"},
-		[]batchEffect{makeTask("a"), makeTask("b"), waitTask}},
+		[]BatchEffect{makeTask("a"), makeTask("b"), waitTask}},
 	{"max_parallel 2, one ended: the third made", btBatch(2, false),
 		map[string]task.State{"a": task.StateSucceeded, "b": task.StateRunning},
-		api.BatchRunning, []string{"succeeded", "running", "waiting"}, []batchEffect{makeTask("c"), waitTask}},
+		api.BatchRunning, []string{"succeeded", "running", "waiting"}, []BatchEffect{makeTask("c"), waitTask}},
 	{"max_parallel 2, both running: busy", btBatch(2, false),
 		map[string]task.State{"a": task.StateRunning, "b": task.StateDispatched},
-		api.BatchRunning, []string{"running", "dispatched", "waiting"}, []batchEffect{waitTask}},
+		api.BatchRunning, []string{"running", "dispatched", "waiting"}, []BatchEffect{waitTask}},
 	{"stop_on_failure, one failed: the waiting one skipped, the running one finishes", btBatch(2, true),
 		map[string]task.State{"a": task.StateFailed, "b": task.StateRunning},
-		api.BatchRunning, []string{"failed", "running", "skipped"}, []batchEffect{waitTask}},
+		api.BatchRunning, []string{"failed", "running", "skipped"}, []BatchEffect{waitTask}},
 	{"stop_on_failure, one failed, the rest ended: failed", btBatch(2, true),
 		map[string]task.State{"a": task.StateFailed, "b": task.StateSucceeded},
-		api.BatchFailed, []string{"failed", "succeeded", "skipped"}, []batchEffect{storeEnd, stopRunner}},
+		api.BatchFailed, []string{"failed", "succeeded", "skipped"}, []BatchEffect{storeEnd, stopRunner}},
 	{"without stop_on_failure a failure starts the next", btBatch(2, false),
 		map[string]task.State{"a": task.StateFailed, "b": task.StateRunning},
-		api.BatchRunning, []string{"failed", "running", "waiting"}, []batchEffect{makeTask("c"), waitTask}},
+		api.BatchRunning, []string{"failed", "running", "waiting"}, []BatchEffect{makeTask("c"), waitTask}},
 	{"every task succeeded: succeeded, end stored", btBatch(0, false),
 		map[string]task.State{"a": task.StateSucceeded, "b": task.StateSucceeded, "c": task.StateSucceeded},
-		api.BatchSucceeded, []string{"succeeded", "succeeded", "succeeded"}, []batchEffect{storeEnd, stopRunner}},
+		api.BatchSucceeded, []string{"succeeded", "succeeded", "succeeded"}, []BatchEffect{storeEnd, stopRunner}},
 	{"one cancelled, the rest succeeded: failed", btBatch(0, false),
 		map[string]task.State{"a": task.StateSucceeded, "b": task.StateCancelled, "c": task.StateSucceeded},
-		api.BatchFailed, []string{"succeeded", "cancelled", "succeeded"}, []batchEffect{storeEnd, stopRunner}},
+		api.BatchFailed, []string{"succeeded", "cancelled", "succeeded"}, []BatchEffect{storeEnd, stopRunner}},
 
 	// stored ends: the runner only stops
 	{"succeeded: stop", btFinal(api.BatchSucceeded), nil, api.BatchSucceeded,
-		[]string{"waiting", "waiting", "waiting"}, []batchEffect{stopRunner}},
+		[]string{"waiting", "waiting", "waiting"}, []BatchEffect{stopRunner}},
 	{"failed: stop", btFinal(api.BatchFailed), nil, api.BatchFailed,
-		[]string{"waiting", "waiting", "waiting"}, []batchEffect{stopRunner}},
+		[]string{"waiting", "waiting", "waiting"}, []BatchEffect{stopRunner}},
 	{"rejected: stop", btFinal(api.BatchRejected), nil, api.BatchRejected,
-		[]string{"waiting", "waiting", "waiting"}, []batchEffect{stopRunner}},
+		[]string{"waiting", "waiting", "waiting"}, []BatchEffect{stopRunner}},
 }
 
 // TestBatchMachineDecidesWhatARunnerDoes runs the table.
@@ -119,7 +119,7 @@ func TestBatchMachineDecidesWhatARunnerDoes(t *testing.T) {
 	for _, row := range batchMachineRows {
 		t.Run(row.name, func(t *testing.T) {
 			before := *row.batch
-			view, effects := decideBatch(row.batch, btTasks(row.tasks), btNow)
+			view, effects := DecideBatch(row.batch, btTasks(row.tasks), btNow)
 			if view.State != row.state {
 				t.Errorf("view state %s, want %s", view.State, row.state)
 			}
@@ -134,7 +134,7 @@ func TestBatchMachineDecidesWhatARunnerDoes(t *testing.T) {
 				t.Errorf("effects %+v, want %+v", effects, row.effects)
 			}
 			if row.batch.State != before.State || row.batch.Targets[0].State != before.Targets[0].State {
-				t.Error("decideBatch changed the record it was given")
+				t.Error("DecideBatch changed the record it was given")
 			}
 			if view.State.Final() && view.State != before.State && view.FinishedAt == nil {
 				t.Error("a batch that ends has no finished_at")
@@ -166,7 +166,7 @@ func TestBatchMachineHasARowForEveryStateAndEvent(t *testing.T) {
 		}
 		view := *row.batch
 		view.Targets = append([]api.BatchTarget(nil), row.batch.Targets...)
-		viewBatch(&view, btTasks(row.tasks))
+		ViewBatch(&view, btTasks(row.tasks))
 		tried[batchKey{state, observeBatch(&view, btNow)}] = true
 	}
 	for _, s := range []api.BatchState{api.BatchAwaitingApproval, api.BatchRunning} {

@@ -1,4 +1,4 @@
-package orchestrator
+package fleet
 
 import (
 	"slices"
@@ -8,12 +8,17 @@ import (
 	"github.com/chiffon-dev/chiffon/orchestrator/task"
 )
 
-// The batch machine. A batch's runner (batchrun.go) reads the batch's record and
-// its tasks; decideBatch says, from them and the clock alone, what the batch is
-// now and what the runner does next, as effects the runner carries out. Nothing
-// here reads or writes, so batchmachine_test.go can hold a row for every state a
-// batch can be in and every event its runner can see, as machine_test.go does
-// for a task.
+// The batch machine. A batch's runner (orchestrator's batchrun.go) reads the
+// batch's record and its tasks; DecideBatch says, from them and the clock alone,
+// what the batch is now and what the runner does next, as effects the runner
+// carries out. Nothing here reads or writes, so batch_test.go can hold a row for
+// every state a batch can be in and every event its runner can see, as
+// orchestrator's machine_test.go does for a task.
+
+// Retry is how long a batch's runner, or the schedules' clock, waits after the
+// store or a submit failed before it tries again; a batch in a pair no row
+// expects is looked at again after it too.
+const Retry = time.Second
 
 // batchEvent is what the runner sees when it looks at a batch.
 type batchEvent string
@@ -40,33 +45,34 @@ var batchEvents = []batchEvent{batchApprovalOpen, batchApprovalExpired, batchRoo
 var batchStates = []api.BatchState{api.BatchAwaitingApproval, api.BatchRunning, api.BatchSucceeded,
 	api.BatchFailed, api.BatchRejected}
 
-// batchEffectKind is what a batch effect asks of the runner.
-type batchEffectKind int
+// BatchEffectKind is what a batch effect asks of the runner.
+type BatchEffectKind int
 
+// Batch effect kinds.
 const (
-	// batchMakeTask makes the task of target agentID (its id derived from the
+	// BatchMakeTask makes the task of target AgentID (its id derived from the
 	// batch and the agent, so making it again finds it).
-	batchMakeTask batchEffectKind = iota
-	// batchStoreEnd stores the view as the batch's end and tells the webhook
+	BatchMakeTask BatchEffectKind = iota
+	// BatchStoreEnd stores the view as the batch's end and tells the webhook
 	// receivers.
-	batchStoreEnd
-	// batchWait looks again after `after`, or when one of the batch's tasks
-	// ends; after 0 waits for a task alone.
-	batchWait
-	// batchStop ends the runner: the batch's end is stored.
-	batchStop
+	BatchStoreEnd
+	// BatchWait looks again after After, or when one of the batch's tasks
+	// ends; After 0 waits for a task alone.
+	BatchWait
+	// BatchStop ends the runner: the batch's end is stored.
+	BatchStop
 )
 
-// batchEffect is one thing the runner does, in order.
-type batchEffect struct {
-	kind    batchEffectKind
-	agentID string
-	after   time.Duration
+// BatchEffect is one thing the runner does, in order.
+type BatchEffect struct {
+	Kind    BatchEffectKind
+	AgentID string        // BatchMakeTask: the target whose task to make
+	After   time.Duration // BatchWait: the longest wait; 0 waits for a task alone
 }
 
 // batchRow is one row of the machine: from a batch's view as seen, the effects.
 // It may change the view (a rejection, skipped targets).
-type batchRow func(view *api.Batch, now time.Time) []batchEffect
+type batchRow func(view *api.Batch, now time.Time) []BatchEffect
 
 // batchKey names a row.
 type batchKey struct {
@@ -109,16 +115,16 @@ var batchRows = map[batchKey]batchRow{
 	{api.BatchRejected, batchDone}:            stopBatch,
 }
 
-// decideBatch returns b's view at now, given its tasks by id (a task not made
+// DecideBatch returns b's view at now, given its tasks by id (a task not made
 // yet is absent), and what b's runner does next. b itself is not changed.
-func decideBatch(b *api.Batch, tasks map[string]*task.Task, now time.Time) (api.Batch, []batchEffect) {
+func DecideBatch(b *api.Batch, tasks map[string]*task.Task, now time.Time) (api.Batch, []BatchEffect) {
 	state := b.State
 	if a := b.Approval; a != nil && a.State == task.ApprovalWaiting && state == api.BatchRunning {
 		state = api.BatchAwaitingApproval
 	}
 	view := *b
 	view.Targets = slices.Clone(b.Targets)
-	viewBatch(&view, tasks)
+	ViewBatch(&view, tasks)
 	row, ok := batchRows[batchKey{state, observeBatch(&view, now)}]
 	if !ok { // a state no row knows: a record from a later release
 		return view, lookLater(&view, now)
@@ -150,11 +156,11 @@ func observeBatch(view *api.Batch, now time.Time) batchEvent {
 	return batchBusy
 }
 
-// viewBatch brings a running batch's targets to their tasks' states (tasks by
+// ViewBatch brings a running batch's targets to their tasks' states (tasks by
 // id; absent: not made yet) and sets its state and counts: awaiting_approval
 // while its approval waits, succeeded or failed once every target is done with.
 // A stored finished batch holds its final view already.
-func viewBatch(b *api.Batch, tasks map[string]*task.Task) {
+func ViewBatch(b *api.Batch, tasks map[string]*task.Task) {
 	if b.State != api.BatchRunning {
 		return
 	}
@@ -199,21 +205,22 @@ func viewBatch(b *api.Batch, tasks map[string]*task.Task) {
 }
 
 // awaitApproval waits for the operator's answer, at most until it expires.
-func awaitApproval(view *api.Batch, now time.Time) []batchEffect {
-	return []batchEffect{{kind: batchWait, after: view.Approval.ExpiresAt.Sub(now)}}
+func awaitApproval(view *api.Batch, now time.Time) []BatchEffect {
+	return []BatchEffect{{Kind: BatchWait, After: view.Approval.ExpiresAt.Sub(now)}}
 }
 
 // expireApproval rejects a batch nobody approved in time.
-func expireApproval(view *api.Batch, now time.Time) []batchEffect {
+func expireApproval(view *api.Batch, now time.Time) []BatchEffect {
 	a := *view.Approval
 	a.State, a.DecidedAt = task.ApprovalExpired, &now
 	view.Approval = &a
-	rejectView(view, now)
-	return []batchEffect{{kind: batchStoreEnd}, {kind: batchStop}}
+	RejectBatch(view, now)
+	return []BatchEffect{{Kind: BatchStoreEnd}, {Kind: BatchStop}}
 }
 
-// rejectView ends a batch rejected: its targets without a task are skipped.
-func rejectView(b *api.Batch, now time.Time) {
+// RejectBatch ends b rejected at now (by an operator, or its approval expired):
+// its targets without a task are skipped.
+func RejectBatch(b *api.Batch, now time.Time) {
 	b.State, b.FinishedAt = api.BatchRejected, &now
 	for i := range b.Targets {
 		if t := &b.Targets[i]; t.State == api.TargetWaiting || t.State == "" {
@@ -225,14 +232,14 @@ func rejectView(b *api.Batch, now time.Time) {
 
 // startTasks makes the waiting targets' tasks while max_parallel leaves room,
 // in the order of the targets, then waits for one to end.
-func startTasks(view *api.Batch, _ time.Time) []batchEffect {
+func startTasks(view *api.Batch, _ time.Time) []BatchEffect {
 	running := 0
 	for _, t := range view.Targets {
 		if t.Started() && !t.Final() {
 			running++
 		}
 	}
-	var out []batchEffect
+	var out []BatchEffect
 	for _, t := range view.Targets {
 		if t.State != api.TargetWaiting {
 			continue
@@ -240,29 +247,29 @@ func startTasks(view *api.Batch, _ time.Time) []batchEffect {
 		if view.MaxParallel > 0 && running >= view.MaxParallel {
 			break
 		}
-		out = append(out, batchEffect{kind: batchMakeTask, agentID: t.AgentID})
+		out = append(out, BatchEffect{Kind: BatchMakeTask, AgentID: t.AgentID})
 		running++
 	}
-	return append(out, batchEffect{kind: batchWait})
+	return append(out, BatchEffect{Kind: BatchWait})
 }
 
 // waitForATask waits for one of the batch's tasks to end.
-func waitForATask(*api.Batch, time.Time) []batchEffect {
-	return []batchEffect{{kind: batchWait}}
+func waitForATask(*api.Batch, time.Time) []BatchEffect {
+	return []BatchEffect{{Kind: BatchWait}}
 }
 
 // endBatch stores a batch whose targets are all done with as finished.
-func endBatch(view *api.Batch, now time.Time) []batchEffect {
+func endBatch(view *api.Batch, now time.Time) []BatchEffect {
 	view.FinishedAt = &now
-	return []batchEffect{{kind: batchStoreEnd}, {kind: batchStop}}
+	return []BatchEffect{{Kind: BatchStoreEnd}, {Kind: BatchStop}}
 }
 
 // stopBatch ends the runner of a batch whose end is stored.
-func stopBatch(*api.Batch, time.Time) []batchEffect {
-	return []batchEffect{{kind: batchStop}}
+func stopBatch(*api.Batch, time.Time) []BatchEffect {
+	return []BatchEffect{{Kind: BatchStop}}
 }
 
 // lookLater is the row of a pair observeBatch never gives: look again later.
-func lookLater(*api.Batch, time.Time) []batchEffect {
-	return []batchEffect{{kind: batchWait, after: batchRetry}}
+func lookLater(*api.Batch, time.Time) []BatchEffect {
+	return []BatchEffect{{Kind: BatchWait, After: Retry}}
 }
