@@ -20,7 +20,7 @@ const (
 	CatchUpNone CatchUp = "none"
 	// CatchUpLatest makes the latest missed firing only.
 	CatchUpLatest CatchUp = "latest"
-	// CatchUpAll makes every missed firing, oldest first, up to maxCatchUp.
+	// CatchUpAll makes every missed firing, oldest first, at most the last 100.
 	CatchUpAll CatchUp = "all"
 )
 

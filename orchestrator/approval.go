@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/chiffon-dev/chiffon/api"
-	machines "github.com/chiffon-dev/chiffon/orchestrator/fleet" // type fleet (fleet.go) has the name
+	"github.com/chiffon-dev/chiffon/orchestrator/fleet"
 	"github.com/chiffon-dev/chiffon/orchestrator/task"
 	"github.com/chiffon-dev/chiffon/orchestrator/webhook"
 )
@@ -189,7 +189,7 @@ func (o *Orchestrator) DecideBatch(ctx context.Context, id string, approve bool,
 	a.State = task.ApprovalApproved
 	if !approve {
 		a.State = task.ApprovalRejected
-		machines.RejectBatch(b, now)
+		fleet.RejectBatch(b, now)
 	}
 	if err := o.putBatch(b); err != nil {
 		return nil, err

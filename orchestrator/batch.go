@@ -12,7 +12,7 @@ import (
 
 	"github.com/chiffon-dev/chiffon/api"
 	"github.com/chiffon-dev/chiffon/envelope"
-	machines "github.com/chiffon-dev/chiffon/orchestrator/fleet" // type fleet (fleet.go) has the name
+	"github.com/chiffon-dev/chiffon/orchestrator/fleet"
 	"github.com/chiffon-dev/chiffon/orchestrator/task"
 	"github.com/chiffon-dev/chiffon/orchestrator/webhook"
 )
@@ -188,7 +188,7 @@ func (o *Orchestrator) Batches(limit int) ([]*api.Batch, error) {
 }
 
 // refresh brings a running batch's targets to their tasks' states, and sets
-// its state (machines.ViewBatch): a stored finished batch holds its final view
+// its state (fleet.ViewBatch): a stored finished batch holds its final view
 // already.
 func (o *Orchestrator) refresh(b *api.Batch) error {
 	if b.State != api.BatchRunning {
@@ -198,7 +198,7 @@ func (o *Orchestrator) refresh(b *api.Batch) error {
 	if err != nil {
 		return err
 	}
-	machines.ViewBatch(b, tasks)
+	fleet.ViewBatch(b, tasks)
 	return nil
 }
 

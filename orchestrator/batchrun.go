@@ -8,13 +8,13 @@ import (
 	"time"
 
 	"github.com/chiffon-dev/chiffon/api"
-	machines "github.com/chiffon-dev/chiffon/orchestrator/fleet" // type fleet (fleet.go) has the name
+	"github.com/chiffon-dev/chiffon/orchestrator/fleet"
 	"github.com/chiffon-dev/chiffon/orchestrator/task"
 	"github.com/chiffon-dev/chiffon/orchestrator/webhook"
 )
 
 // runBatch runs batch b until its end is stored: it looks at the batch, asks the
-// batch machine (machines.DecideBatch) what to do, and does it: makes the tasks
+// batch machine (fleet.DecideBatch) what to do, and does it: makes the tasks
 // of the waiting targets, stores the end, or waits until one of its tasks ends,
 // the approval expires, or a failure is worth trying again. Each task's id is
 // the one the record names, so a task made before (by an earlier runner, before
@@ -51,36 +51,36 @@ func (o *Orchestrator) stepBatch(b *api.Batch, log *slog.Logger) (after time.Dur
 		stored, err := o.storedBatch(b.ID)
 		if err != nil {
 			log.Warn("batch: read its approval", "err", err)
-			return machines.Retry, false
+			return fleet.Retry, false
 		}
 		*b = *stored
 	}
 	tasks, err := o.batchTasks(b)
 	if err != nil {
 		log.Warn("batch: read its tasks", "err", err)
-		return machines.Retry, false
+		return fleet.Retry, false
 	}
-	view, effects := machines.DecideBatch(b, tasks, time.Now().UTC())
+	view, effects := fleet.DecideBatch(b, tasks, time.Now().UTC())
 	for _, e := range effects {
 		switch e.Kind {
-		case machines.BatchMakeTask:
+		case fleet.BatchMakeTask:
 			org := origin{id: taskOf(b, e.AgentID), requestID: derivedID("batch-request", b.ID, e.AgentID),
 				batchID: b.ID, schedule: b.Schedule, fireTime: b.FireTime, by: b.CreatedBy, approval: b.Approval}
 			if _, _, err := o.submit(b.TaskFor(e.AgentID), org); err != nil {
 				log.Warn("batch: make a task", "agent_id", e.AgentID, "err", err)
-				return machines.Retry, false
+				return fleet.Retry, false
 			}
 			o.fleet.bump()
-		case machines.BatchStoreEnd:
+		case fleet.BatchStoreEnd:
 			if err := o.putBatch(&view); err != nil {
 				log.Warn("batch: store its end", "err", err)
-				return machines.Retry, false
+				return fleet.Retry, false
 			}
 			log.Info("batch finished", "state", view.State, "counts", fmt.Sprint(view.Counts))
 			o.batchFinished(&view)
-		case machines.BatchWait:
+		case fleet.BatchWait:
 			return e.After, false
-		case machines.BatchStop:
+		case fleet.BatchStop:
 			return 0, true
 		}
 	}

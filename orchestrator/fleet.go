@@ -7,11 +7,11 @@ import (
 	"github.com/chiffon-dev/chiffon/api"
 )
 
-// fleet is what the core runs beside the tasks while it runs: a runner for each
+// fleetRuns is what the core runs beside the tasks while it runs: a runner for each
 // running batch (batchrun.go) and the schedules' clock (schedrun.go). It starts
 // once the core serves (Open alone, lead in a group) and stops with it; what it
 // does is kept in the task store, so the next core picks it up.
-type fleet struct {
+type fleetRuns struct {
 	mu     sync.Mutex
 	ctx    context.Context // nil while stopped
 	cancel context.CancelFunc
@@ -20,7 +20,7 @@ type fleet struct {
 	// schedules wakes the schedules' clock when a schedule changes.
 	schedules chan struct{}
 	// changed tells the batch event streams that a batch changed. It has a lock
-	// of its own, so that no method of fleet needs mu held to bump it.
+	// of its own, so that no method of fleetRuns needs mu held to bump it.
 	changed broadcast
 }
 
@@ -103,7 +103,7 @@ func (o *Orchestrator) goCore(fn func()) bool {
 }
 
 // batchMade starts b's runner, unless the fleet is stopped or b has one.
-func (f *fleet) batchMade(o *Orchestrator, b *api.Batch) {
+func (f *fleetRuns) batchMade(o *Orchestrator, b *api.Batch) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.ctx == nil || f.batches[b.ID] != nil {
@@ -118,7 +118,7 @@ func (f *fleet) batchMade(o *Orchestrator, b *api.Batch) {
 }
 
 // batchEnded forgets the runner of batch id.
-func (f *fleet) batchEnded(id string) {
+func (f *fleetRuns) batchEnded(id string) {
 	f.mu.Lock()
 	delete(f.batches, id)
 	f.mu.Unlock()
@@ -127,7 +127,7 @@ func (f *fleet) batchEnded(id string) {
 
 // taskEnded wakes the runner of batch id, one of whose tasks ended. It never
 // waits: the loop calls it.
-func (f *fleet) taskEnded(id string) {
+func (f *fleetRuns) taskEnded(id string) {
 	f.mu.Lock()
 	if wake := f.batches[id]; wake != nil {
 		select {
@@ -140,7 +140,7 @@ func (f *fleet) taskEnded(id string) {
 }
 
 // schedulesChanged wakes the schedules' clock.
-func (f *fleet) schedulesChanged() {
+func (f *fleetRuns) schedulesChanged() {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	select {
@@ -150,7 +150,7 @@ func (f *fleet) schedulesChanged() {
 }
 
 // changes returns a channel closed at the next change of a batch.
-func (f *fleet) changes() <-chan struct{} { return f.changed.wait() }
+func (f *fleetRuns) changes() <-chan struct{} { return f.changed.wait() }
 
 // bump tells the batch event streams that a batch changed.
-func (f *fleet) bump() { f.changed.bump() }
+func (f *fleetRuns) bump() { f.changed.bump() }

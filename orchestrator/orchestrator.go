@@ -96,7 +96,7 @@ type Orchestrator struct {
 	// link follows the connection to the broker (link.go).
 	link link
 	// fleet runs the batches and the schedules while the core runs.
-	fleet fleet
+	fleet fleetRuns
 	// schedMu orders the changes this orchestrator makes to schedules, batchMu
 	// those to batches waiting for approval.
 	schedMu, batchMu sync.Mutex

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/chiffon-dev/chiffon/api"
-	machines "github.com/chiffon-dev/chiffon/orchestrator/fleet" // type fleet (fleet.go) has the name
+	"github.com/chiffon-dev/chiffon/orchestrator/fleet"
 )
 
 // scheduleIdle is the longest the schedules' clock sleeps: it reads the
@@ -40,20 +40,20 @@ func (o *Orchestrator) runSchedules(ctx context.Context, wake <-chan struct{}) {
 }
 
 // fireDue makes each schedule's firings due at now, as the schedule machine
-// (machines.DecideSchedule) says, and returns when to look again: the earliest
+// (fleet.DecideSchedule) says, and returns when to look again: the earliest
 // next firing, or sooner after a failure.
 func (o *Orchestrator) fireDue(started, now time.Time) time.Time {
 	next := now.Add(scheduleIdle)
 	defs, fired, err := o.readSchedules()
 	if err != nil {
 		o.log.Warn("schedules: read", "err", err)
-		return now.Add(machines.Retry)
+		return now.Add(fleet.Retry)
 	}
 	for _, s := range defs {
-		if at, ok := o.runSchedule(s, machines.DecideSchedule(s, fired[s.Name], started, now)); ok {
+		if at, ok := o.runSchedule(s, fleet.DecideSchedule(s, fired[s.Name], started, now)); ok {
 			next = earliest(next, at)
 		} else {
-			next = earliest(next, now.Add(machines.Retry))
+			next = earliest(next, now.Add(fleet.Retry))
 		}
 	}
 	return next
@@ -62,19 +62,19 @@ func (o *Orchestrator) fireDue(started, now time.Time) time.Time {
 // runSchedule carries out s's effects, in order: it returns when s wants the
 // clock back (the zero time and true when it does not), or false after a
 // failure, which the clock tries again soon.
-func (o *Orchestrator) runSchedule(s *api.Schedule, effects []machines.ScheduleEffect) (time.Time, bool) {
+func (o *Orchestrator) runSchedule(s *api.Schedule, effects []fleet.ScheduleEffect) (time.Time, bool) {
 	var made *api.Firing
 	wake := time.Time{}
 	for _, e := range effects {
 		switch e.Kind {
-		case machines.ScheduleFire:
+		case fleet.ScheduleFire:
 			f, err := o.fire(s, e.At)
 			if err != nil {
 				o.log.Warn("schedule: fire", "schedule", s.Name, "err", err)
 				return time.Time{}, false
 			}
 			made = f
-		case machines.ScheduleSaveFiring:
+		case fleet.ScheduleSaveFiring:
 			last := made
 			if last == nil || !last.At.Equal(e.At) {
 				last = &api.Firing{At: e.At} // skipped, not made
@@ -83,9 +83,9 @@ func (o *Orchestrator) runSchedule(s *api.Schedule, effects []machines.ScheduleE
 				o.log.Warn("schedule: record a firing", "schedule", s.Name, "err", err)
 				return time.Time{}, false
 			}
-		case machines.ScheduleWake:
+		case fleet.ScheduleWake:
 			wake = e.At
-		case machines.ScheduleUnreadable:
+		case fleet.ScheduleUnreadable:
 			o.log.Error("schedule unreadable; it does not fire", "schedule", s.Name)
 		}
 	}

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/chiffon-dev/chiffon/api"
-	machines "github.com/chiffon-dev/chiffon/orchestrator/fleet" // type fleet (fleet.go) has the name
+	"github.com/chiffon-dev/chiffon/orchestrator/fleet"
 	"github.com/chiffon-dev/chiffon/orchestrator/task"
 )
 
@@ -137,7 +137,7 @@ func (o *Orchestrator) Schedules() ([]*api.Schedule, error) {
 func (o *Orchestrator) scheduleView(s *api.Schedule, last *api.Firing) *api.Schedule {
 	v := *s
 	v.Last = last
-	if next, ok := machines.NextFiring(s, last, time.Now()); ok {
+	if next, ok := fleet.NextFiring(s, last, time.Now()); ok {
 		v.Next = &next
 	}
 	return &v
