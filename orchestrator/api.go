@@ -11,6 +11,7 @@ import (
 
 	"github.com/chiffon-dev/chiffon/api"
 	"github.com/chiffon-dev/chiffon/envelope"
+	"github.com/chiffon-dev/chiffon/orchestrator/httplimit"
 	"github.com/chiffon-dev/chiffon/orchestrator/task"
 )
 
@@ -20,7 +21,7 @@ const maxBody = 1 << 20
 func (o *Orchestrator) newAPI() http.Handler {
 	mux := http.NewServeMux()
 	o.mux = mux
-	o.streams = newStreamLimiter(o.cfg.HTTP.Limits)
+	o.streams = httplimit.NewStreamLimiter(o.cfg.HTTP.Limits, func(r *http.Request) string { return CallerOf(r.Context()) })
 	route := func(pattern string, h http.HandlerFunc) { mux.Handle(pattern, o.requireToken(h)) }
 	// A standby forwards what needs the core to the leader (forward.go); the
 	// reads come from the store.
@@ -35,7 +36,7 @@ func (o *Orchestrator) newAPI() http.Handler {
 		writeJSON(w, http.StatusOK, t)
 	}))
 	route("GET /api/v1/tasks/{id}/output", o.withTask(o.apiOutput))
-	route("GET /api/v1/tasks/{id}/events", o.streams.stream(o.withTask(o.serveEvents)))
+	route("GET /api/v1/tasks/{id}/events", o.streams.Stream(o.withTask(o.serveEvents)))
 	route("GET /api/v1/tasks/{id}/history", o.withTask(o.apiHistory))
 	route("POST /api/v1/tasks/{id}/cancel", operatorOnly(o.leaderOnly(o.withTask(o.apiCancel))))
 	route("POST /api/v1/tasks/{id}/approve", operatorOnly(o.leaderOnly(o.withTask(o.apiDecide(true)))))
@@ -269,5 +270,5 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 }
 
 func writeError(w http.ResponseWriter, status int, code, field, msg string) {
-	writeJSON(w, status, api.ErrorBody{Error: api.APIErrorDetail{Code: code, Field: field, Message: msg}})
+	api.WriteError(w, status, code, field, msg)
 }

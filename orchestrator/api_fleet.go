@@ -26,7 +26,7 @@ func (o *Orchestrator) routeFleet(route func(string, http.HandlerFunc)) {
 	route("GET /api/v1/batches/{id}", o.withBatch(func(w http.ResponseWriter, _ *http.Request, b *api.Batch) {
 		writeJSON(w, http.StatusOK, b)
 	}))
-	route("GET /api/v1/batches/{id}/events", o.streams.stream(o.withBatch(o.serveBatchEvents)))
+	route("GET /api/v1/batches/{id}/events", o.streams.Stream(o.withBatch(o.serveBatchEvents)))
 	route("POST /api/v1/batches/{id}/approve", operatorOnly(o.leaderOnly(o.withBatch(o.apiDecideBatch(true)))))
 	route("POST /api/v1/batches/{id}/reject", operatorOnly(o.leaderOnly(o.withBatch(o.apiDecideBatch(false)))))
 	route("POST /api/v1/schedules", operatorOnly(o.leaderOnly(o.apiAddSchedule)))

@@ -11,6 +11,7 @@ import (
 
 	"github.com/chiffon-dev/chiffon/broker"
 	"github.com/chiffon-dev/chiffon/envelope"
+	"github.com/chiffon-dev/chiffon/orchestrator/httplimit"
 	"github.com/nats-io/nats.go"
 	"go.yaml.in/yaml/v3"
 )
@@ -78,8 +79,8 @@ type HTTPConfig struct {
 	// unset, the API is plain HTTP.
 	TLS TLSConfig `yaml:"tls"`
 	// Limits bound the connections and event streams clients hold open, and how
-	// long a request may take (httplimits.go).
-	Limits HTTPLimits `yaml:"limits"`
+	// long a request may take (package httplimit).
+	Limits httplimit.Limits `yaml:"limits"`
 	// Insecure allows plain HTTP on an address beyond loopback, such as behind a
 	// proxy that ends TLS on the same host. Without it, listening beyond loopback
 	// requires TLS: API tokens and dashboard cookies would cross the network in
@@ -213,7 +214,7 @@ func (c Config) WithDefaults() Config {
 	def(&c.Breaker.OpenFor, DefaultBreakerOpenFor)
 	def(&c.Retention, DefaultRetention)
 	def(&c.HA.Lease, DefaultLease)
-	c.HTTP.Limits = c.HTTP.Limits.withDefaults()
+	c.HTTP.Limits = c.HTTP.Limits.WithDefaults()
 	if c.Retry.MaxRetries == 0 {
 		c.Retry.MaxRetries = DefaultMaxRetries
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/chiffon-dev/chiffon/agent"
 	"github.com/chiffon-dev/chiffon/orchestrator"
+	"github.com/chiffon-dev/chiffon/orchestrator/httplimit"
 )
 
 func TestExampleConfigLoads(t *testing.T) {
@@ -82,13 +83,13 @@ func TestDefaults(t *testing.T) {
 	if c.MaxOutputBytes != agent.DefaultMaxOutputBytes || orchestrator.DefaultMaxOutputBytes != agent.DefaultMaxOutputBytes {
 		t.Fatalf("max_output_bytes defaults to %d, the agent's to %d", c.MaxOutputBytes, agent.DefaultMaxOutputBytes)
 	}
-	want := orchestrator.HTTPLimits{ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second,
+	want := httplimit.Limits{ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second,
 		WriteTimeout: 60 * time.Second, IdleTimeout: 60 * time.Second, MaxConnections: 1024,
 		MaxStreamsPerToken: 128, MaxStreams: 512}
 	if c.HTTP.Limits != want {
 		t.Fatalf("http.limits defaults %+v, want %+v", c.HTTP.Limits, want)
 	}
-	set := orchestrator.HTTPLimits{ReadTimeout: time.Second, MaxStreams: 3}
+	set := httplimit.Limits{ReadTimeout: time.Second, MaxStreams: 3}
 	if got := (orchestrator.Config{HTTP: orchestrator.HTTPConfig{Limits: set}}).WithDefaults().HTTP.Limits; got.ReadTimeout != time.Second || got.MaxStreams != 3 || got.IdleTimeout != 60*time.Second {
 		t.Fatalf("http.limits with two set: %+v", got)
 	}

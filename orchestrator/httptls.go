@@ -27,7 +27,7 @@ func (c HTTPConfig) Validate() error {
 	case c.TLS.KeyFile != "" && c.TLS.CertFile == "":
 		return fmt.Errorf("config: http.tls.cert_file: is required with http.tls.key_file")
 	}
-	if err := c.Limits.validate(); err != nil {
+	if err := c.Limits.Validate(); err != nil {
 		return err
 	}
 	if c.Listen != "" {

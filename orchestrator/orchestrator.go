@@ -28,6 +28,7 @@ import (
 	"github.com/chiffon-dev/chiffon/errcodes"
 	"github.com/chiffon-dev/chiffon/internal/lazylog"
 	"github.com/chiffon-dev/chiffon/internal/ratelog"
+	"github.com/chiffon-dev/chiffon/orchestrator/httplimit"
 	"github.com/chiffon-dev/chiffon/orchestrator/task"
 	"github.com/chiffon-dev/chiffon/orchestrator/webhook"
 	"github.com/nats-io/nats.go"
@@ -84,8 +85,8 @@ type Orchestrator struct {
 	hooks   *webhook.Dispatcher
 	handler http.Handler
 	mux     *http.ServeMux
-	// streams caps the API's event streams (streamlimits.go).
-	streams *streamLimiter
+	// streams caps the API's event streams (package httplimit).
+	streams *httplimit.StreamLimiter
 
 	// The core's subscriptions (see subscribe); after Close, subsClosed.
 	subsMu     sync.Mutex
@@ -297,7 +298,7 @@ func (o *Orchestrator) Serve(ctx context.Context, ln net.Listener) error {
 		o.log.Warn("http api serves plain HTTP beyond loopback (http.insecure): tokens and session cookies cross the network in the clear unless a proxy ends TLS",
 			"addr", ln.Addr().String())
 	}
-	srv, ln := o.cfg.HTTP.Limits.newServer(ctx, ln, o.handler, tlsConf)
+	srv, ln := o.cfg.HTTP.Limits.NewServer(ctx, ln, o.handler, tlsConf)
 	serve := srv.Serve
 	if tlsConf != nil {
 		serve = func(ln net.Listener) error { return srv.ServeTLS(ln, "", "") }

@@ -59,7 +59,7 @@ func TestRelayPassesOnARefusedStreamWithRetryAfter(t *testing.T) {
 func TestRelayedStreamLivesPastTheWriteTimeout(t *testing.T) {
 	const timeout = 200 * time.Millisecond
 	srv := streamServer(t, timeout, func(w http.ResponseWriter, r *http.Request) {
-		// As the API's event streams do (orchestrator/streamlimits.go).
+		// As the API's event streams do (orchestrator/httplimit/streams.go).
 		rc := http.NewResponseController(w)
 		w.Header().Set("Content-Type", "text/event-stream")
 		w.WriteHeader(http.StatusOK)

@@ -1,4 +1,4 @@
-package orchestrator
+package httplimit
 
 import (
 	"fmt"
@@ -6,28 +6,35 @@ import (
 	"strconv"
 	"sync"
 	"time"
+
+	"github.com/chiffon-dev/chiffon/api"
 )
 
-// streamLimiter caps the open event streams, per API token and in all: each
+// StreamLimiter caps the open event streams, per API token and in all: each
 // holds a goroutine, a connection and, for a task's, a place among its watchers.
-type streamLimiter struct {
+type StreamLimiter struct {
 	perToken, total int
 	// writeTimeout bounds each write of a stream.
 	writeTimeout time.Duration
+	// caller names the API token of a request.
+	caller func(*http.Request) string
 
 	mu      sync.Mutex
 	byToken map[string]int
 	open    int
 }
 
-func newStreamLimiter(l HTTPLimits) *streamLimiter {
-	return &streamLimiter{perToken: l.MaxStreamsPerToken, total: l.MaxStreams, writeTimeout: l.WriteTimeout,
-		byToken: map[string]int{}}
+// NewStreamLimiter caps streams at l.MaxStreamsPerToken per token, as caller
+// names a request's token, and l.MaxStreams in all, each write within
+// l.WriteTimeout. l is taken as it is: apply WithDefaults first.
+func NewStreamLimiter(l Limits, caller func(*http.Request) string) *StreamLimiter {
+	return &StreamLimiter{perToken: l.MaxStreamsPerToken, total: l.MaxStreams, writeTimeout: l.WriteTimeout,
+		caller: caller, byToken: map[string]int{}}
 }
 
 // take counts one more stream of token name, or answers the status that refuses
 // it: 429 when the token holds its share, 503 when all are taken.
-func (s *streamLimiter) take(name string) (status int) {
+func (s *StreamLimiter) take(name string) (status int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	switch {
@@ -41,7 +48,7 @@ func (s *streamLimiter) take(name string) (status int) {
 	return 0
 }
 
-func (s *streamLimiter) give(name string) {
+func (s *StreamLimiter) give(name string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.open--
@@ -50,23 +57,23 @@ func (s *streamLimiter) give(name string) {
 	}
 }
 
-// stream serves h, an event stream, within the caps, keyed by the caller's token
-// name (CallerOf). A stream outlives the server's WriteTimeout: each of its
+// Stream serves h, an event stream, within the caps, keyed by the caller's token
+// name. A stream outlives the server's WriteTimeout: each of its
 // writes gets writeTimeout of its own, so that a client that stops reading still
 // lets go. (The server lifts the read deadline itself once a request's body is
 // read.)
-func (s *streamLimiter) stream(h http.HandlerFunc) http.HandlerFunc {
+func (s *StreamLimiter) Stream(h http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		name := CallerOf(r.Context())
+		name := s.caller(r)
 		switch s.take(name) {
 		case http.StatusTooManyRequests:
 			w.Header().Set("Retry-After", strconv.Itoa(limitRetryAfter))
-			writeError(w, http.StatusTooManyRequests, "too_many_streams", "Authorization",
+			api.WriteError(w, http.StatusTooManyRequests, "too_many_streams", "Authorization",
 				fmt.Sprintf("this token already holds %d event streams open; close one or try again", s.perToken))
 			return
 		case http.StatusServiceUnavailable:
 			w.Header().Set("Retry-After", strconv.Itoa(limitRetryAfter))
-			writeError(w, http.StatusServiceUnavailable, "unavailable", "",
+			api.WriteError(w, http.StatusServiceUnavailable, "unavailable", "",
 				fmt.Sprintf("%d event streams are open, the most the orchestrator serves; try again", s.total))
 			return
 		}
