@@ -10,7 +10,6 @@ import (
 	"github.com/chiffon-dev/chiffon/api"
 	"github.com/chiffon-dev/chiffon/orchestrator/fleet"
 	"github.com/chiffon-dev/chiffon/orchestrator/task"
-	"github.com/chiffon-dev/chiffon/orchestrator/webhook"
 )
 
 // Approvals: a task whose work type the config marks `approval: required`, or
@@ -143,13 +142,6 @@ func (m *machine) expire(r *run) {
 	t.Approval.State, t.Approval.DecidedAt = task.ApprovalExpired, &now
 	r.log.Info("task rejected: its approval expired")
 	m.finish(r, task.StateRejected, nil, "rejected: nobody approved it by "+t.Approval.ExpiresAt.Format(time.RFC3339), nil)
-}
-
-// askApproval tells the webhook receivers that a task waits for approval.
-func (o *Orchestrator) askApproval(r *run) {
-	if o.hooks != nil {
-		o.hooks.Send(webhook.ApprovalRequested, cloneTask(r.t))
-	}
 }
 
 // batchApprovalNeeded says why batch b needs an approval, or "": its work type

@@ -74,7 +74,7 @@ func (o *Orchestrator) breakerChanged(a *agentEntry, from, to gobreaker.State) {
 		}
 		o.pingLater(a, o.cfg.Breaker.OpenFor)
 	case gobreaker.StateClosed:
-		o.drainQueue(a.typ)
+		o.drain(a.typ)
 	}
 }
 

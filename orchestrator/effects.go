@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/chiffon-dev/chiffon/envelope"
-	"github.com/chiffon-dev/chiffon/orchestrator/task"
 )
 
 // do carries out one effect of the machine for r; an effect that
@@ -33,17 +32,17 @@ func (o *Orchestrator) do(r *run, eff effect) {
 	case stopAll:
 		r.stopTimers()
 	case notify:
-		o.notify(r.t.ID, e.ev)
+		o.emit(Event{Kind: TaskStep, TaskID: r.t.ID, Event: e.ev})
 	case enqueue:
 		o.enqueue(r, e.head)
 	case unqueue:
 		o.queues[r.t.ToAgent] = slices.DeleteFunc(o.queues[r.t.ToAgent], func(id string) bool { return id == r.t.ID })
 	case route:
 		if !e.unlessOnline || !o.anyOnline(r.t.ToAgent) {
-			o.route(r)
+			o.then(followUp{r: r})
 		}
 	case drain:
-		o.drainQueue(r.t.ToAgent)
+		o.then(followUp{drain: r.t.ToAgent})
 	case cancelAgent:
 		o.sendCancel(r, e)
 	case unreachable:
@@ -58,7 +57,7 @@ func (o *Orchestrator) do(r *run, eff effect) {
 	case rejected:
 		o.metrics.invalid.Inc()
 	case asked:
-		o.askApproval(r)
+		o.emit(Event{Kind: TaskAwaitsApproval, TaskID: r.t.ID, Task: cloneTask(r.t)})
 	case forget:
 		o.forget(r, e)
 	}
@@ -85,7 +84,7 @@ func (o *Orchestrator) release(r *run, e release) {
 		r.agent = nil
 		a.inflight--
 		if e.drain {
-			o.drainQueue(a.typ)
+			o.then(followUp{drain: a.typ})
 		}
 	}
 }
@@ -108,26 +107,17 @@ func (o *Orchestrator) markUnreachable(agentID string) {
 	}
 }
 
-// forget removes r's ended task from the live ones and ends its streams with the
-// final task. Unless the task was never stored (e.uncount, which takes it out of
-// the tasks-by-state gauge instead), the webhook receivers and its batch learn
-// of the end.
+// forget removes r's ended task from the live ones and tells the readers of the
+// end: stored, or, for a task never stored (e.uncount, which takes it out of the
+// tasks-by-state gauge too), dropped.
 func (o *Orchestrator) forget(r *run, e forget) {
+	delete(o.runs, r.t.ID)
 	if e.uncount {
 		o.metrics.tasks.WithLabelValues(string(r.t.State)).Dec()
+		o.emit(Event{Kind: TaskDropped, TaskID: r.t.ID})
+		return
 	}
-	delete(o.runs, r.t.ID)
-	var final *task.Task
-	if !e.uncount && len(o.watchers[r.t.ID]) > 0 {
-		final = cloneTask(r.t)
-	}
-	if !e.uncount && o.hooks != nil { // the end is stored: tell the receivers
-		o.hooks.Send(taskEvent(r.t.State), cloneTask(r.t))
-	}
-	if !e.uncount && r.t.BatchID != "" {
-		o.fleet.taskEnded(r.t.BatchID)
-	}
-	o.closeWatchers(r.t.ID, final)
+	o.emit(Event{Kind: TaskEnded, TaskID: r.t.ID, Task: cloneTask(r.t)})
 }
 
 func (r *run) stopTimers() {
@@ -152,7 +142,7 @@ func (o *Orchestrator) sendWork(r *run, e publish) {
 	reply := o.subj.OrchTask(o.id, e.agentID, r.t.ID, r.nonce)
 	r.log.Debug("work_request sent", "agent_id", e.agentID, "attempt", r.t.Attempts, "message_id", e.env.MessageID)
 	if err := o.publish(o.subj.AgentWork(e.agentID), reply, e.agentID, e.env); err != nil {
-		o.deliver(r, sendFailed{attempt: e.attempt, err: err})
+		o.then(followUp{r: r, ev: sendFailed{attempt: e.attempt, err: err}})
 	}
 }
 

@@ -139,6 +139,13 @@ func (f *fleetRuns) taskEnded(id string) {
 	f.changed.bump()
 }
 
+// read takes the core's events: a batch's task that ended wakes its runner.
+func (f *fleetRuns) read(ev Event) {
+	if ev.Kind == TaskEnded && ev.Task.BatchID != "" {
+		f.taskEnded(ev.Task.BatchID)
+	}
+}
+
 // schedulesChanged wakes the schedules' clock.
 func (f *fleetRuns) schedulesChanged() {
 	f.mu.Lock()

@@ -189,12 +189,7 @@ func (o *Orchestrator) stepDown() {
 		clear(o.runs)
 		clear(o.agents)
 		clear(o.queues)
-		for id, ws := range o.watchers {
-			for w := range ws {
-				w.close()
-			}
-			delete(o.watchers, id)
-		}
+		o.emit(Event{Kind: Stopped})
 	})
 	o.log.Warn("standby: no longer leading; the core is stopped")
 }

@@ -3,6 +3,7 @@ package orchestrator
 import (
 	"sync"
 
+	"github.com/chiffon-dev/chiffon/envelope"
 	"github.com/chiffon-dev/chiffon/orchestrator/task"
 )
 
@@ -131,8 +132,25 @@ func (o *Orchestrator) call(job func()) error {
 	return nil
 }
 
-// deliver applies ev to r, carries out the effects and returns them.
+// deliver applies ev to r, carries out the effects and returns them. What the
+// effects ask for in turn (routing r, draining a queue, the event of a failed
+// publish) is data: it waits in o.next, and deliver does it once the effects are
+// done, in order, with what that queues in turn. No effect applies an event
+// itself; one that runs while deliver works only adds to o.next.
 func (o *Orchestrator) deliver(r *run, ev event) []effect {
+	if o.busy {
+		o.then(followUp{r: r, ev: ev})
+		return nil
+	}
+	o.busy = true
+	effs := o.apply(r, ev)
+	o.runNext()
+	o.busy = false
+	return effs
+}
+
+// apply applies ev to r and carries out its effects.
+func (o *Orchestrator) apply(r *run, ev event) []effect {
 	if o.closed || r.dropped {
 		return nil // the tasks resume at the next Open, or with the next leader
 	}
@@ -143,6 +161,45 @@ func (o *Orchestrator) deliver(r *run, ev event) []effect {
 		o.do(r, eff)
 	}
 	return effs
+}
+
+// followUp is work an effect asks the loop for: ev for r, routing r, or draining
+// the queue of agents of type drain.
+type followUp struct {
+	r     *run
+	ev    event
+	drain envelope.AgentType
+}
+
+// then queues f for runNext.
+func (o *Orchestrator) then(f followUp) { o.next = append(o.next, f) }
+
+// runNext does the work in o.next, in order, with what it queues in turn.
+func (o *Orchestrator) runNext() {
+	for i := 0; i < len(o.next); i++ {
+		f := o.next[i]
+		o.next[i] = followUp{}
+		switch {
+		case f.ev != nil:
+			o.apply(f.r, f.ev)
+		case f.r != nil:
+			o.route(f.r)
+		default:
+			o.drainQueue(f.drain)
+		}
+	}
+	o.next = o.next[:0]
+}
+
+// drain routes the queued tasks of typ while agents have room, now or, while
+// deliver works, after the effects being carried out.
+func (o *Orchestrator) drain(typ envelope.AgentType) {
+	o.then(followUp{drain: typ})
+	if !o.busy {
+		o.busy = true
+		o.runNext()
+		o.busy = false
+	}
 }
 
 // countState keeps the tasks-by-state gauge right after a task moved from before to

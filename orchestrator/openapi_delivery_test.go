@@ -76,7 +76,7 @@ func sentEvents(t *testing.T) []string {
 			if !ok || sel.Sel.Name != "Send" || len(call.Args) == 0 {
 				return true
 			}
-			if recv, ok := sel.X.(*ast.SelectorExpr); !ok || recv.Sel.Name != "hooks" {
+			if name := receiverName(sel.X); name != "hooks" {
 				return true
 			}
 			switch arg := call.Args[0].(type) {
@@ -101,6 +101,17 @@ func sentEvents(t *testing.T) []string {
 	}
 	slices.Sort(sent)
 	return sent
+}
+
+// receiverName is the name of x, a variable or a field.
+func receiverName(x ast.Expr) string {
+	switch x := x.(type) {
+	case *ast.Ident:
+		return x.Name
+	case *ast.SelectorExpr:
+		return x.Sel.Name
+	}
+	return ""
 }
 
 // TestOpenAPIDeliveryEventIsEveryEventSent: the OpenAPI document's

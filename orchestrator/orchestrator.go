@@ -87,6 +87,8 @@ type Orchestrator struct {
 	mux     *http.ServeMux
 	// streams caps the API's event streams (package httplimit).
 	streams *httplimit.StreamLimiter
+	// watchers are the live streams of single tasks, a reader of the events.
+	watchers watchHub
 
 	// The core's subscriptions (see subscribe); after Close, subsClosed.
 	subsMu     sync.Mutex
@@ -110,13 +112,18 @@ type Orchestrator struct {
 	agents   map[string]*agentEntry
 	runs     map[string]*run
 	queues   map[envelope.AgentType][]string
-	watchers map[string]map[*watcher]struct{}
+	// readers take the core's events (events.go).
+	readers []*reader
 	// moreComing is set while the job running has more behind it in its batch: the
 	// store may hold the writes it makes for a later one's commit (see
 	// task.Write.MoreComing); held counts them, and the loop flushes them when the
 	// batch ends.
 	moreComing bool
 	held       int
+	// next is the work the effects of the event being applied ask for, which
+	// deliver does after them; busy says deliver is at work (loop.go).
+	next []followUp
+	busy bool
 
 	wg   sync.WaitGroup
 	done chan struct{}
@@ -159,7 +166,6 @@ func Open(cfg Config, opts Options) (*Orchestrator, error) {
 		agents:   map[string]*agentEntry{},
 		runs:     map[string]*run{},
 		queues:   map[envelope.AgentType][]string{},
-		watchers: map[string]map[*watcher]struct{}{},
 		done:     make(chan struct{}),
 		metrics:  newMetrics(),
 		mail:     newMailbox(),
@@ -186,8 +192,10 @@ func Open(cfg Config, opts Options) (*Orchestrator, error) {
 			return nil, err
 		}
 	}
+	o.readers = []*reader{{fn: o.watchers.read}, {fn: o.fleet.read}}
 	if len(receivers) > 0 { // Close stops it
 		o.hooks = webhook.New(receivers, webhook.Options{Logger: o.log, Keeper: deliveryKeeper{o.st}})
+		o.readers = append(o.readers, &reader{fn: hookReader(o.hooks)})
 	}
 	go o.loop()
 	start := o.start
@@ -340,12 +348,7 @@ func (o *Orchestrator) Close() error {
 		for _, a := range o.agents {
 			a.stopTimers()
 		}
-		for id, ws := range o.watchers {
-			for w := range ws {
-				w.close()
-			}
-			delete(o.watchers, id)
-		}
+		o.emit(Event{Kind: Stopped})
 	})
 	if !first {
 		return nil

@@ -149,7 +149,7 @@ func (o *Orchestrator) wakeAt(a *agentEntry, until time.Time) {
 			}
 			rl.wake = nil
 			if !o.closed {
-				o.drainQueue(a.typ)
+				o.drain(a.typ)
 			}
 		})
 	})

@@ -243,7 +243,7 @@ func (o *Orchestrator) register(typ envelope.AgentType, reg *envelope.Register, 
 		return
 	}
 	o.seen(a, now)
-	o.drainQueue(a.typ)
+	o.drain(a.typ)
 }
 
 // seen marks a online and restarts its offline timer.
@@ -322,7 +322,7 @@ func (o *Orchestrator) heartbeat(agentID, instance string, hb *envelope.Heartbea
 	}
 	o.seen(a, now)
 	o.resendInFlight(a)
-	o.drainQueue(a.typ)
+	o.drain(a.typ)
 }
 
 // inFlightOn lists the tasks whose current attempt went to agentID and has not

@@ -200,7 +200,7 @@ func (o *Orchestrator) route(r *run) {
 		if a := o.agents[r.stick]; a != nil { // nil: not registered since a restart
 			version = a.version
 		}
-		o.deliver(r, routed{agentID: r.stick, version: version})
+		o.apply(r, routed{agentID: r.stick, version: version})
 		return
 	}
 	o.dispatchOrHold(r, o.pick(r), false)
@@ -216,7 +216,7 @@ func (o *Orchestrator) dispatchOrHold(r *run, res pickResult, again bool) {
 		o.charge(res.agent, r.t.WorkType, time.Now())
 	}
 	if !again {
-		o.deliver(r, res.routed())
+		o.apply(r, res.routed())
 	}
 	first, held := res.earliestHold()
 	if res.agent != nil || !held {

@@ -71,6 +71,19 @@ func taskEvent(s task.State) string {
 	return webhook.TaskFailed // failed, error, rejected
 }
 
+// hookReader sends the receivers the events they may want: a task's end and a
+// task that waits for approval.
+func hookReader(hooks *webhook.Dispatcher) func(Event) {
+	return func(ev Event) {
+		switch ev.Kind {
+		case TaskEnded:
+			hooks.Send(taskEvent(ev.Task.State), ev.Task)
+		case TaskAwaitsApproval:
+			hooks.Send(webhook.ApprovalRequested, ev.Task)
+		}
+	}
+}
+
 // Deliveries returns the recorded webhook deliveries, newest first.
 func (o *Orchestrator) Deliveries() []webhook.Delivery {
 	if o.hooks == nil {
