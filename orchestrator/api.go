@@ -11,6 +11,7 @@ import (
 
 	"github.com/chiffon-dev/chiffon/api"
 	"github.com/chiffon-dev/chiffon/envelope"
+	"github.com/chiffon-dev/chiffon/orchestrator/core"
 	"github.com/chiffon-dev/chiffon/orchestrator/httplimit"
 	"github.com/chiffon-dev/chiffon/orchestrator/task"
 )
@@ -68,7 +69,7 @@ func (o *Orchestrator) newAPI() http.Handler {
 		}
 		writeJSON(w, code, api.Readiness{Status: status, Role: o.Role()})
 	})
-	mux.Handle("GET /metrics", o.metrics.handler())
+	mux.Handle("GET /metrics", o.metrics.Handler())
 	return mux
 }
 
@@ -211,7 +212,7 @@ func (o *Orchestrator) apiCancel(w http.ResponseWriter, r *http.Request, id stri
 	switch {
 	case errors.As(err, &fe):
 		writeError(w, http.StatusBadRequest, "invalid_field", fe.Field, fe.Message)
-	case errors.Is(err, ErrFinished):
+	case errors.Is(err, core.ErrFinished):
 		writeError(w, http.StatusConflict, "finished", "id", fmt.Sprintf("task already %s", t.State))
 	case err != nil:
 		writeTaskErr(w, err)
@@ -243,7 +244,7 @@ func (o *Orchestrator) apiDecide(approve bool) func(http.ResponseWriter, *http.R
 		switch {
 		case errors.As(err, &fe):
 			writeError(w, http.StatusBadRequest, "invalid_field", fe.Field, fe.Message)
-		case errors.Is(err, ErrNotAwaitingApproval):
+		case errors.Is(err, core.ErrNotAwaitingApproval):
 			writeError(w, http.StatusConflict, "not_awaiting_approval", "id", fmt.Sprintf("the task is %s, not awaiting approval", t.State))
 		case err != nil:
 			writeTaskErr(w, err)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/chiffon-dev/chiffon/api"
 	"github.com/chiffon-dev/chiffon/envelope"
+	"github.com/chiffon-dev/chiffon/orchestrator/core"
 	"github.com/chiffon-dev/chiffon/orchestrator/task"
 )
 
@@ -85,7 +86,7 @@ func decodeOptional(w http.ResponseWriter, r *http.Request, v any) bool {
 // writeRequestErr answers an error of a request that makes something.
 func writeRequestErr(w http.ResponseWriter, err error) {
 	var fe *api.FieldError
-	var tle *TooLargeError
+	var tle *core.TooLargeError
 	switch {
 	case errors.As(err, &fe):
 		writeError(w, http.StatusBadRequest, "invalid_field", fe.Field, fe.Message)
@@ -206,7 +207,7 @@ func (o *Orchestrator) apiDecideBatch(approve bool) func(http.ResponseWriter, *h
 		}
 		got, err := o.DecideBatch(r.Context(), b.ID, approve, req.Note)
 		switch {
-		case errors.Is(err, ErrNotAwaitingApproval):
+		case errors.Is(err, core.ErrNotAwaitingApproval):
 			writeError(w, http.StatusConflict, "not_awaiting_approval", "id", fmt.Sprintf("the batch is %s, not awaiting approval", b.State))
 		case err != nil:
 			writeRequestErr(w, err)

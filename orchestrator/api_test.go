@@ -286,7 +286,7 @@ func TestAPIRefusesATaskTooLargeForTheBrokerBeforeStoringIt(t *testing.T) {
 			_, err := o.Submit(t.Context(), withText(probe))
 			var tle *orchestrator.TooLargeError
 			if !errors.As(err, &tle) || !errors.Is(err, orchestrator.ErrTooLarge) {
-				t.Fatalf("Submit of %d bytes of text: %v, want a *TooLargeError", probe, err)
+				t.Fatalf("Submit of %d bytes of text: %v, want a *core.TooLargeError", probe, err)
 			}
 			if tle.Limit != tc.wantLimit || tle.Size <= tle.Limit {
 				t.Fatalf("TooLargeError %+v, want limit %d", tle, tc.wantLimit)

@@ -5,6 +5,7 @@ import (
 	"sync"
 
 	"github.com/chiffon-dev/chiffon/api"
+	"github.com/chiffon-dev/chiffon/orchestrator/core"
 )
 
 // fleetRuns is what the core runs beside the tasks while it runs: a runner for each
@@ -17,6 +18,8 @@ type fleetRuns struct {
 	cancel context.CancelFunc
 	// batches wakes each running batch's runner when one of its tasks ends.
 	batches map[string]chan struct{}
+	// core is the core the runners run beside; they end before it.
+	core *core.Core
 	// schedules wakes the schedules' clock when a schedule changes.
 	schedules chan struct{}
 	// changed tells the batch event streams that a batch changed. It has a lock
@@ -53,7 +56,7 @@ func (b *broadcast) bump() {
 
 // startFleet starts the batch runners of the running batches and the schedules'
 // clock, and sends the webhook deliveries kept from before.
-func (o *Orchestrator) startFleet() error {
+func (o *Orchestrator) startFleet(c *core.Core) error {
 	f := &o.fleet
 	f.mu.Lock()
 	if f.ctx != nil {
@@ -61,6 +64,7 @@ func (o *Orchestrator) startFleet() error {
 		return nil
 	}
 	f.ctx, f.cancel = context.WithCancel(context.Background())
+	f.core = c
 	f.batches, f.schedules = map[string]chan struct{}{}, make(chan struct{}, 1)
 	f.mu.Unlock()
 	o.restoreDeliveries()
@@ -84,22 +88,16 @@ func (o *Orchestrator) stopFleet() {
 	if f.cancel != nil {
 		f.cancel()
 	}
-	f.ctx, f.cancel, f.batches = nil, nil, nil
+	f.ctx, f.cancel, f.batches, f.core = nil, nil, nil, nil
 }
 
-// goCore runs fn on a goroutine Close waits for, unless o is closing.
+// goCore runs fn on a goroutine the running core's Close waits for, unless it
+// is closing.
 func (o *Orchestrator) goCore(fn func()) bool {
-	o.subsMu.Lock() // Close waits for o.wg once subsClosed is set
-	defer o.subsMu.Unlock()
-	if o.subsClosed {
-		return false
-	}
-	o.wg.Add(1)
-	go func() {
-		defer o.wg.Done()
-		fn()
-	}()
-	return true
+	o.fleet.mu.Lock()
+	c := o.fleet.core
+	o.fleet.mu.Unlock()
+	return c != nil && c.Go(fn)
 }
 
 // batchMade starts b's runner, unless the fleet is stopped or b has one.
@@ -112,7 +110,7 @@ func (f *fleetRuns) batchMade(o *Orchestrator, b *api.Batch) {
 	wake := make(chan struct{}, 1)
 	f.batches[b.ID] = wake
 	ctx := f.ctx
-	if !o.goCore(func() { o.runBatch(ctx, b, wake) }) {
+	if !f.core.Go(func() { o.runBatch(ctx, b, wake) }) {
 		delete(f.batches, b.ID)
 	}
 }
@@ -140,8 +138,8 @@ func (f *fleetRuns) taskEnded(id string) {
 }
 
 // read takes the core's events: a batch's task that ended wakes its runner.
-func (f *fleetRuns) read(ev Event) {
-	if ev.Kind == TaskEnded && ev.Task.BatchID != "" {
+func (f *fleetRuns) read(ev core.Event) {
+	if ev.Kind == core.TaskEnded && ev.Task.BatchID != "" {
 		f.taskEnded(ev.Task.BatchID)
 	}
 }

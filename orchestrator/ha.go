@@ -9,9 +9,7 @@ import (
 	"time"
 
 	"github.com/chiffon-dev/chiffon/api"
-	"github.com/chiffon-dev/chiffon/broker"
 	"github.com/chiffon-dev/chiffon/orchestrator/jsstore"
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nuid"
 )
 
@@ -67,10 +65,6 @@ func (h HAConfig) validate(c Config) error {
 	return nil
 }
 
-// errNotLeading is publish's refusal to send while this orchestrator's lease
-// is not held.
-var errNotLeading = errors.New("this orchestrator does not lead")
-
 // haState is an orchestrator's part in its group.
 type haState struct {
 	store *jsstore.Store
@@ -83,6 +77,8 @@ type haState struct {
 	want bool   // the store leads
 	term uint64 // counts the store's terms
 	wake chan struct{}
+	// exited is closed when the role goroutine has stopped.
+	exited chan struct{}
 }
 
 // startHA joins the election; the role goroutine starts and stops the core as
@@ -93,16 +89,10 @@ func (o *Orchestrator) startHA() error {
 		return errors.New("ha.enabled needs the JetStream task store")
 	}
 	host, _ := os.Hostname()
-	h := &haState{store: js, name: host + "-" + nuid.Next()[:8], wake: make(chan struct{}, 1)}
+	h := &haState{store: js, name: host + "-" + nuid.Next()[:8], wake: make(chan struct{}, 1), exited: make(chan struct{})}
 	o.ha = h
-	o.metrics.leader.Set(0)
-	// Every message to an agent says which orchestrator of the group sent it.
-	// Nothing has been sent yet: the headers are not shared with anyone.
-	for _, a := range o.sec.agents {
-		a.header.Set(broker.HeaderInstance, h.name)
-	}
+	o.metrics.SetLeader(false)
 	o.log.Info("standby: joining the election", "name", h.name, "lease", o.cfg.HA.Lease)
-	o.wg.Add(1)
 	go o.roles()
 	return js.Elect(jsstore.ElectOptions{Name: h.name, API: o.cfg.HA.AdvertiseURL, Lease: o.cfg.HA.Lease,
 		OnLead: func() { h.set(true) },
@@ -124,11 +114,11 @@ func (h *haState) set(lead bool) {
 	}
 }
 
-// roles starts the core when the store leads and stops it when it stops
-// leading (or leads again in a new term, whose core starts afresh from the
-// store), until the orchestrator closes.
+// roles runs a core while the store leads and drops it when it stops leading
+// (or leads again in a new term, whose core starts afresh from the store),
+// until the orchestrator closes.
 func (o *Orchestrator) roles() {
-	defer o.wg.Done()
+	defer close(o.ha.exited)
 	h := o.ha
 	var running uint64 // the term whose core runs; 0: none
 	retry := time.NewTimer(time.Hour)
@@ -149,6 +139,7 @@ func (o *Orchestrator) roles() {
 			running = 0
 		}
 		if want && running == 0 {
+			o.log.Info("leading: resuming the unfinished tasks from the store")
 			if err := o.lead(); err != nil {
 				o.log.Error("leading: start", "err", err)
 				o.stepDown()
@@ -160,51 +151,17 @@ func (o *Orchestrator) roles() {
 	}
 }
 
-// lead starts the core, as Open does for a lone orchestrator.
-func (o *Orchestrator) lead() error {
-	o.log.Info("leading: resuming the unfinished tasks from the store")
-	if err := o.start(); err != nil {
-		return err
-	}
-	o.ha.active.Store(true)
-	o.metrics.leader.Set(1)
-	return o.startFleet()
-}
-
-// stepDown stops the core: no more messages come in, and every live thing goes.
-// The tasks stay in the store for the next leader.
+// stepDown drops the core: no more messages come in, and every live thing
+// goes with it. The tasks stay in the store for the next leader.
 func (o *Orchestrator) stepDown() {
-	o.stopFleet()
-	o.ha.active.Store(false)
-	o.metrics.leader.Set(0)
-	o.unsubscribe()
-	_ = o.call(func() {
-		for _, r := range o.runs {
-			r.stopTimers()
-			r.dropped = true
-		}
-		for _, a := range o.agents {
-			a.stopTimers()
-		}
-		clear(o.runs)
-		clear(o.agents)
-		clear(o.queues)
-		o.emit(Event{Kind: Stopped})
-	})
+	o.stop()
+	o.metrics.SetLeader(false)
 	o.log.Warn("standby: no longer leading; the core is stopped")
-}
-
-// leading reports whether this orchestrator may send to agents: always alone,
-// and in a group while the store's lease holds by this process's clock.
-func (o *Orchestrator) leading() bool {
-	return o.ha == nil || o.ha.store.Leading()
 }
 
 // serving reports whether this orchestrator runs the core and serves submit and
 // cancel itself.
-func (o *Orchestrator) serving() bool {
-	return o.ha == nil || o.ha.active.Load()
-}
+func (o *Orchestrator) serving() bool { return o.running.Load() != nil }
 
 // Role returns what the orchestrator is in its group.
 func (o *Orchestrator) Role() api.Role {
@@ -219,30 +176,4 @@ func (o *Orchestrator) Role() api.Role {
 		r.Leader = &api.Leader{Name: l.Name, API: l.API, Term: l.Term, Since: l.Since, LeaseMS: l.LeaseMS, Resigned: l.Resigned}
 	}
 	return r
-}
-
-// subscribe subscribes fn to subject for the core; unsubscribe ends every such
-// subscription. After Close, subscribe refuses.
-func (o *Orchestrator) subscribe(subject string, fn nats.MsgHandler) error {
-	o.subsMu.Lock()
-	defer o.subsMu.Unlock()
-	if o.subsClosed {
-		return ErrClosed
-	}
-	sub, err := o.nc.Subscribe(subject, fn)
-	if err != nil {
-		return fmt.Errorf("subscribe %s: %w", subject, err)
-	}
-	sub.SetPendingLimits(-1, 256<<20)
-	o.subs = append(o.subs, sub)
-	return nil
-}
-
-func (o *Orchestrator) unsubscribe() {
-	o.subsMu.Lock()
-	defer o.subsMu.Unlock()
-	for _, s := range o.subs {
-		_ = s.Unsubscribe()
-	}
-	o.subs = nil
 }

@@ -205,7 +205,7 @@ func TestOversizedRequestsAreRefused(t *testing.T) {
 		_, err = o.Submit(t.Context(), tc.req)
 		var tle *orchestrator.TooLargeError
 		if !errors.As(err, &tle) || tle.Limit != tc.limit || tle.Size <= tc.limit {
-			t.Errorf("%s: Submit: %v, want a *TooLargeError over %d", tc.name, err, tc.limit)
+			t.Errorf("%s: Submit: %v, want a *core.TooLargeError over %d", tc.name, err, tc.limit)
 		}
 	}
 	tasks, err := c.List(t.Context(), api.ListOptions{})

@@ -21,13 +21,13 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/chiffon-dev/chiffon/broker"
 	"github.com/chiffon-dev/chiffon/envelope"
-	"github.com/chiffon-dev/chiffon/errcodes"
-	"github.com/chiffon-dev/chiffon/internal/lazylog"
 	"github.com/chiffon-dev/chiffon/internal/ratelog"
+	"github.com/chiffon-dev/chiffon/orchestrator/core"
 	"github.com/chiffon-dev/chiffon/orchestrator/httplimit"
 	"github.com/chiffon-dev/chiffon/orchestrator/task"
 	"github.com/chiffon-dev/chiffon/orchestrator/webhook"
@@ -56,7 +56,10 @@ type Options struct {
 	Pages func(api http.Handler, authenticate func(token string) (role string, ok bool), path string) (http.Handler, error)
 }
 
-// Orchestrator is a running orchestrator. Its methods are safe for concurrent use.
+// Orchestrator is a running orchestrator: the task lifecycle (package core,
+// one core while it runs alone, one per term while it leads a group), with the
+// HTTP API, the batch and schedule runners and the webhook receivers around
+// it. Its methods are safe for concurrent use.
 type Orchestrator struct {
 	cfg Config
 	sec secrets
@@ -64,8 +67,6 @@ type Orchestrator struct {
 	// authLog logs refused messages at a bounded rate: a flood of them must not
 	// flood the log.
 	authLog *ratelog.Logger
-	// auth checks every message from an agent against that agent's token.
-	auth    broker.Authenticator
 	id      string
 	subj    broker.Subjects
 	nc      *nats.Conn
@@ -80,53 +81,29 @@ type Orchestrator struct {
 	// fwd signs and checks the answers to forwarded API requests (fwdsign.go).
 	fwd     fwdSigner
 	st      task.Store
-	metrics *metrics
+	metrics *core.Metrics
+	// link follows the connection to the broker, for every core.
+	link core.Link
 	// hooks delivers events to the webhook receivers; nil without any.
 	hooks   *webhook.Dispatcher
 	handler http.Handler
 	mux     *http.ServeMux
 	// streams caps the API's event streams (package httplimit).
 	streams *httplimit.StreamLimiter
-	// watchers are the live streams of single tasks, a reader of the events.
-	watchers watchHub
-
-	// The core's subscriptions (see subscribe); after Close, subsClosed.
-	subsMu     sync.Mutex
-	subs       []*nats.Subscription
-	subsClosed bool
 	// ha is this orchestrator's part in a group of them (ha.enabled), or nil.
 	ha *haState
-	// link follows the connection to the broker (link.go).
-	link link
+	// running is the core while one runs: from Open alone, from lead to
+	// stepDown in a group.
+	running atomic.Pointer[core.Core]
 	// fleet runs the batches and the schedules while the core runs.
 	fleet fleetRuns
 	// schedMu orders the changes this orchestrator makes to schedules, batchMu
 	// those to batches waiting for approval.
 	schedMu, batchMu sync.Mutex
 
-	// The loop (loop.go) owns the rest: only its jobs touch them.
-	mail     *mailbox
-	loopDone chan struct{}
-	m        machine
-	closed   bool
-	agents   map[string]*agentEntry
-	runs     map[string]*run
-	queues   map[envelope.AgentType][]string
-	// readers take the core's events (events.go).
-	readers []*reader
-	// moreComing is set while the job running has more behind it in its batch: the
-	// store may hold the writes it makes for a later one's commit (see
-	// task.Write.MoreComing); held counts them, and the loop flushes them when the
-	// batch ends.
-	moreComing bool
-	held       int
-	// next is the work the effects of the event being applied ask for, which
-	// deliver does after them; busy says deliver is at work (loop.go).
-	next []followUp
-	busy bool
-
-	wg   sync.WaitGroup
-	done chan struct{}
+	closeOnce sync.Once
+	wg        sync.WaitGroup
+	done      chan struct{}
 }
 
 // Open starts an orchestrator: it reads the tokens, connects to NATS, opens the task
@@ -159,19 +136,11 @@ func Open(cfg Config, opts Options) (*Orchestrator, error) {
 	}
 	o := &Orchestrator{
 		cfg: cfg, sec: sec, log: log.With("orch_id", id), id: id,
-		authLog:  ratelog.New(log.With("orch_id", id), ratelog.Policy{}),
-		auth:     broker.Authenticator{Want: sec.agentToken},
-		fwd:      newFwdSigner(sec.apiTokens[0].token),
-		subj:     broker.Subjects{Prefix: cfg.NATS.Prefix},
-		agents:   map[string]*agentEntry{},
-		runs:     map[string]*run{},
-		queues:   map[envelope.AgentType][]string{},
-		done:     make(chan struct{}),
-		metrics:  newMetrics(),
-		mail:     newMailbox(),
-		loopDone: make(chan struct{}),
-		m: machine{timeouts: cfg.Timeouts, now: func() time.Time { return time.Now().UTC() },
-			nonce: broker.NewNonce},
+		authLog: ratelog.New(log.With("orch_id", id), ratelog.Policy{}),
+		fwd:     newFwdSigner(sec.apiTokens[0].token),
+		subj:    broker.Subjects{Prefix: cfg.NATS.Prefix},
+		done:    make(chan struct{}),
+		metrics: core.NewMetrics(),
 	}
 	if err := o.connect(opts); err != nil {
 		o.closeConns()
@@ -192,13 +161,10 @@ func Open(cfg Config, opts Options) (*Orchestrator, error) {
 			return nil, err
 		}
 	}
-	o.readers = []*reader{{fn: o.watchers.read}, {fn: o.fleet.read}}
 	if len(receivers) > 0 { // Close stops it
 		o.hooks = webhook.New(receivers, webhook.Options{Logger: o.log, Keeper: deliveryKeeper{o.st}})
-		o.readers = append(o.readers, &reader{fn: hookReader(o.hooks)})
 	}
-	go o.loop()
-	start := o.start
+	start := o.lead
 	if cfg.HA.Enabled {
 		start = o.startHA
 	}
@@ -206,51 +172,43 @@ func Open(cfg Config, opts Options) (*Orchestrator, error) {
 		o.Close()
 		return nil, err
 	}
-	if !cfg.HA.Enabled {
-		if err := o.startFleet(); err != nil {
-			o.Close()
-			return nil, err
-		}
-	}
 	return o, nil
 }
 
-// start starts the core: it subscribes to the registry and the task inboxes (and,
-// in a group, to the requests the standbys forward), counts the stored tasks,
-// resumes the unfinished ones and asks every agent to register.
-func (o *Orchestrator) start() error {
-	subs := []struct {
-		subject string
-		fn      nats.MsgHandler
-	}{
-		{o.subj.Registers(), o.handleRegister},
-		{o.subj.Heartbeats(), o.handleHeartbeat},
-		{o.subj.OrchTasks(o.id), o.handleTaskMsg},
-	}
+// lead runs a fresh core, as Open does for a lone orchestrator and as each
+// leader term of a group does: it subscribes to the agents, resumes the
+// unfinished tasks and starts the batch and schedule runners. Its readers are
+// the batch runners and the webhook receivers; the task streams are the
+// core's own.
+func (o *Orchestrator) lead() error {
+	params := core.Params{Config: o.cfg.lifecycle(), Conn: o.nc, Store: o.st, Requester: o.req,
+		Metrics: o.metrics, Link: &o.link, Log: o.log, AuthLog: o.authLog}
+	params.Config.Agents = o.sec.agents
+	extra := map[string]nats.MsgHandler{}
 	if o.ha != nil {
-		subs = append(subs, struct {
-			subject string
-			fn      nats.MsgHandler
-		}{o.subj.OrchAPI(o.id), o.handleForwarded})
+		params.Config.Instance, params.Leading = o.ha.name, o.ha.store.Leading
+		extra[o.subj.OrchAPI(o.id)] = o.handleForwarded
 	}
-	for _, s := range subs {
-		if err := o.subscribe(s.subject, s.fn); err != nil {
-			return err
-		}
+	c := core.New(params)
+	c.Subscribe(o.fleet.read)
+	if o.hooks != nil {
+		c.Subscribe(hookReader(o.hooks))
 	}
-	for _, s := range subs {
-		if err := broker.ConfirmSubscription(o.nc, s.subject, 5*time.Second); err != nil {
-			return err
-		}
-	}
-	if err := o.initMetrics(); err != nil {
+	if err := c.Start(extra); err != nil {
+		c.Close()
 		return err
 	}
-	if err := o.recover(); err != nil {
-		return err
+	o.running.Store(c)
+	o.metrics.SetLeader(true)
+	return o.startFleet(c)
+}
+
+// stop drops the running core, if any, with the runners.
+func (o *Orchestrator) stop() {
+	o.stopFleet()
+	if c := o.running.Swap(nil); c != nil {
+		c.Close()
 	}
-	o.discover()
-	return nil
 }
 
 // mountPages serves pages at Config.UI.Path, beside the API.
@@ -326,38 +284,20 @@ func (o *Orchestrator) Serve(ctx context.Context, ln net.Listener) error {
 	return nil
 }
 
-// Close stops the orchestrator: it unsubscribes, stops every timer, ends SSE streams,
-// closes its own NATS connection and the store. Unfinished tasks stay in the store and
-// resume at the next Open.
+// Close stops the orchestrator: it drops the core (its subscriptions, timers
+// and SSE streams end), closes its own NATS connection and the store.
+// Unfinished tasks stay in the store and resume at the next Open.
 func (o *Orchestrator) Close() error {
-	o.stopFleet()
 	first := false
-	_ = o.call(func() {
-		if o.closed {
-			return
-		}
-		first, o.closed = true, true
-		close(o.done)
-		o.unsubscribe()
-		o.subsMu.Lock()
-		o.subsClosed = true
-		o.subsMu.Unlock()
-		for _, r := range o.runs {
-			r.stopTimers()
-		}
-		for _, a := range o.agents {
-			a.stopTimers()
-		}
-		o.emit(Event{Kind: Stopped})
-	})
+	o.closeOnce.Do(func() { first = true })
 	if !first {
 		return nil
 	}
-	// The jobs posted before this run, and see the orchestrator closed.
-	o.mail.close()
-	<-o.loopDone
-	// The writes held for jobs that never came go now.
-	o.st.Flush()
+	close(o.done)
+	if o.ha != nil {
+		<-o.ha.exited // it leads no more
+	}
+	o.stop()
 	o.wg.Wait()
 	o.authLog.Flush(context.Background())
 	if o.hooks != nil {
@@ -399,130 +339,4 @@ func loadOrchID(dir, want string) (string, error) {
 		return "", fmt.Errorf("write orch_id: %w", err)
 	}
 	return id, nil
-}
-
-// discover asks every configured agent to register again, on its control
-// subject: the orchestrator's token differs from one agent to the next, so there
-// is no message for all of them.
-func (o *Orchestrator) discover() {
-	for id, a := range o.sec.agents {
-		env := envelope.New(envelope.Orchestrator, a.typ, "", "", &envelope.Discover{OrchestratorID: o.id})
-		if err := o.publish(o.subj.AgentControl(id), "", id, env); err != nil {
-			o.log.Warn("send discover", "agent_id", id, "err", err)
-		}
-	}
-}
-
-// errUnknownAgent is publish's refusal to send to an agent not in the config.
-var errUnknownAgent = errors.New("agent not in the orchestrator's config")
-
-// publish sends env on subject with the orchestrator's token for agentID, an
-// agent of the config; in a group, only while this orchestrator leads.
-func (o *Orchestrator) publish(subject, reply, agentID string, env *envelope.Envelope) error {
-	if !o.leading() {
-		return errNotLeading
-	}
-	hdr, ok := o.sec.authHeader(agentID)
-	if !ok {
-		return errUnknownAgent
-	}
-	data, err := envelope.Encode(env)
-	if err != nil {
-		return err
-	}
-	msg := &nats.Msg{Subject: subject, Reply: reply, Data: data, Header: hdr}
-	o.metrics.messages.WithLabelValues("out", string(env.Type)).Inc()
-	if faultDuplicateOutgoing(env.Type) {
-		_ = o.nc.PublishMsg(msg) // test builds only: a duplicated message
-	}
-	return o.nc.PublishMsg(msg)
-}
-
-// request sends env on an agent's control subject and decodes the answer, checking
-// that the agent answered with its own token.
-func (o *Orchestrator) request(ctx context.Context, agentID string, env *envelope.Envelope) (*envelope.Envelope, error) {
-	if !o.leading() {
-		return nil, errNotLeading
-	}
-	hdr, ok := o.sec.authHeader(agentID)
-	if !ok {
-		return nil, errUnknownAgent
-	}
-	data, err := envelope.Encode(env)
-	if err != nil {
-		return nil, err
-	}
-	msg := &nats.Msg{Subject: o.subj.AgentControl(agentID), Data: data, Header: hdr}
-	o.metrics.messages.WithLabelValues("out", string(env.Type)).Inc()
-	ctx, cancel := context.WithTimeout(ctx, o.cfg.Timeouts.Control)
-	defer cancel()
-	resp, err := o.req.Request(ctx, msg, o.subj.ControlReplies(agentID))
-	if err != nil {
-		return nil, err
-	}
-	id, aerr := o.authenticate(resp)
-	if aerr == nil && id != agentID {
-		aerr = errcodes.NewAuthenticationFailed(id, errcodes.TokenInvalid)
-	}
-	if aerr != nil {
-		o.metrics.authFailures.Inc()
-		return nil, aerr
-	}
-	rep, err := envelope.Decode(resp.Data)
-	if err != nil {
-		return nil, err
-	}
-	o.metrics.messages.WithLabelValues("in", string(rep.Type)).Inc()
-	if p, ok := rep.Payload.(*envelope.ErrorPayload); ok {
-		return nil, p.Err()
-	}
-	return rep, nil
-}
-
-// receive is how every message from an agent comes in. sender is the agent the
-// subject names, which the broker vouches for: the message must name the same
-// agent and carry its token (a mismatch is answered with 5004, in sender's inbox
-// only, and dropped: ok is false). It is then decoded and counted by type. A
-// decode error is returned for the caller to answer in the way its subject allows.
-func (o *Orchestrator) receive(msg *nats.Msg, sender string) (agentID string, env *envelope.Envelope, ok bool, err error) {
-	agentID, aerr := o.authenticate(msg)
-	if aerr == nil && agentID != sender {
-		aerr = errcodes.NewAuthenticationFailed(agentID, errcodes.TokenInvalid)
-	}
-	if aerr != nil {
-		o.rejectAuth(msg, sender, aerr)
-		return agentID, nil, false, nil
-	}
-	if env, err = envelope.Decode(msg.Data); err != nil {
-		return agentID, nil, true, err
-	}
-	o.metrics.messages.WithLabelValues("in", string(env.Type)).Inc()
-	return agentID, env, true, nil
-}
-
-// authenticate checks msg's bearer token against the token of the agent it names.
-// It returns that agent id, or a 5004 that never holds the token.
-func (o *Orchestrator) authenticate(msg *nats.Msg) (string, *errcodes.Error) {
-	return o.auth.Check(msg)
-}
-
-// rejectAuth counts and logs a refused message (never its token, and at a bounded
-// rate), and answers 5004 when msg's reply subject is the inbox of sender, the
-// agent its subject names. The answer goes to a sender nobody vouched for, so it
-// carries no credential of any kind: no token header, and only what the sender
-// itself claimed.
-func (o *Orchestrator) rejectAuth(msg *nats.Msg, sender string, e *errcodes.Error) {
-	o.metrics.authFailures.Inc()
-	o.authLog.Warn("refused:"+fmt.Sprint(e.Context[errcodes.KeyTokenStatus]), "message refused: authentication failed", "subject", msg.Subject,
-		"agent_id", e.Context[errcodes.KeyAgentID], "token_status", e.Context[errcodes.KeyTokenStatus])
-	if err := broker.Refuse(o.nc, o.answerable(msg, sender), e, envelope.Orchestrator, envelope.Infra); err != nil {
-		o.log.Warn("answer 5004", "err", err)
-	}
-}
-
-// taskLog returns a logger carrying a task's ids; a live task's run keeps one (see
-// newRun). The ids are formatted only into the lines written (see lazylog).
-func (o *Orchestrator) taskLog(t *task.Task) *slog.Logger {
-	return lazylog.With(o.log, slog.String("task_id", t.ID), slog.String("request_id", t.RequestID),
-		slog.String("trace_id", t.TraceID))
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/chiffon-dev/chiffon/api"
+	"github.com/chiffon-dev/chiffon/orchestrator/core"
 	"github.com/chiffon-dev/chiffon/orchestrator/fleet"
 )
 
@@ -114,7 +115,7 @@ func (o *Orchestrator) fire(s *api.Schedule, at time.Time) (*api.Firing, error) 
 		return f, nil
 	}
 	b, err := o.createBatch(*s.Batch, derivedID("schedule-batch", s.Name, key), s.Name, &f.At, "schedule "+s.Name)
-	var tle *TooLargeError
+	var tle *core.TooLargeError
 	switch {
 	case errors.Is(err, ErrBatchNoTargets):
 		o.log.Warn("schedule fired: no agent matches its batch; nothing made", "schedule", s.Name, "fire_time", key)

@@ -8,6 +8,7 @@ import (
 	"slices"
 
 	"github.com/chiffon-dev/chiffon/broker"
+	"github.com/chiffon-dev/chiffon/orchestrator/core"
 	"github.com/chiffon-dev/chiffon/orchestrator/task"
 	"github.com/chiffon-dev/chiffon/orchestrator/webhook"
 )
@@ -73,12 +74,12 @@ func taskEvent(s task.State) string {
 
 // hookReader sends the receivers the events they may want: a task's end and a
 // task that waits for approval.
-func hookReader(hooks *webhook.Dispatcher) func(Event) {
-	return func(ev Event) {
+func hookReader(hooks *webhook.Dispatcher) func(core.Event) {
+	return func(ev core.Event) {
 		switch ev.Kind {
-		case TaskEnded:
+		case core.TaskEnded:
 			hooks.Send(taskEvent(ev.Task.State), ev.Task)
-		case TaskAwaitsApproval:
+		case core.TaskAwaitsApproval:
 			hooks.Send(webhook.ApprovalRequested, ev.Task)
 		}
 	}

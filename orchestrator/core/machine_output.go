@@ -1,0 +1,93 @@
+// The machine's result rows: a work_result ends the task once its output is whole,
+// and the output is held to max_output_bytes.
+
+package core
+
+import (
+	"fmt"
+
+	"github.com/chiffon-dev/chiffon/envelope"
+	"github.com/chiffon-dev/chiffon/orchestrator/task"
+	"github.com/chiffon-dev/chiffon/output"
+)
+
+// maxReasks bounds how often a result with missing output is asked for again.
+const maxReasks = 2
+
+// result applies the result rule: a result that is not truncated holds the whole
+// output; a truncated one needs the streamed output whole, or the request is sent
+// again so that the agent's cache replays it.
+func (m *machine) result(r *run, env *envelope.Envelope, res *envelope.WorkResult) {
+	t := r.t
+	r.accepted = true
+	truncated, total := output.Truncation(env.XCustomFields, res)
+	res = m.capResult(r, res, total)
+	var replace *string
+	if !truncated {
+		// r.out holds what the store holds (recover rebuilds it): with no output
+		// either side there is nothing to replace.
+		if res.Output != "" || !r.out.Empty() {
+			replace = &res.Output
+		}
+		r.out.Replace(int64(len(res.Output)))
+		t.OutputBytes, t.OutputComplete = int64(len(res.Output)), !t.OutputCapped
+	} else {
+		// A capped output is never whole: asking for it again would not help.
+		t.OutputComplete = !t.OutputCapped && r.out.Complete(total)
+		t.OutputBytes = r.out.Contiguous()
+		if !t.OutputComplete && !t.OutputCapped && r.reasks < maxReasks && !t.CancelRequested {
+			r.reasks++
+			r.log.Warn("truncated result with a gap in the output: asking the agent again",
+				"have", t.OutputBytes, "total", total, "reask", r.reasks)
+			m.endAttempt(r, nil)
+			m.save(r, &task.Event{Type: task.EventState, Message: fmt.Sprintf("output incomplete (%d of %d bytes): asking again", t.OutputBytes, total)})
+			r.pinned, r.stick = t.AgentID, t.AgentID // it ran the request: only its cache has the output
+			r.out.Restart()
+			m.emit(route{})
+			return
+		}
+		if !t.OutputComplete && !t.OutputCapped {
+			r.log.Error("output incomplete after asking again", "have", t.OutputBytes, "total", total)
+		}
+	}
+	structured, err := output.Structured(env.XCustomFields)
+	if err != nil {
+		r.log.Warn("structured output dropped", "err", err)
+	}
+	t.Result = &task.Result{Status: res.Status, ExitCode: res.ExitCode, ResourcesUsed: res.ResourcesUsed,
+		OutputTruncated: truncated, OutputTotalBytes: total, StructuredOutput: structured, At: m.now()}
+	if res.Status == envelope.ResultSuccess {
+		t.ProgressPercent = 100
+	}
+	state := map[string]task.State{envelope.ResultSuccess: task.StateSucceeded, envelope.ResultFailed: task.StateFailed,
+		envelope.ResultCancelled: task.StateCancelled}[res.Status]
+	m.finish(r, state, &task.Event{Type: task.EventResult, Result: res, StructuredOutput: structured}, "", replace)
+}
+
+// capOutput marks the task's output capped when cut says bytes past
+// max_output_bytes were dropped, the first time, and records why in its history:
+// it returns that event, or nil.
+func (m *machine) capOutput(r *run, cut bool) *task.Event {
+	t := r.t
+	if !cut || t.OutputCapped {
+		return nil
+	}
+	t.OutputCapped, t.OutputComplete = true, false
+	r.log.Warn("output over max_output_bytes: the rest is dropped", "agent_id", t.AgentID, "max_output_bytes", r.out.Limit)
+	ev := &task.Event{Type: task.EventState, Message: fmt.Sprintf("output over max_output_bytes (%d bytes): the rest is dropped", r.out.Limit)}
+	m.record(r, ev)
+	return ev
+}
+
+// capResult cuts the output res carries, bytes [total-len, total) of the whole
+// output, at the run's max_output_bytes, and returns res or a copy so cut.
+func (m *machine) capResult(r *run, res *envelope.WorkResult, total int64) *envelope.WorkResult {
+	limit := r.out.Limit
+	if limit <= 0 || total <= limit {
+		return res
+	}
+	c := *res
+	c.Output, _ = output.Cut(res.Output, total-int64(len(res.Output)), limit)
+	m.capOutput(r, true)
+	return &c
+}

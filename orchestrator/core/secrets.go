@@ -1,0 +1,48 @@
+package core
+
+import (
+	"github.com/chiffon-dev/chiffon/broker"
+	"github.com/chiffon-dev/chiffon/envelope"
+	"github.com/nats-io/nats.go"
+)
+
+// secrets are what the core holds for each agent of its config.
+type secrets map[string]agentSecrets
+
+// agentSecrets are what the core holds for one agent.
+type agentSecrets struct {
+	typ envelope.AgentType
+	// token is the agent's, checked on what it sends.
+	token string
+	// header carries the orchestrator's token for the agent and its id (and,
+	// in a group, which orchestrator sent it), built once and shared by every
+	// message to it (see broker.AuthHeader).
+	header nats.Header
+}
+
+// newSecrets keeps the tokens of agents, read, for messages naming instance.
+func newSecrets(agents []AgentConfig, instance string) secrets {
+	s := make(secrets, len(agents))
+	for _, a := range agents {
+		hdr := broker.AuthHeader(a.OrchestratorToken, a.ID)
+		if instance != "" {
+			hdr.Set(broker.HeaderInstance, instance)
+		}
+		s[a.ID] = agentSecrets{typ: a.Type, token: a.Token, header: hdr}
+	}
+	return s
+}
+
+// agentToken is the token the sender naming agent id must present, and whether the
+// id is configured: what broker.Authenticator asks.
+func (s secrets) agentToken(id string) (string, bool) {
+	a, ok := s[id]
+	return a.token, ok
+}
+
+// authHeader returns the headers of a message to agentID, and false for an
+// agent not in the config, to which nothing may be sent.
+func (s secrets) authHeader(agentID string) (nats.Header, bool) {
+	a, ok := s[agentID]
+	return a.header, ok
+}

@@ -1,0 +1,142 @@
+package core
+
+import (
+	"errors"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/chiffon-dev/chiffon/api"
+	"github.com/chiffon-dev/chiffon/envelope"
+	"github.com/chiffon-dev/chiffon/orchestrator/task"
+	"github.com/chiffon-dev/chiffon/output"
+	"github.com/google/uuid"
+)
+
+func (o *Core) newRun(t *task.Task) *run {
+	return &run{t: t, log: o.taskLog(t), bo: o.cfg.Retry.backoff(len(t.Retries)),
+		out: output.Assembler{Limit: o.cfg.MaxOutputBytes}}
+}
+
+// ErrClosed is returned by methods of a closed orchestrator.
+var ErrClosed = errors.New("orchestrator closed")
+
+// Submit stores a new task and routes it: it is dispatched at once when an agent has
+// room, or queued. It returns once the task is stored; the returned task is a
+// snapshot.
+func (o *Core) Submit(req api.SubmitRequest, caller string) (*task.Task, error) {
+	if err := req.Validate(); err != nil {
+		return nil, err
+	}
+	if err := o.checkSize(&req); err != nil {
+		return nil, err
+	}
+	t, _, err := o.submit(req, origin{by: caller})
+	return t, err
+}
+
+// origin is what a batch or a schedule fixes of a task it makes. Its id and
+// request_id are derived from what made it (the batch and the agent, the
+// schedule and the fire time), so that making it again, after a restart or in
+// another orchestrator, finds the task instead of running the work twice.
+type origin struct {
+	id, requestID string
+	batchID       string
+	schedule      string
+	fireTime      *time.Time
+	// by names who made it: the caller's API token, or the schedule.
+	by string
+	// approval, when set, is the approval the task was made with (its batch's).
+	approval *task.Approval
+}
+
+// derivedID is the UUID (version 5) of parts: the same parts give the same id.
+func derivedID(parts ...string) string {
+	return uuid.NewSHA1(idSpace, []byte(strings.Join(parts, "\x00"))).String()
+}
+
+// idSpace is the UUID namespace of derived ids.
+var idSpace = uuid.MustParse("7c3c2a60-51b1-4f0e-9d8a-3f1e0c6b9a41")
+
+// submit stores and routes a task for req, validated, made as org says. With
+// org.id set it is idempotent: a task of that id that exists (live or stored) is
+// returned as it is, with made false.
+func (o *Core) submit(req api.SubmitRequest, org origin) (t *task.Task, made bool, err error) {
+	now := time.Now().UTC()
+	t = &task.Task{ID: org.id, State: task.StatePending, ToAgent: req.ToAgent, WorkType: req.WorkType,
+		Parameters: req.Parameters, Hints: req.Hints, RequestID: org.requestID, TraceID: envelope.NewID(),
+		BatchID: org.batchID, Schedule: org.schedule, FireTime: org.fireTime,
+		Steps: []task.StepInfo{}, CreatedAt: now, UpdatedAt: now}
+	if t.ID == "" {
+		t.ID, t.RequestID = envelope.NewID(), envelope.NewID()
+	} else if old, err := o.st.Task(t.ID); !errors.Is(err, task.ErrNotFound) {
+		return old, false, err // stored before, or the store cannot say
+	}
+	if t.Hints != nil && *t.Hints == (task.Hints{}) {
+		t.Hints = nil
+	}
+	if org.approval != nil {
+		a := *org.approval
+		t.Approval = &a
+	} else if why := o.approvalNeeded(&req); why != "" {
+		t.Approval = o.newApproval(why, now)
+	}
+	r := o.newRun(t)
+	var c *commit
+	var snap *task.Task
+	err = o.call(func() {
+		if o.closed {
+			return
+		}
+		if live := o.runs[t.ID]; live != nil {
+			snap = cloneTask(live.t)
+			return
+		}
+		o.admit(r)
+		o.deliver(r, submitted{by: org.by})
+		// Routed: dispatched, queued, failed or to be retried, and written so.
+		c, snap, made = r.written, cloneTask(t), true
+	})
+	if err != nil || snap == nil {
+		return nil, false, ErrClosed
+	}
+	if !made {
+		return snap, false, nil
+	}
+	if err := c.wait(); err != nil {
+		o.deliverLater(r, dropped{})
+		return nil, false, err
+	}
+	return snap, true, nil
+}
+
+// admit makes r a live task.
+func (o *Core) admit(r *run) {
+	o.runs[r.t.ID] = r
+	o.metrics.tasks.WithLabelValues(string(r.t.State)).Inc()
+	r.log.Debug("task submitted", "to_agent", r.t.ToAgent, "work_type", r.t.WorkType)
+}
+
+// cloneTask copies t deeply enough for a caller to read while t changes.
+func cloneTask(t *task.Task) *task.Task {
+	c := *t
+	c.Steps = slices.Clone(t.Steps)
+	c.Retries = slices.Clone(t.Retries)
+	if t.Result != nil {
+		res := *t.Result
+		c.Result = &res
+	}
+	if t.Error != nil {
+		e := *t.Error
+		c.Error = &e
+	}
+	return &c
+}
+
+// hintsEnvelope returns h as a work_request carries it: nil when no hint is set.
+func hintsEnvelope(h *task.Hints) *envelope.Hints {
+	if h == nil || *h == (task.Hints{}) {
+		return nil
+	}
+	return &envelope.Hints{MaxDurationSeconds: h.MaxDurationSeconds, MaxMemoryMB: h.MaxMemoryMB, AgentID: h.AgentID}
+}
