@@ -3,14 +3,11 @@ package orchestrator
 import (
 	"errors"
 	"fmt"
-	"os"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/chiffon-dev/chiffon/api"
+	"github.com/chiffon-dev/chiffon/orchestrator/ha"
 	"github.com/chiffon-dev/chiffon/orchestrator/jsstore"
-	"github.com/nats-io/nuid"
 )
 
 // More than one orchestrator. With ha.enabled, the orchestrators of a site share
@@ -65,90 +62,17 @@ func (h HAConfig) validate(c Config) error {
 	return nil
 }
 
-// haState is an orchestrator's part in its group.
-type haState struct {
-	store *jsstore.Store
-	name  string
-	// active says the core runs: lead has started it and stepDown not yet
-	// stopped it. The API serves submit and cancel itself only then.
-	active atomic.Bool
-
-	mu   sync.Mutex
-	want bool   // the store leads
-	term uint64 // counts the store's terms
-	wake chan struct{}
-	// exited is closed when the role goroutine has stopped.
-	exited chan struct{}
-}
-
-// startHA joins the election; the role goroutine starts and stops the core as
-// the store leads or not.
+// startHA joins the election: the group runs a core while this orchestrator
+// leads (package ha).
 func (o *Orchestrator) startHA() error {
 	js, ok := o.st.(*jsstore.Store)
 	if !ok {
 		return errors.New("ha.enabled needs the JetStream task store")
 	}
-	host, _ := os.Hostname()
-	h := &haState{store: js, name: host + "-" + nuid.Next()[:8], wake: make(chan struct{}, 1), exited: make(chan struct{})}
-	o.ha = h
 	o.metrics.SetLeader(false)
-	o.log.Info("standby: joining the election", "name", h.name, "lease", o.cfg.HA.Lease)
-	go o.roles()
-	return js.Elect(jsstore.ElectOptions{Name: h.name, API: o.cfg.HA.AdvertiseURL, Lease: o.cfg.HA.Lease,
-		OnLead: func() { h.set(true) },
-		OnLose: func(error) { h.set(false) }})
-}
-
-// set records what the store says; it runs on the store's writer, so it only
-// wakes the role goroutine.
-func (h *haState) set(lead bool) {
-	h.mu.Lock()
-	h.want = lead
-	if lead {
-		h.term++
-	}
-	h.mu.Unlock()
-	select {
-	case h.wake <- struct{}{}:
-	default:
-	}
-}
-
-// roles runs a core while the store leads and drops it when it stops leading
-// (or leads again in a new term, whose core starts afresh from the store),
-// until the orchestrator closes.
-func (o *Orchestrator) roles() {
-	defer close(o.ha.exited)
-	h := o.ha
-	var running uint64 // the term whose core runs; 0: none
-	retry := time.NewTimer(time.Hour)
-	retry.Stop()
-	defer retry.Stop()
-	for {
-		select {
-		case <-o.done:
-			return
-		case <-h.wake:
-		case <-retry.C:
-		}
-		h.mu.Lock()
-		want, term := h.want, h.term
-		h.mu.Unlock()
-		if running != 0 && (!want || running != term) {
-			o.stepDown()
-			running = 0
-		}
-		if want && running == 0 {
-			o.log.Info("leading: resuming the unfinished tasks from the store")
-			if err := o.lead(); err != nil {
-				o.log.Error("leading: start", "err", err)
-				o.stepDown()
-				retry.Reset(time.Second)
-				continue
-			}
-			running = term
-		}
-	}
+	o.ha = ha.New(ha.Params{Store: js, API: o.cfg.HA.AdvertiseURL, Lease: o.cfg.HA.Lease,
+		Lead: o.lead, Stop: o.stepDown, Log: o.log})
+	return o.ha.Join()
 }
 
 // stepDown drops the core: no more messages come in, and every live thing
@@ -156,7 +80,6 @@ func (o *Orchestrator) roles() {
 func (o *Orchestrator) stepDown() {
 	o.stop()
 	o.metrics.SetLeader(false)
-	o.log.Warn("standby: no longer leading; the core is stopped")
 }
 
 // serving reports whether this orchestrator runs the core and serves submit and
@@ -168,12 +91,5 @@ func (o *Orchestrator) Role() api.Role {
 	if o.ha == nil {
 		return api.Role{}
 	}
-	r := api.Role{Role: "standby"}
-	if o.serving() {
-		r.Role = "leader"
-	}
-	if l, ok := o.ha.store.Leader(); ok {
-		r.Leader = &api.Leader{Name: l.Name, API: l.API, Term: l.Term, Since: l.Since, LeaseMS: l.LeaseMS, Resigned: l.Resigned}
-	}
-	return r
+	return o.ha.Role(o.serving())
 }

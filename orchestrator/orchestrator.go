@@ -28,6 +28,7 @@ import (
 	"github.com/chiffon-dev/chiffon/envelope"
 	"github.com/chiffon-dev/chiffon/internal/ratelog"
 	"github.com/chiffon-dev/chiffon/orchestrator/core"
+	"github.com/chiffon-dev/chiffon/orchestrator/ha"
 	"github.com/chiffon-dev/chiffon/orchestrator/httplimit"
 	"github.com/chiffon-dev/chiffon/orchestrator/task"
 	"github.com/chiffon-dev/chiffon/orchestrator/webhook"
@@ -91,7 +92,7 @@ type Orchestrator struct {
 	// streams caps the API's event streams (package httplimit).
 	streams *httplimit.StreamLimiter
 	// ha is this orchestrator's part in a group of them (ha.enabled), or nil.
-	ha *haState
+	ha *ha.Group
 	// running is the core while one runs: from Open alone, from lead to
 	// stepDown in a group.
 	running atomic.Pointer[core.Core]
@@ -186,7 +187,7 @@ func (o *Orchestrator) lead() error {
 	params.Config.Agents = o.sec.agents
 	extra := map[string]nats.MsgHandler{}
 	if o.ha != nil {
-		params.Config.Instance, params.Leading = o.ha.name, o.ha.store.Leading
+		params.Config.Instance, params.Leading = o.ha.Name(), o.ha.Leading
 		extra[o.subj.OrchAPI(o.id)] = o.handleForwarded
 	}
 	c := core.New(params)
@@ -295,7 +296,7 @@ func (o *Orchestrator) Close() error {
 	}
 	close(o.done)
 	if o.ha != nil {
-		<-o.ha.exited // it leads no more
+		o.ha.Close() // it leads no more
 	}
 	o.stop()
 	o.wg.Wait()
