@@ -2,7 +2,6 @@ package orchestrator
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -22,7 +21,7 @@ import (
 
 // ErrNotAwaitingApproval is returned when approving or rejecting a task that does
 // not wait for it.
-var ErrNotAwaitingApproval = errors.New("task does not await approval")
+var ErrNotAwaitingApproval = api.ErrNotAwaitingApproval
 
 // maxApprovalNote bounds an approval's note, in bytes.
 const maxApprovalNote = 1024
@@ -55,10 +54,15 @@ func (o *Orchestrator) newApproval(why string, now time.Time) *task.Approval {
 	return &task.Approval{State: task.ApprovalWaiting, Why: why, RequestedAt: now, ExpiresAt: now.Add(o.cfg.Approval.expiresAfter())}
 }
 
-// Decide approves (approve) or rejects the task id waiting for approval, on
-// behalf of ctx's caller, and returns it once the decision is stored. A task
-// that does not wait for approval is returned with ErrNotAwaitingApproval.
-func (o *Orchestrator) Decide(ctx context.Context, id string, approve bool, note string) (*task.Task, error) {
+// Decide approves (approve) or rejects the task id waiting for approval, and
+// returns it once the decision is stored. A task that does not wait for
+// approval is returned with ErrNotAwaitingApproval.
+func (o *Orchestrator) Decide(_ context.Context, id string, approve bool, note string) (*task.Task, error) {
+	return o.decideBy(id, approve, note, "")
+}
+
+// decideBy is Decide on behalf of by, the name of the API token that asked.
+func (o *Orchestrator) decideBy(id string, approve bool, note, by string) (*task.Task, error) {
 	if len(note) > maxApprovalNote {
 		return nil, &api.FieldError{Field: "note", Message: fmt.Sprintf("must be at most %d bytes", maxApprovalNote)}
 	}
@@ -77,7 +81,7 @@ func (o *Orchestrator) Decide(ctx context.Context, id string, approve bool, note
 			not = true
 			return
 		}
-		o.deliver(r, approvalDecided{approve: approve, by: CallerOf(ctx), note: note})
+		o.deliver(r, approvalDecided{approve: approve, by: by, note: note})
 		snap, c = cloneTask(r.t), r.written
 	})
 	switch {
@@ -167,10 +171,16 @@ func (o *Orchestrator) batchApprovalNeeded(b *api.Batch) string {
 	return ""
 }
 
-// DecideBatch approves or rejects batch id, waiting for approval, on behalf of
-// ctx's caller: approved, its runner makes its tasks (approved with it);
-// rejected, it ends rejected and makes none.
-func (o *Orchestrator) DecideBatch(ctx context.Context, id string, approve bool, note string) (*api.Batch, error) {
+// DecideBatch approves or rejects batch id, waiting for approval: approved,
+// its runner makes its tasks (approved with it); rejected, it ends rejected and
+// makes none.
+func (o *Orchestrator) DecideBatch(_ context.Context, id string, approve bool, note string) (*api.Batch, error) {
+	return o.decideBatchBy(id, approve, note, "")
+}
+
+// decideBatchBy is DecideBatch on behalf of by, the name of the API token that
+// asked.
+func (o *Orchestrator) decideBatchBy(id string, approve bool, note, by string) (*api.Batch, error) {
 	if len(note) > maxApprovalNote {
 		return nil, &api.FieldError{Field: "note", Message: fmt.Sprintf("must be at most %d bytes", maxApprovalNote)}
 	}
@@ -185,7 +195,7 @@ func (o *Orchestrator) DecideBatch(ctx context.Context, id string, approve bool,
 	}
 	now := time.Now().UTC()
 	a := b.Approval
-	a.By, a.Note, a.DecidedAt = CallerOf(ctx), note, &now
+	a.By, a.Note, a.DecidedAt = by, note, &now
 	a.State = task.ApprovalApproved
 	if !approve {
 		a.State = task.ApprovalRejected

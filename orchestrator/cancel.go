@@ -2,7 +2,6 @@ package orchestrator
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	"github.com/chiffon-dev/chiffon/api"
@@ -10,7 +9,7 @@ import (
 )
 
 // ErrFinished is returned when cancelling a task that has already ended.
-var ErrFinished = errors.New("task already finished")
+var ErrFinished = api.ErrFinished
 
 // maxCancelReason bounds a cancel's reason, in bytes.
 const maxCancelReason = 1024
@@ -20,7 +19,12 @@ const maxCancelReason = 1024
 // told to cancel it. A running task's agent is told to cancel it; the task ends
 // cancelled with the agent's result, or at once when the agent says it is not running
 // it or cannot be reached. reason, when not "", says why (see CancelRequest).
-func (o *Orchestrator) Cancel(ctx context.Context, id, reason string) (*task.Task, error) {
+func (o *Orchestrator) Cancel(_ context.Context, id, reason string) (*task.Task, error) {
+	return o.cancelBy(id, reason, "")
+}
+
+// cancelBy is Cancel on behalf of by, the name of the API token that asked.
+func (o *Orchestrator) cancelBy(id, reason, by string) (*task.Task, error) {
 	if len(reason) > maxCancelReason {
 		return nil, &api.FieldError{Field: "reason", Message: fmt.Sprintf("must be at most %d bytes", maxCancelReason)}
 	}
@@ -39,7 +43,7 @@ func (o *Orchestrator) Cancel(ctx context.Context, id, reason string) (*task.Tas
 			snap, end = cloneTask(r.t), r.written
 			return
 		}
-		for _, eff := range o.deliver(r, cancelRequested{reason: reason, by: CallerOf(ctx), answered: answered}) {
+		for _, eff := range o.deliver(r, cancelRequested{reason: reason, by: by, answered: answered}) {
 			if c, ok := eff.(cancelAgent); ok && c.answered != nil {
 				asked = true
 			}

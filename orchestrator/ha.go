@@ -22,7 +22,7 @@ import (
 // task from the store (re-sent with its request_id: the agents' dedupe caches
 // answer), dispatches and times out. A standby has none of it: it serves reads
 // from the store, follows a task's events in the store for SSE, and forwards a
-// submit, a cancel or the agent list to the leader over NATS (forward.go).
+// submit, a cancel or the agent list to the leader over NATS (httpapi/forward.go).
 //
 // The store fences the leader's writes by its term, so a leader that lost the
 // lead without knowing it writes nothing; and publish sends nothing to an agent
@@ -224,6 +224,27 @@ func (o *Orchestrator) Role() api.Role {
 		r.Leader = &api.Leader{Name: l.Name, API: l.API, Term: l.Term, Since: l.Since, LeaseMS: l.LeaseMS, Resigned: l.Resigned}
 	}
 	return r
+}
+
+// handleForwarded serves a request a standby forwarded (package httpapi), off
+// the subscription's goroutine: a submit waits for its commit.
+func (o *Orchestrator) handleForwarded(msg *nats.Msg) {
+	if !broker.InInbox(msg.Reply, o.subj.ForwardReplies()) {
+		o.metrics.foreignReplies.Inc()
+		o.authLog.Warn("foreign-reply", "forwarded request not served: its reply subject is not a forwarding inbox", "reply", msg.Reply)
+		return
+	}
+	o.subsMu.Lock() // Close waits for o.wg once subsClosed is set
+	if o.subsClosed {
+		o.subsMu.Unlock()
+		return
+	}
+	o.wg.Add(1)
+	o.subsMu.Unlock()
+	go func() {
+		defer o.wg.Done()
+		o.api.AnswerForwarded(msg)
+	}()
 }
 
 // subscribe subscribes fn to subject for the core; unsubscribe ends every such

@@ -1,4 +1,4 @@
-package orchestrator
+package httpapi
 
 import (
 	"encoding/json"
@@ -15,80 +15,10 @@ import (
 // stream is ended (it reconnects with Last-Event-ID and replays from the store).
 const watcherBuffer = 512
 
-// watcher is one live SSE stream of one task, or one Wait.
-type watcher struct {
-	ch     chan *task.Event // unbuffered for a Wait, which is told only of the end
-	closed bool
-	final  *task.Task // the finished task, set before ch is closed at its end
-}
-
-func (w *watcher) close() {
-	if !w.closed {
-		w.closed = true
-		close(w.ch)
-	}
-}
-
-// watch registers a live stream for task id, of up to buffer events behind; with
-// buffer 0 it only learns of the end. It returns nil when the task has already
-// finished, or the orchestrator has closed.
-func (o *Orchestrator) watch(id string, buffer int) *watcher {
-	var w *watcher
-	_ = o.call(func() {
-		if o.runs[id] == nil || o.closed {
-			return
-		}
-		w = &watcher{ch: make(chan *task.Event, buffer)}
-		if o.watchers[id] == nil {
-			o.watchers[id] = map[*watcher]struct{}{}
-		}
-		o.watchers[id][w] = struct{}{}
-	})
-	return w
-}
-
-// unwatch ends a live stream its reader leaves.
-func (o *Orchestrator) unwatch(id string, w *watcher) {
-	_ = o.call(func() { // once closed, Close has ended every stream
-		if ws := o.watchers[id]; ws != nil {
-			delete(ws, w)
-			if len(ws) == 0 {
-				delete(o.watchers, id)
-			}
-		}
-		w.close()
-	})
-}
-
-// notify sends ev to task id's live streams.
-func (o *Orchestrator) notify(id string, ev *task.Event) {
-	for w := range o.watchers[id] {
-		if cap(w.ch) == 0 {
-			continue // a Wait
-		}
-		select {
-		case w.ch <- ev:
-		default:
-			w.close() // too slow: it will reconnect and replay
-			delete(o.watchers[id], w)
-		}
-	}
-}
-
-// closeWatchers ends task id's live streams after its last event, handing each the
-// finished task (shared: readers copy it).
-func (o *Orchestrator) closeWatchers(id string, final *task.Task) {
-	for w := range o.watchers[id] {
-		w.final = final
-		w.close()
-	}
-	delete(o.watchers, id)
-}
-
 // serveEvents streams a task's events: first the stored history (after
 // Last-Event-ID when given), then live events until the task ends.
-func (o *Orchestrator) serveEvents(w http.ResponseWriter, req *http.Request, id string) {
-	if _, err := o.Task(id); err != nil {
+func (a *API) serveEvents(w http.ResponseWriter, req *http.Request, id string) {
+	if _, err := a.core.Task(id); err != nil {
 		writeTaskErr(w, err)
 		return
 	}
@@ -108,17 +38,17 @@ func (o *Orchestrator) serveEvents(w http.ResponseWriter, req *http.Request, id 
 	}
 	// Subscribe before reading the history, so no event falls between the two, and
 	// let the writes of the events sent so far land first.
-	live := o.watch(id, watcherBuffer)
+	live, stop := a.core.Watch(id, watcherBuffer)
 	if live != nil {
-		defer o.unwatch(id, live)
+		defer stop()
 	}
-	o.waitWritten(id)
+	a.core.WaitWritten(id)
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-cache")
 	w.Header().Set("X-Accel-Buffering", "no")
 	w.WriteHeader(http.StatusOK)
 	errStop := errors.New("stop")
-	err := o.st.Events(id, after, func(ev *task.Event) error {
+	err := a.st.Events(id, after, func(ev *task.Event) error {
 		after = ev.Seq
 		if writeEvent(w, ev) != nil {
 			return errStop
@@ -126,8 +56,8 @@ func (o *Orchestrator) serveEvents(w http.ResponseWriter, req *http.Request, id 
 		return nil
 	})
 	flusher.Flush()
-	if err == nil && live == nil && o.ha != nil {
-		o.followStore(w, req, id, after)
+	if err == nil && live == nil && a.inGroup {
+		a.followStore(w, req, id, after)
 		return
 	}
 	if err != nil || live == nil {
@@ -139,18 +69,18 @@ func (o *Orchestrator) serveEvents(w http.ResponseWriter, req *http.Request, id 
 		select {
 		case <-req.Context().Done():
 			return
-		case <-o.done:
+		case <-a.done:
 			return
 		case <-keepalive.C:
 			if _, err := fmt.Fprint(w, ": keepalive\n\n"); err != nil {
 				return
 			}
 			flusher.Flush()
-		case ev, ok := <-live.ch:
+		case ev, ok := <-live:
 			if !ok {
 				// Ended: the task finished, or this stream fell behind. Send what the
 				// store has beyond what was sent.
-				_ = o.st.Events(id, after, func(ev *task.Event) error { return writeEvent(w, ev) })
+				_ = a.st.Events(id, after, func(ev *task.Event) error { return writeEvent(w, ev) })
 				flusher.Flush()
 				return
 			}
@@ -177,7 +107,7 @@ const (
 // (a standby, or a leader that took over after the stream began), the events the
 // store gets after after, until the task ends: the leader writes each one there
 // before it tells its own streams.
-func (o *Orchestrator) followStore(w http.ResponseWriter, req *http.Request, id string, after int64) {
+func (a *API) followStore(w http.ResponseWriter, req *http.Request, id string, after int64) {
 	flusher := w.(http.Flusher)
 	poll := time.NewTicker(storePoll)
 	defer poll.Stop()
@@ -186,16 +116,16 @@ func (o *Orchestrator) followStore(w http.ResponseWriter, req *http.Request, id 
 		select {
 		case <-req.Context().Done():
 			return
-		case <-o.done:
+		case <-a.done:
 			return
 		case <-poll.C:
 		}
-		t, err := o.st.Task(id)
+		t, err := a.st.Task(id)
 		if err != nil {
 			return
 		}
 		sent := after
-		err = o.st.Events(id, after, func(ev *task.Event) error {
+		err = a.st.Events(id, after, func(ev *task.Event) error {
 			after = ev.Seq
 			return writeEvent(w, ev)
 		})
