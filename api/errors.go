@@ -2,7 +2,27 @@ package api
 
 import (
 	"encoding/json"
+	"errors"
 	"net/http"
+)
+
+// The orchestrator's refusals that the API answers with a status of their own
+// (errors.Is); package orchestrator returns them under the same names.
+var (
+	// ErrFinished is returned when cancelling a task that has already ended.
+	ErrFinished = errors.New("task already finished")
+	// ErrNotAwaitingApproval is returned when approving or rejecting a task or a
+	// batch that does not wait for it.
+	ErrNotAwaitingApproval = errors.New("task does not await approval")
+	// ErrBatchNoTargets is returned when no agent matches a new batch.
+	ErrBatchNoTargets = errors.New("no agent matches the batch")
+	// ErrScheduleExists is returned when adding a schedule whose name is taken.
+	ErrScheduleExists = errors.New("a schedule of that name exists")
+	// ErrClosed is returned by the calls of a closed orchestrator.
+	ErrClosed = errors.New("orchestrator closed")
+	// ErrTooLarge is what a task too large for one broker message, or over a
+	// max_request_bytes, is.
+	ErrTooLarge = errors.New("task too large for one broker message")
 )
 
 // WriteError answers w with status and an ErrorBody holding code, field (left

@@ -24,14 +24,20 @@ import (
 // restart, or on a new leader, and find them instead of running them twice.
 
 // ErrBatchNoTargets is returned for a batch request that no agent matches.
-var ErrBatchNoTargets = errors.New("no agent matches the batch")
+var ErrBatchNoTargets = api.ErrBatchNoTargets
 
 // batchRecord is the kind of a batch's record in the task store.
 const batchRecord = "batch"
 
 // CreateBatch makes a batch of req over the agents that match it now and starts
 // it. Agents that match and are offline are listed, and get no task.
-func (o *Orchestrator) CreateBatch(ctx context.Context, req api.BatchRequest) (*api.Batch, error) {
+func (o *Orchestrator) CreateBatch(_ context.Context, req api.BatchRequest) (*api.Batch, error) {
+	return o.createBatchBy(req, "")
+}
+
+// createBatchBy is CreateBatch on behalf of by, the name of the API token that
+// asked.
+func (o *Orchestrator) createBatchBy(req api.BatchRequest, by string) (*api.Batch, error) {
 	if err := req.Validate(); err != nil {
 		return nil, err
 	}
@@ -39,7 +45,7 @@ func (o *Orchestrator) CreateBatch(ctx context.Context, req api.BatchRequest) (*
 	if err := o.checkSize(&sr); err != nil {
 		return nil, err
 	}
-	return o.createBatch(req, envelope.NewID(), "", nil, CallerOf(ctx))
+	return o.createBatch(req, envelope.NewID(), "", nil, by)
 }
 
 // createBatch makes the batch id of req, or returns the one stored under id.

@@ -12,6 +12,7 @@ import (
 	"github.com/chiffon-dev/chiffon/broker"
 	"github.com/chiffon-dev/chiffon/envelope"
 	"github.com/chiffon-dev/chiffon/orchestrator/core"
+	"github.com/chiffon-dev/chiffon/orchestrator/httpapi"
 	"github.com/chiffon-dev/chiffon/orchestrator/httplimit"
 	"go.yaml.in/yaml/v3"
 )
@@ -27,7 +28,7 @@ type Config struct {
 	// APITokenFile holds the bearer token HTTP API clients must send: an
 	// operator's, which may submit and cancel.
 	APITokenFile string `yaml:"api_token_file"`
-	// APITokens are more API tokens, each with its role (roles.go).
+	// APITokens are more API tokens, each with its role (roles.go, package httpapi).
 	APITokens []APITokenConfig `yaml:"api_tokens"`
 	// HTTP configures the API server.
 	HTTP HTTPConfig `yaml:"http"`
@@ -216,7 +217,7 @@ func (c Config) Validate() error {
 // secrets are the tokens an orchestrator runs with, read from their files.
 type secrets struct {
 	// apiTokens are the API's tokens, api_token_file's first.
-	apiTokens []apiToken
+	apiTokens []httpapi.Token
 	// agents are Config.Agents with each one's two tokens read.
 	agents []core.AgentConfig
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/chiffon-dev/chiffon/api"
 	"github.com/chiffon-dev/chiffon/orchestrator/badgerstore"
+	"github.com/chiffon-dev/chiffon/orchestrator/httpapi"
 	"github.com/chiffon-dev/chiffon/orchestrator/memstore"
 	"github.com/chiffon-dev/chiffon/orchestrator/task"
 	"github.com/nats-io/nats.go"
@@ -76,7 +77,9 @@ func SubmitAs(o *Orchestrator, req api.SubmitRequest, id, requestID string) (*ta
 }
 
 // SignForwardedAnswer signs msg as o signs its answers to forwarded requests.
-func SignForwardedAnswer(o *Orchestrator, msg *nats.Msg) { o.fwd.sign(msg) }
+func SignForwardedAnswer(o *Orchestrator, msg *nats.Msg) {
+	httpapi.NewSigner(o.sec.apiTokens[0].Secret).Sign(msg)
+}
 
 // StoredOutputBytes is the sum of the lengths of task id's output pieces as its
 // store holds them (overlapping pieces count twice), once its writes so far are

@@ -6,8 +6,10 @@ import (
 	"time"
 
 	"github.com/chiffon-dev/chiffon/api"
+	"github.com/chiffon-dev/chiffon/broker"
 	"github.com/chiffon-dev/chiffon/orchestrator/ha"
 	"github.com/chiffon-dev/chiffon/orchestrator/jsstore"
+	"github.com/nats-io/nats.go"
 )
 
 // More than one orchestrator. With ha.enabled, the orchestrators of a site share
@@ -17,7 +19,7 @@ import (
 // task from the store (re-sent with its request_id: the agents' dedupe caches
 // answer), dispatches and times out. A standby has none of it: it serves reads
 // from the store, follows a task's events in the store for SSE, and forwards a
-// submit, a cancel or the agent list to the leader over NATS (forward.go).
+// submit, a cancel or the agent list to the leader over NATS (httpapi/forward.go).
 //
 // The store fences the leader's writes by its term, so a leader that lost the
 // lead without knowing it writes nothing; and publish sends nothing to an agent
@@ -92,4 +94,18 @@ func (o *Orchestrator) Role() api.Role {
 		return api.Role{}
 	}
 	return o.ha.Role(o.serving())
+}
+
+// handleForwarded serves a request a standby forwarded (package httpapi), off
+// the subscription's goroutine (a submit waits for its commit), on one the
+// running core's Close waits for.
+func (o *Orchestrator) handleForwarded(msg *nats.Msg) {
+	if !broker.InInbox(msg.Reply, o.subj.ForwardReplies()) {
+		o.metrics.CountForeignReply()
+		o.authLog.Warn("foreign-reply", "forwarded request not served: its reply subject is not a forwarding inbox", "reply", msg.Reply)
+		return
+	}
+	if c := o.running.Load(); c != nil {
+		c.Go(func() { o.api.AnswerForwarded(msg) })
+	}
 }

@@ -319,7 +319,7 @@ func checkAnswers(t *testing.T, h http.Handler, next http.RoundTripper) http.Rou
 	ac := &answerChecker{c: loadContract(t, h), mux: mux, next: next}
 	t.Cleanup(func() {
 		for _, e := range ac.mismatches() {
-			t.Errorf("answer not as orchestrator/openapi.json says: %s", e)
+			t.Errorf("answer not as orchestrator/httpapi/openapi.json says: %s", e)
 		}
 	})
 	return ac

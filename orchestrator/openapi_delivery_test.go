@@ -118,7 +118,7 @@ func receiverName(x ast.Expr) string {
 // Delivery.event lists exactly the events the orchestrator sends to webhook
 // receivers (task.finished is only a name a receiver may list: it is never sent).
 func TestOpenAPIDeliveryEventIsEveryEventSent(t *testing.T) {
-	data, err := os.ReadFile("openapi.json")
+	data, err := os.ReadFile(filepath.Join("httpapi", "openapi.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -137,7 +137,7 @@ func TestOpenAPIDeliveryEventIsEveryEventSent(t *testing.T) {
 	enum := slices.Sorted(slices.Values(doc.Components.Schemas["Delivery"].Properties["event"].Enum))
 	sent := sentEvents(t)
 	if !slices.Equal(enum, sent) {
-		t.Errorf("openapi.json Delivery.event enum = %v, the orchestrator sends %v", enum, sent)
+		t.Errorf("httpapi/openapi.json Delivery.event enum = %v, the orchestrator sends %v", enum, sent)
 	}
 	for _, ev := range sent {
 		if !slices.Contains(webhook.Events, ev) {

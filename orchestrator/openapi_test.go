@@ -102,8 +102,8 @@ func TestOpenAPIDocumentIsValidOpenAPI31(t *testing.T) {
 	}
 }
 
-// TestOpenAPIListsEveryRouteTheMuxServes: the routes newAPI registers (read from
-// its source, the one place routes are registered) are exactly the document's
+// TestOpenAPIListsEveryRouteTheMuxServes: the routes package httpapi registers
+// (read from its source: routes is the one place routes are registered) are exactly the document's
 // operations, and the real mux serves each documented operation with its own
 // route, not the catch-all.
 func TestOpenAPIListsEveryRouteTheMuxServes(t *testing.T) {
@@ -128,12 +128,12 @@ func TestOpenAPIListsEveryRouteTheMuxServes(t *testing.T) {
 	slices.Sort(routes)
 	for _, p := range routes {
 		if !slices.Contains(documented, p) {
-			t.Errorf("newAPI registers %q, which the document does not list", p)
+			t.Errorf("httpapi registers %q, which the document does not list", p)
 		}
 	}
 	for _, p := range documented {
 		if !slices.Contains(routes, p) {
-			t.Errorf("the document lists %q, which newAPI does not register", p)
+			t.Errorf("the document lists %q, which httpapi does not register", p)
 		}
 	}
 	// Every method on every documented path goes to its documented route, or to
@@ -163,14 +163,14 @@ func TestOpenAPIListsEveryRouteTheMuxServes(t *testing.T) {
 // pathParam matches a parameter of a path template, {name}.
 var pathParam = regexp.MustCompile(`\{([^}]+)\}`)
 
-// routePatterns returns the route patterns newAPI registers, read from the
-// package's source: every call of api, mux.Handle or mux.HandleFunc in it, and
-// every call of api in a method newAPI hands its api helper to (a parameter named
-// api, as routeFleet has). It fails on a pattern that is not a literal, or a
-// ServeMux made elsewhere.
+// routePatterns returns the route patterns httpapi's routes registers, read
+// from httpapi's source: every call of route, mux.Handle or mux.HandleFunc in
+// it, and every call of route in a method routes hands its route helper to (a
+// parameter named route, as routeFleet has). It fails on a pattern that is not
+// a literal, or a ServeMux made elsewhere.
 func routePatterns(t *testing.T) []string {
 	t.Helper()
-	files, err := filepath.Glob("*.go")
+	files, err := filepath.Glob(filepath.Join("httpapi", "*.go"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -190,10 +190,10 @@ func routePatterns(t *testing.T) []string {
 			if !ok || fd.Body == nil {
 				continue
 			}
-			inNewAPI := fd.Name.Name == "newAPI" && fd.Recv != nil
-			registers := inNewAPI || fd.Recv != nil && takesAPI(fd)
+			inRoutes := fd.Name.Name == "routes" && fd.Recv != nil
+			registers := inRoutes || fd.Recv != nil && takesAPI(fd)
 			ast.Inspect(fd.Body, func(n ast.Node) bool {
-				if as, ok := n.(*ast.AssignStmt); ok && inNewAPI && isRegistration(as.Lhs[0]) {
+				if as, ok := n.(*ast.AssignStmt); ok && inRoutes && isRegistration(as.Lhs[0]) {
 					return false // the api helper itself, not a route
 				}
 				call, ok := n.(*ast.CallExpr)
@@ -202,11 +202,11 @@ func routePatterns(t *testing.T) []string {
 				}
 				if sel, ok := call.Fun.(*ast.SelectorExpr); ok && sel.Sel.Name == "NewServeMux" {
 					muxes++
-					if !inNewAPI {
-						t.Errorf("%s: a ServeMux outside newAPI: register routes in newAPI", fset.Position(call.Pos()))
+					if !inRoutes {
+						t.Errorf("%s: a ServeMux outside routes: register routes in routes", fset.Position(call.Pos()))
 					}
 				}
-				if !registers || !isRegistration(call.Fun) || !inNewAPI && !isAPIHelper(call.Fun) {
+				if !registers || !isRegistration(call.Fun) || !inRoutes && !isAPIHelper(call.Fun) {
 					return true
 				}
 				lit, ok := call.Args[0].(*ast.BasicLit)
@@ -221,12 +221,12 @@ func routePatterns(t *testing.T) []string {
 		}
 	}
 	if muxes != 1 || len(patterns) == 0 {
-		t.Fatalf("found %d ServeMux and %d routes: has newAPI changed shape?", muxes, len(patterns))
+		t.Fatalf("found %d ServeMux and %d routes: has httpapi's routes changed shape?", muxes, len(patterns))
 	}
 	return patterns
 }
 
-// takesAPI reports whether fd has a parameter named route: newAPI's helper,
+// takesAPI reports whether fd has a parameter named route: routes' helper,
 // handed on to register more routes.
 func takesAPI(fd *ast.FuncDecl) bool {
 	for _, p := range fd.Type.Params.List {
@@ -239,7 +239,7 @@ func takesAPI(fd *ast.FuncDecl) bool {
 	return false
 }
 
-// isAPIHelper reports whether fun is newAPI's route helper.
+// isAPIHelper reports whether fun is routes' route helper.
 func isAPIHelper(fun ast.Expr) bool {
 	id, ok := fun.(*ast.Ident)
 	return ok && id.Name == "route"

@@ -29,7 +29,7 @@ import (
 	"github.com/chiffon-dev/chiffon/internal/ratelog"
 	"github.com/chiffon-dev/chiffon/orchestrator/core"
 	"github.com/chiffon-dev/chiffon/orchestrator/ha"
-	"github.com/chiffon-dev/chiffon/orchestrator/httplimit"
+	"github.com/chiffon-dev/chiffon/orchestrator/httpapi"
 	"github.com/chiffon-dev/chiffon/orchestrator/task"
 	"github.com/chiffon-dev/chiffon/orchestrator/webhook"
 	"github.com/nats-io/nats.go"
@@ -78,19 +78,15 @@ type Orchestrator struct {
 	// req sends the requests whose answers the orchestrator waits for (control
 	// requests to agents, forwarded API calls) on reply subjects only the
 	// intended peer may publish on (broker.Requester).
-	req *broker.Requester
-	// fwd signs and checks the answers to forwarded API requests (fwdsign.go).
-	fwd     fwdSigner
+	req     *broker.Requester
 	st      task.Store
 	metrics *core.Metrics
 	// link follows the connection to the broker, for every core.
 	link core.Link
 	// hooks delivers events to the webhook receivers; nil without any.
-	hooks   *webhook.Dispatcher
-	handler http.Handler
-	mux     *http.ServeMux
-	// streams caps the API's event streams (package httplimit).
-	streams *httplimit.StreamLimiter
+	hooks *webhook.Dispatcher
+	// api is the HTTP API (package httpapi).
+	api *httpapi.API
 	// ha is this orchestrator's part in a group of them (ha.enabled), or nil.
 	ha *ha.Group
 	// running is the core while one runs: from Open alone, from lead to
@@ -138,7 +134,6 @@ func Open(cfg Config, opts Options) (*Orchestrator, error) {
 	o := &Orchestrator{
 		cfg: cfg, sec: sec, log: log.With("orch_id", id), id: id,
 		authLog: ratelog.New(log.With("orch_id", id), ratelog.Policy{}),
-		fwd:     newFwdSigner(sec.apiTokens[0].token),
 		subj:    broker.Subjects{Prefix: cfg.NATS.Prefix},
 		done:    make(chan struct{}),
 		metrics: core.NewMetrics(),
@@ -154,13 +149,10 @@ func Open(cfg Config, opts Options) (*Orchestrator, error) {
 			return nil, err
 		}
 	}
-	o.handler = o.newAPI()
-	if opts.Pages != nil {
-		if err := o.mountPages(opts.Pages); err != nil {
-			_ = o.st.Close()
-			o.closeConns()
-			return nil, err
-		}
+	if err := o.newAPI(opts.Pages); err != nil {
+		_ = o.st.Close()
+		o.closeConns()
+		return nil, err
 	}
 	if len(receivers) > 0 { // Close stops it
 		o.hooks = webhook.New(receivers, webhook.Options{Logger: o.log, Keeper: deliveryKeeper{o.st}})
@@ -212,25 +204,11 @@ func (o *Orchestrator) stop() {
 	}
 }
 
-// mountPages serves pages at Config.UI.Path, beside the API.
-func (o *Orchestrator) mountPages(pages func(http.Handler, func(string) (string, bool), string) (http.Handler, error)) error {
-	path := o.cfg.UI.path()
-	h, err := pages(o.handler, o.Authenticate, path)
-	if err != nil {
-		return err
-	}
-	if path != "/" {
-		h = http.StripPrefix(strings.TrimSuffix(path, "/"), h)
-	}
-	o.mux.Handle(path, h)
-	return nil
-}
-
 // ID returns the orchestrator's orch_id.
 func (o *Orchestrator) ID() string { return o.id }
 
 // Handler returns the HTTP API (API routes, health, readiness and metrics).
-func (o *Orchestrator) Handler() http.Handler { return o.handler }
+func (o *Orchestrator) Handler() http.Handler { return o.api.Handler() }
 
 // Run serves the HTTP API on Config.HTTP.Listen until ctx ends, then shuts the server
 // down; over HTTPS when Config.HTTP.TLS names a certificate. With no listen address
@@ -265,7 +243,7 @@ func (o *Orchestrator) Serve(ctx context.Context, ln net.Listener) error {
 		o.log.Warn("http api serves plain HTTP beyond loopback (http.insecure): tokens and session cookies cross the network in the clear unless a proxy ends TLS",
 			"addr", ln.Addr().String())
 	}
-	srv, ln := o.cfg.HTTP.Limits.NewServer(ctx, ln, o.handler, tlsConf)
+	srv, ln := o.cfg.HTTP.Limits.NewServer(ctx, ln, o.api.Handler(), tlsConf)
 	serve := srv.Serve
 	if tlsConf != nil {
 		serve = func(ln net.Listener) error { return srv.ServeTLS(ln, "", "") }

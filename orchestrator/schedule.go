@@ -28,7 +28,7 @@ const (
 
 // Errors of the schedule calls.
 var (
-	ErrScheduleExists = errors.New("a schedule of that name exists")
+	ErrScheduleExists = api.ErrScheduleExists
 )
 
 // AddSchedule stores a new schedule; it fires from now on.

@@ -12,37 +12,19 @@ import (
 // from the store and refuses the rest with ErrClosed (its API forwards those
 // to the leader).
 
-// ErrClosed is returned by what needs a running core when none runs: the
-// orchestrator has closed, or it is a standby of its group.
-var ErrClosed = core.ErrClosed
-
-// Submit stores a new task on behalf of ctx's caller and routes it (see
-// core.Core.Submit).
+// Submit stores a new task and routes it (see core.Core.Submit).
 func (o *Orchestrator) Submit(ctx context.Context, req api.SubmitRequest) (*task.Task, error) {
-	c := o.running.Load()
-	if c == nil {
-		return nil, ErrClosed
-	}
-	return c.Submit(req, CallerOf(ctx))
+	return apiBackend{o}.Submit(ctx, req, "")
 }
 
-// Cancel cancels task id on behalf of ctx's caller (see core.Core.Cancel).
+// Cancel cancels task id (see core.Core.Cancel).
 func (o *Orchestrator) Cancel(ctx context.Context, id, reason string) (*task.Task, error) {
-	c := o.running.Load()
-	if c == nil {
-		return nil, ErrClosed
-	}
-	return c.Cancel(id, reason, CallerOf(ctx))
+	return apiBackend{o}.Cancel(ctx, id, reason, "")
 }
 
-// Decide approves or rejects task id on behalf of ctx's caller (see
-// core.Core.Decide).
+// Decide approves or rejects task id (see core.Core.Decide).
 func (o *Orchestrator) Decide(ctx context.Context, id string, approve bool, note string) (*task.Task, error) {
-	c := o.running.Load()
-	if c == nil {
-		return nil, ErrClosed
-	}
-	return c.Decide(id, approve, note, CallerOf(ctx))
+	return apiBackend{o}.Decide(ctx, id, approve, note, "")
 }
 
 // Task returns a snapshot of one task.
@@ -86,11 +68,4 @@ func (o *Orchestrator) Agents() []api.AgentInfo {
 		return c.Agents()
 	}
 	return []api.AgentInfo{}
-}
-
-// waitWritten waits until the writes of task id made so far are stored.
-func (o *Orchestrator) waitWritten(id string) {
-	if c := o.running.Load(); c != nil {
-		c.WaitWritten(id)
-	}
 }

@@ -3,7 +3,6 @@ package orchestrator
 import (
 	"encoding/json"
 	"fmt"
-	"net/http"
 	"net/url"
 	"slices"
 
@@ -91,10 +90,6 @@ func (o *Orchestrator) Deliveries() []webhook.Delivery {
 		return []webhook.Delivery{}
 	}
 	return o.hooks.Deliveries()
-}
-
-func (o *Orchestrator) apiDeliveries(w http.ResponseWriter, _ *http.Request) {
-	writeJSON(w, http.StatusOK, o.Deliveries())
 }
 
 // deliveryRecord is the kind of a kept webhook delivery's record in the task

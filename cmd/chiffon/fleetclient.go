@@ -11,7 +11,7 @@ import (
 )
 
 // fleetAPI calls the batch and schedule endpoints of the orchestrator's API
-// (orchestrator/api_fleet.go) with a client's address, token and HTTP client.
+// (orchestrator/httpapi/fleet.go) with a client's address, token and HTTP client.
 type fleetAPI struct{ c *client.Client }
 
 // createBatch makes a batch: POST /api/v1/batches.

@@ -1,7 +1,6 @@
 package core
 
 import (
-	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -19,7 +18,7 @@ import (
 
 // ErrNotAwaitingApproval is returned when approving or rejecting a task that does
 // not wait for it.
-var ErrNotAwaitingApproval = errors.New("task does not await approval")
+var ErrNotAwaitingApproval = api.ErrNotAwaitingApproval
 
 // maxApprovalNote bounds an approval's note, in bytes.
 const maxApprovalNote = 1024

@@ -1,7 +1,6 @@
 package core
 
 import (
-	"errors"
 	"fmt"
 
 	"github.com/chiffon-dev/chiffon/api"
@@ -9,7 +8,7 @@ import (
 )
 
 // ErrFinished is returned when cancelling a task that has already ended.
-var ErrFinished = errors.New("task already finished")
+var ErrFinished = api.ErrFinished
 
 // maxCancelReason bounds a cancel's reason, in bytes.
 const maxCancelReason = 1024

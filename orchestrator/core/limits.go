@@ -3,7 +3,6 @@ package core
 import (
 	"cmp"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"time"
 
@@ -17,7 +16,7 @@ import (
 const headerRoom = 1024
 
 // ErrTooLarge is what every *TooLargeError is (errors.Is).
-var ErrTooLarge = errors.New("task too large for one broker message")
+var ErrTooLarge = api.ErrTooLarge
 
 // TooLargeError says a task's work_request would not fit in one broker message,
 // or is over a max_request_bytes of the config. A submission refused with it was

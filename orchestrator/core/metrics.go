@@ -87,3 +87,7 @@ func (m *Metrics) SetLeader(lead bool) {
 		m.leader.Set(0)
 	}
 }
+
+// CountForeignReply counts a message left unanswered because its reply
+// subject was not its sender's own inbox.
+func (m *Metrics) CountForeignReply() { m.foreignReplies.Inc() }

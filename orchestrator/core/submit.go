@@ -19,7 +19,7 @@ func (o *Core) newRun(t *task.Task) *run {
 }
 
 // ErrClosed is returned by methods of a closed orchestrator.
-var ErrClosed = errors.New("orchestrator closed")
+var ErrClosed = api.ErrClosed
 
 // Submit stores a new task and routes it: it is dispatched at once when an agent has
 // room, or queued. It returns once the task is stored; the returned task is a

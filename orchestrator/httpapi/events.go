@@ -1,4 +1,4 @@
-package orchestrator
+package httpapi
 
 import (
 	"encoding/json"
@@ -11,10 +11,14 @@ import (
 	"github.com/chiffon-dev/chiffon/orchestrator/task"
 )
 
+// watcherBuffer is how many live events a slow SSE client may fall behind before its
+// stream is ended (it reconnects with Last-Event-ID and replays from the store).
+const watcherBuffer = 512
+
 // serveEvents streams a task's events: first the stored history (after
 // Last-Event-ID when given), then live events until the task ends.
-func (o *Orchestrator) serveEvents(w http.ResponseWriter, req *http.Request, id string) {
-	if _, err := o.Task(id); err != nil {
+func (a *API) serveEvents(w http.ResponseWriter, req *http.Request, id string) {
+	if _, err := a.core.Task(id); err != nil {
 		writeTaskErr(w, err)
 		return
 	}
@@ -34,17 +38,17 @@ func (o *Orchestrator) serveEvents(w http.ResponseWriter, req *http.Request, id 
 	}
 	// Subscribe before reading the history, so no event falls between the two, and
 	// let the writes of the events sent so far land first.
-	live := o.watch(id, watcherBuffer)
+	live, stop := a.core.Watch(id, watcherBuffer)
 	if live != nil {
-		defer o.unwatch(id, live)
+		defer stop()
 	}
-	o.waitWritten(id)
+	a.core.WaitWritten(id)
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-cache")
 	w.Header().Set("X-Accel-Buffering", "no")
 	w.WriteHeader(http.StatusOK)
 	errStop := errors.New("stop")
-	err := o.st.Events(id, after, func(ev *task.Event) error {
+	err := a.st.Events(id, after, func(ev *task.Event) error {
 		after = ev.Seq
 		if writeEvent(w, ev) != nil {
 			return errStop
@@ -52,8 +56,8 @@ func (o *Orchestrator) serveEvents(w http.ResponseWriter, req *http.Request, id 
 		return nil
 	})
 	flusher.Flush()
-	if err == nil && live == nil && o.ha != nil {
-		o.followStore(w, req, id, after)
+	if err == nil && live == nil && a.inGroup {
+		a.followStore(w, req, id, after)
 		return
 	}
 	if err != nil || live == nil {
@@ -65,18 +69,18 @@ func (o *Orchestrator) serveEvents(w http.ResponseWriter, req *http.Request, id 
 		select {
 		case <-req.Context().Done():
 			return
-		case <-o.done:
+		case <-a.done:
 			return
 		case <-keepalive.C:
 			if _, err := fmt.Fprint(w, ": keepalive\n\n"); err != nil {
 				return
 			}
 			flusher.Flush()
-		case ev, ok := <-live.ch:
+		case ev, ok := <-live:
 			if !ok {
 				// Ended: the task finished, or this stream fell behind. Send what the
 				// store has beyond what was sent.
-				_ = o.st.Events(id, after, func(ev *task.Event) error { return writeEvent(w, ev) })
+				_ = a.st.Events(id, after, func(ev *task.Event) error { return writeEvent(w, ev) })
 				flusher.Flush()
 				return
 			}
@@ -103,7 +107,7 @@ const (
 // (a standby, or a leader that took over after the stream began), the events the
 // store gets after after, until the task ends: the leader writes each one there
 // before it tells its own streams.
-func (o *Orchestrator) followStore(w http.ResponseWriter, req *http.Request, id string, after int64) {
+func (a *API) followStore(w http.ResponseWriter, req *http.Request, id string, after int64) {
 	flusher := w.(http.Flusher)
 	poll := time.NewTicker(storePoll)
 	defer poll.Stop()
@@ -112,16 +116,16 @@ func (o *Orchestrator) followStore(w http.ResponseWriter, req *http.Request, id 
 		select {
 		case <-req.Context().Done():
 			return
-		case <-o.done:
+		case <-a.done:
 			return
 		case <-poll.C:
 		}
-		t, err := o.st.Task(id)
+		t, err := a.st.Task(id)
 		if err != nil {
 			return
 		}
 		sent := after
-		err = o.st.Events(id, after, func(ev *task.Event) error {
+		err = a.st.Events(id, after, func(ev *task.Event) error {
 			after = ev.Seq
 			return writeEvent(w, ev)
 		})

@@ -1,4 +1,4 @@
-package orchestrator
+package httpapi
 
 import (
 	_ "embed"
@@ -6,8 +6,9 @@ import (
 )
 
 // openAPIDocument is the OpenAPI 3.1 document of the HTTP API, written by hand.
-// openapi_test.go checks it against the official OpenAPI 3.1 schema, against the
-// routes newAPI registers, and against every answer the package's API tests get.
+// Package orchestrator's openapi_test.go checks it against the official OpenAPI
+// 3.1 schema and against the routes API.routes registers, and its API tests
+// check every answer they get against it.
 //
 //go:embed openapi.json
 var openAPIDocument []byte

@@ -1,4 +1,4 @@
-package orchestrator
+package httpapi
 
 import (
 	"bytes"
@@ -9,7 +9,6 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/chiffon-dev/chiffon/broker"
 	"github.com/nats-io/nats.go"
 )
 
@@ -44,31 +43,31 @@ var forwardedHeaders = []string{"Content-Type", "Location", "WWW-Authenticate"}
 
 // leaderOnly serves h when this orchestrator runs the core, and forwards the
 // request to the leader otherwise.
-func (o *Orchestrator) leaderOnly(h http.HandlerFunc) http.HandlerFunc {
+func (a *API) leaderOnly(h http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		if o.serving() {
+		if a.serving() {
 			h(w, r)
 			return
 		}
-		o.forward(w, r)
+		a.forward(w, r)
 	}
 }
 
 // forward sends r to the leader and writes its answer.
-func (o *Orchestrator) forward(w http.ResponseWriter, r *http.Request) {
+func (a *API) forward(w http.ResponseWriter, r *http.Request) {
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBody))
 	if err != nil {
 		writeDecodeErr(w, err)
 		return
 	}
-	msg := &nats.Msg{Subject: o.subj.OrchAPI(o.id), Data: body, Header: nats.Header{
+	msg := &nats.Msg{Subject: a.fwd.Subjects.OrchAPI(a.fwd.OrchID), Data: body, Header: nats.Header{
 		hdrFwdMethod:    {r.Method},
 		hdrFwdPath:      {r.URL.RequestURI()},
 		"Authorization": {r.Header.Get("Authorization")},
 	}}
 	ctx, cancel := context.WithTimeout(r.Context(), forwardTimeout)
 	defer cancel()
-	call, err := o.req.Send(msg, o.subj.ForwardReplies())
+	call, err := a.fwd.Requester.Send(msg, a.fwd.Subjects.ForwardReplies())
 	if err != nil {
 		writeError(w, http.StatusBadGateway, "unavailable", "", "forward to the leading orchestrator: "+err.Error())
 		return
@@ -88,8 +87,8 @@ func (o *Orchestrator) forward(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadGateway, "unavailable", "", "forward to the leading orchestrator: "+err.Error())
 		return
 	}
-	if !o.fwd.verify(resp) {
-		o.authLog.Warn("forward-signature", "answer to a forwarded request refused: bad or missing signature", "subject", resp.Subject)
+	if !a.fwd.Signer.Verify(resp) {
+		a.authLog.Warn("forward-signature", "answer to a forwarded request refused: bad or missing signature", "subject", resp.Subject)
 		writeError(w, http.StatusBadGateway, "unavailable", "", "the answer to the forwarded request failed its signature check")
 		return
 	}
@@ -108,7 +107,7 @@ func (o *Orchestrator) forward(w http.ResponseWriter, r *http.Request) {
 }
 
 // forwardable are the requests a standby may forward, by method and route: the
-// routes newAPI serves through leaderOnly.
+// routes the API serves through leaderOnly.
 var forwardable = map[string]bool{
 	"POST /api/v1/tasks":                   true,
 	"POST /api/v1/tasks/{id}/cancel":       true,
@@ -121,40 +120,27 @@ var forwardable = map[string]bool{
 	"DELETE /api/v1/schedules/{name}":      true,
 }
 
-// handleForwarded serves a request a standby forwarded, off the subscription's
-// goroutine (a submit waits for its commit), and answers it.
-func (o *Orchestrator) handleForwarded(msg *nats.Msg) {
-	if !broker.InInbox(msg.Reply, o.subj.ForwardReplies()) {
-		o.metrics.foreignReplies.Inc()
-		o.authLog.Warn("foreign-reply", "forwarded request not served: its reply subject is not a forwarding inbox", "reply", msg.Reply)
-		return
-	}
-	o.subsMu.Lock() // Close waits for o.wg once subsClosed is set
-	if o.subsClosed {
-		o.subsMu.Unlock()
-		return
-	}
-	o.wg.Add(1)
-	o.subsMu.Unlock()
-	go func() {
-		defer o.wg.Done()
-		rw := &bufferedResponse{header: http.Header{}}
-		o.serveForwarded(rw, msg)
-		out := &nats.Msg{Subject: msg.Reply, Data: rw.body.Bytes(), Header: nats.Header{hdrFwdStatus: {strconv.Itoa(rw.status)}}}
-		for _, k := range forwardedHeaders {
-			if v := rw.header.Get(k); v != "" {
-				out.Header.Set(k, v)
-			}
+// AnswerForwarded serves msg, a request a standby forwarded, and publishes the
+// signed answer to its reply subject. It blocks while the request is served (a
+// submit waits for its commit): the caller runs it off the subscription's
+// goroutine, once it has checked that the reply subject is a forwarding inbox.
+func (a *API) AnswerForwarded(msg *nats.Msg) {
+	rw := &bufferedResponse{header: http.Header{}}
+	a.serveForwarded(rw, msg)
+	out := &nats.Msg{Subject: msg.Reply, Data: rw.body.Bytes(), Header: nats.Header{hdrFwdStatus: {strconv.Itoa(rw.status)}}}
+	for _, k := range forwardedHeaders {
+		if v := rw.header.Get(k); v != "" {
+			out.Header.Set(k, v)
 		}
-		o.fwd.sign(out)
-		if err := o.nc.PublishMsg(out); err != nil {
-			o.log.Warn("answer a forwarded request", "err", err)
-		}
-	}()
+	}
+	a.fwd.Signer.Sign(out)
+	if err := a.fwd.Conn.PublishMsg(out); err != nil {
+		a.log.Warn("answer a forwarded request", "err", err)
+	}
 }
 
-func (o *Orchestrator) serveForwarded(w *bufferedResponse, msg *nats.Msg) {
-	if !o.serving() { // the lead moved on: never forward again
+func (a *API) serveForwarded(w *bufferedResponse, msg *nats.Msg) {
+	if !a.serving() { // the lead moved on: never forward again
 		writeError(w, http.StatusServiceUnavailable, "unavailable", "", "no orchestrator of the group leads at the moment; try again")
 		return
 	}
@@ -166,11 +152,11 @@ func (o *Orchestrator) serveForwarded(w *bufferedResponse, msg *nats.Msg) {
 		return
 	}
 	req.Header.Set("Authorization", msg.Header.Get("Authorization"))
-	if _, pattern := o.mux.Handler(req); !forwardable[pattern] {
+	if _, pattern := a.mux.Handler(req); !forwardable[pattern] {
 		writeError(w, http.StatusBadRequest, "invalid_field", "", "this request is not forwarded to the leader")
 		return
 	}
-	o.handler.ServeHTTP(w, req)
+	a.mux.ServeHTTP(w, req)
 }
 
 // bufferedResponse is an http.ResponseWriter that keeps the answer.
