@@ -184,7 +184,7 @@ func (o *Orchestrator) serveBatchEvents(w http.ResponseWriter, req *http.Request
 		if b.FinishedAt != nil {
 			return
 		}
-		changed := o.fleet.changes()
+		changed := o.fleet.Changes()
 		select {
 		case <-req.Context().Done():
 			return

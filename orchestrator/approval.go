@@ -2,13 +2,11 @@ package orchestrator
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"time"
 
 	"github.com/chiffon-dev/chiffon/api"
-	"github.com/chiffon-dev/chiffon/orchestrator/fleet"
 	"github.com/chiffon-dev/chiffon/orchestrator/task"
 	"github.com/chiffon-dev/chiffon/orchestrator/webhook"
 )
@@ -20,12 +18,20 @@ import (
 // passes (it ends rejected). An unpinned task is never sent to an agent that
 // requires approval for its work type unless it was approved.
 
-// ErrNotAwaitingApproval is returned when approving or rejecting a task that does
-// not wait for it.
-var ErrNotAwaitingApproval = errors.New("task does not await approval")
+// ErrNotAwaitingApproval is returned when approving or rejecting a task, or a
+// batch, that does not wait for it.
+var ErrNotAwaitingApproval = task.ErrNotAwaitingApproval
 
 // maxApprovalNote bounds an approval's note, in bytes.
 const maxApprovalNote = 1024
+
+// checkNote refuses an approval's note over maxApprovalNote.
+func checkNote(note string) error {
+	if len(note) > maxApprovalNote {
+		return &api.FieldError{Field: "note", Message: fmt.Sprintf("must be at most %d bytes", maxApprovalNote)}
+	}
+	return nil
+}
 
 // approvalNeeded says why req needs an approval, or "" when it does not.
 func (o *Orchestrator) approvalNeeded(req *api.SubmitRequest) string {
@@ -50,8 +56,13 @@ func approved(t *task.Task) bool {
 	return t.Approval != nil && t.Approval.State == task.ApprovalApproved
 }
 
-// newApproval is a waiting approval asked now, for why.
-func (o *Orchestrator) newApproval(why string, now time.Time) *task.Approval {
+// approvalFor is the waiting approval req needs, asked at now, or nil when it
+// needs none (approvalNeeded).
+func (o *Orchestrator) approvalFor(req *api.SubmitRequest, now time.Time) *task.Approval {
+	why := o.approvalNeeded(req)
+	if why == "" {
+		return nil
+	}
 	return &task.Approval{State: task.ApprovalWaiting, Why: why, RequestedAt: now, ExpiresAt: now.Add(o.cfg.Approval.expiresAfter())}
 }
 
@@ -59,8 +70,8 @@ func (o *Orchestrator) newApproval(why string, now time.Time) *task.Approval {
 // behalf of ctx's caller, and returns it once the decision is stored. A task
 // that does not wait for approval is returned with ErrNotAwaitingApproval.
 func (o *Orchestrator) Decide(ctx context.Context, id string, approve bool, note string) (*task.Task, error) {
-	if len(note) > maxApprovalNote {
-		return nil, &api.FieldError{Field: "note", Message: fmt.Sprintf("must be at most %d bytes", maxApprovalNote)}
+	if err := checkNote(note); err != nil {
+		return nil, err
 	}
 	var (
 		r    *run
@@ -150,53 +161,4 @@ func (o *Orchestrator) askApproval(r *run) {
 	if o.hooks != nil {
 		o.hooks.Send(webhook.ApprovalRequested, cloneTask(r.t))
 	}
-}
-
-// batchApprovalNeeded says why batch b needs an approval, or "": its work type
-// does, or one of the agents it makes a task for does.
-func (o *Orchestrator) batchApprovalNeeded(b *api.Batch) string {
-	req := b.TaskFor("")
-	if why := o.approvalNeeded(&req); why != "" {
-		return why
-	}
-	for _, t := range b.Targets {
-		if t.State == api.TargetWaiting && o.agentRequiresApproval(t.AgentID, b.WorkType) {
-			return fmt.Sprintf("agent %s requires approval for %s (approval_required)", t.AgentID, b.WorkType)
-		}
-	}
-	return ""
-}
-
-// DecideBatch approves or rejects batch id, waiting for approval, on behalf of
-// ctx's caller: approved, its runner makes its tasks (approved with it);
-// rejected, it ends rejected and makes none.
-func (o *Orchestrator) DecideBatch(ctx context.Context, id string, approve bool, note string) (*api.Batch, error) {
-	if len(note) > maxApprovalNote {
-		return nil, &api.FieldError{Field: "note", Message: fmt.Sprintf("must be at most %d bytes", maxApprovalNote)}
-	}
-	o.batchMu.Lock()
-	defer o.batchMu.Unlock()
-	b, err := o.storedBatch(id)
-	if err != nil {
-		return nil, err
-	}
-	if b.State != api.BatchRunning || b.Approval == nil || b.Approval.State != task.ApprovalWaiting {
-		return b, ErrNotAwaitingApproval
-	}
-	now := time.Now().UTC()
-	a := b.Approval
-	a.By, a.Note, a.DecidedAt = CallerOf(ctx), note, &now
-	a.State = task.ApprovalApproved
-	if !approve {
-		a.State = task.ApprovalRejected
-		fleet.RejectBatch(b, now)
-	}
-	if err := o.putBatch(b); err != nil {
-		return nil, err
-	}
-	if !approve {
-		o.batchFinished(b)
-	}
-	o.fleet.taskEnded(id) // wakes its runner
-	return o.GetBatch(id)
 }

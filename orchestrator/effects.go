@@ -125,7 +125,7 @@ func (o *Orchestrator) forget(r *run, e forget) {
 		o.hooks.Send(taskEvent(r.t.State), cloneTask(r.t))
 	}
 	if !e.uncount && r.t.BatchID != "" {
-		o.fleet.taskEnded(r.t.BatchID)
+		o.fleet.TaskEnded(r.t.BatchID)
 	}
 	o.closeWatchers(r.t.ID, final)
 }

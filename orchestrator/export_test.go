@@ -9,6 +9,7 @@ import (
 
 	"github.com/chiffon-dev/chiffon/api"
 	"github.com/chiffon-dev/chiffon/orchestrator/badgerstore"
+	"github.com/chiffon-dev/chiffon/orchestrator/fleet"
 	"github.com/chiffon-dev/chiffon/orchestrator/memstore"
 	"github.com/chiffon-dev/chiffon/orchestrator/task"
 	"github.com/nats-io/nats.go"
@@ -59,20 +60,22 @@ func StallStoreWriter(o *Orchestrator) (release func()) {
 
 // StopFleet stops the batch runners and the schedules' clock, so that a test
 // fires schedules itself (FireDue) at the times it chooses.
-func StopFleet(o *Orchestrator) { o.stopFleet() }
+func StopFleet(o *Orchestrator) { o.fleet.Stop() }
 
 // FireDue fires what is due at now for a clock started at started, and returns
 // when the clock would look again.
-func FireDue(o *Orchestrator, started, now time.Time) time.Time { return o.fireDue(started, now) }
+func FireDue(o *Orchestrator, started, now time.Time) time.Time { return o.fleet.FireDue(started, now) }
 
 // ForgetFiring deletes what schedule name fired last, as if its record had not
 // been written.
-func ForgetFiring(o *Orchestrator, name string) error { return o.st.PutRecord(firingRecord, name, nil) }
+func ForgetFiring(o *Orchestrator, name string) error {
+	return o.st.PutRecord(fleet.FiringRecord, name, nil)
+}
 
 // SubmitAs submits req as the task id with request_id requestID, as a batch or a
 // schedule does, and reports whether it made the task.
 func SubmitAs(o *Orchestrator, req api.SubmitRequest, id, requestID string) (*task.Task, bool, error) {
-	return o.submit(req, origin{id: id, requestID: requestID})
+	return o.submit(req, task.Origin{ID: id, RequestID: requestID})
 }
 
 // SignForwardedAnswer signs msg as o signs its answers to forwarded requests.

@@ -174,7 +174,7 @@ func (o *Orchestrator) lead() error {
 // stepDown stops the core: no more messages come in, and every live thing goes.
 // The tasks stay in the store for the next leader.
 func (o *Orchestrator) stepDown() {
-	o.stopFleet()
+	o.fleet.Stop()
 	o.ha.active.Store(false)
 	o.metrics.leader.Set(0)
 	o.unsubscribe()

@@ -28,6 +28,7 @@ import (
 	"github.com/chiffon-dev/chiffon/errcodes"
 	"github.com/chiffon-dev/chiffon/internal/lazylog"
 	"github.com/chiffon-dev/chiffon/internal/ratelog"
+	"github.com/chiffon-dev/chiffon/orchestrator/fleet"
 	"github.com/chiffon-dev/chiffon/orchestrator/httplimit"
 	"github.com/chiffon-dev/chiffon/orchestrator/task"
 	"github.com/chiffon-dev/chiffon/orchestrator/webhook"
@@ -97,10 +98,7 @@ type Orchestrator struct {
 	// link follows the connection to the broker (link.go).
 	link link
 	// fleet runs the batches and the schedules while the core runs.
-	fleet fleetRuns
-	// schedMu orders the changes this orchestrator makes to schedules, batchMu
-	// those to batches waiting for approval.
-	schedMu, batchMu sync.Mutex
+	fleet *fleet.Fleet
 
 	// The loop (loop.go) owns the rest: only its jobs touch them.
 	mail     *mailbox
@@ -189,6 +187,7 @@ func Open(cfg Config, opts Options) (*Orchestrator, error) {
 	if len(receivers) > 0 { // Close stops it
 		o.hooks = webhook.New(receivers, webhook.Options{Logger: o.log, Keeper: deliveryKeeper{o.st}})
 	}
+	o.fleet = o.newFleet()
 	go o.loop()
 	start := o.start
 	if cfg.HA.Enabled {
@@ -322,7 +321,7 @@ func (o *Orchestrator) Serve(ctx context.Context, ln net.Listener) error {
 // closes its own NATS connection and the store. Unfinished tasks stay in the store and
 // resume at the next Open.
 func (o *Orchestrator) Close() error {
-	o.stopFleet()
+	o.fleet.Stop()
 	first := false
 	_ = o.call(func() {
 		if o.closed {
@@ -356,6 +355,7 @@ func (o *Orchestrator) Close() error {
 	// The writes held for jobs that never came go now.
 	o.st.Flush()
 	o.wg.Wait()
+	o.fleet.Stop() // what a new term started while Close began (ha.go's roles)
 	o.authLog.Flush(context.Background())
 	if o.hooks != nil {
 		o.hooks.Close()
