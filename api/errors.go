@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+
+	"github.com/chiffon-dev/chiffon/orchestrator/task"
 )
 
 // The orchestrator's refusals that the API answers with a status of their own
@@ -13,7 +15,7 @@ var (
 	ErrFinished = errors.New("task already finished")
 	// ErrNotAwaitingApproval is returned when approving or rejecting a task or a
 	// batch that does not wait for it.
-	ErrNotAwaitingApproval = errors.New("task does not await approval")
+	ErrNotAwaitingApproval = task.ErrNotAwaitingApproval
 	// ErrBatchNoTargets is returned when no agent matches a new batch.
 	ErrBatchNoTargets = errors.New("no agent matches the batch")
 	// ErrScheduleExists is returned when adding a schedule whose name is taken.

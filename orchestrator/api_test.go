@@ -15,7 +15,7 @@ import (
 	"github.com/chiffon-dev/chiffon/client"
 	"github.com/chiffon-dev/chiffon/envelope"
 	"github.com/chiffon-dev/chiffon/internal/testnats"
-	"github.com/chiffon-dev/chiffon/orchestrator"
+	"github.com/chiffon-dev/chiffon/orchestrator/core"
 	"github.com/chiffon-dev/chiffon/orchestrator/task"
 )
 
@@ -284,8 +284,8 @@ func TestAPIRefusesATaskTooLargeForTheBrokerBeforeStoringIt(t *testing.T) {
 			// it exactly the limit follows (an ASCII byte is a byte of JSON).
 			probe := tc.wantLimit
 			_, err := o.Submit(t.Context(), withText(probe))
-			var tle *orchestrator.TooLargeError
-			if !errors.As(err, &tle) || !errors.Is(err, orchestrator.ErrTooLarge) {
+			var tle *core.TooLargeError
+			if !errors.As(err, &tle) || !errors.Is(err, core.ErrTooLarge) {
 				t.Fatalf("Submit of %d bytes of text: %v, want a *core.TooLargeError", probe, err)
 			}
 			if tle.Limit != tc.wantLimit || tle.Size <= tle.Limit {

@@ -5,6 +5,7 @@ import (
 	"net/http"
 
 	"github.com/chiffon-dev/chiffon/api"
+	"github.com/chiffon-dev/chiffon/orchestrator/core"
 	"github.com/chiffon-dev/chiffon/orchestrator/httpapi"
 	"github.com/chiffon-dev/chiffon/orchestrator/task"
 )
@@ -60,12 +61,15 @@ func (b apiBackend) Decide(_ context.Context, id string, approve bool, note, cal
 
 // CreateBatch is Orchestrator.CreateBatch on behalf of caller.
 func (b apiBackend) CreateBatch(_ context.Context, req api.BatchRequest, caller string) (*api.Batch, error) {
-	return b.createBatchBy(req, caller)
+	return b.fleet.CreateBatch(req, caller)
 }
 
 // DecideBatch is Orchestrator.DecideBatch on behalf of caller.
 func (b apiBackend) DecideBatch(_ context.Context, id string, approve bool, note, caller string) (*api.Batch, error) {
-	return b.decideBatchBy(id, approve, note, caller)
+	if err := core.CheckNote(note); err != nil {
+		return nil, err
+	}
+	return b.fleet.DecideBatch(id, approve, caller, note)
 }
 
 // WaitWritten waits until every write of live task id so far is committed.
@@ -76,7 +80,7 @@ func (b apiBackend) WaitWritten(id string) {
 }
 
 // BatchChanges returns a channel closed at the next change of a batch.
-func (b apiBackend) BatchChanges() <-chan struct{} { return b.fleet.changes() }
+func (b apiBackend) BatchChanges() <-chan struct{} { return b.fleet.Changes() }
 
 // Watch starts a live stream of task id's events (core.Core.Watch); none
 // when no core runs it.

@@ -26,8 +26,8 @@ func (o *Orchestrator) connect(opts Options) error {
 		o.ownConn = true
 		cc := o.cfg.NATS.ConnConfig("chiffon-orchestrator-" + o.id)
 		cc.Logger = o.log
-		cc.OnDisconnect = func(*nats.Conn, error) { o.link.down() }
-		cc.OnReconnect = func(*nats.Conn) { o.link.up(); o.discover() }
+		cc.OnDisconnect = func(*nats.Conn, error) { o.link.Down() }
+		cc.OnReconnect = func(*nats.Conn) { o.link.Up(); o.rediscover() }
 		cc.InboxPrefix = o.subj.Inbox(broker.RoleOrchestrator, "")
 		if o.nc, err = broker.Connect(cc); err != nil {
 			o.nc = nil
@@ -64,5 +64,12 @@ func (o *Orchestrator) closeConns() {
 	}
 	if o.ownConn && o.nc != nil {
 		o.nc.Close()
+	}
+}
+
+// rediscover asks every agent to register again with the running core.
+func (o *Orchestrator) rediscover() {
+	if c := o.running.Load(); c != nil {
+		c.Discover()
 	}
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/chiffon-dev/chiffon/api"
 	"github.com/chiffon-dev/chiffon/orchestrator/badgerstore"
+	"github.com/chiffon-dev/chiffon/orchestrator/fleet"
 	"github.com/chiffon-dev/chiffon/orchestrator/httpapi"
 	"github.com/chiffon-dev/chiffon/orchestrator/memstore"
 	"github.com/chiffon-dev/chiffon/orchestrator/task"
@@ -26,12 +27,11 @@ func BreakStoreWrites(o *Orchestrator) {
 // (messages handled, timers run out) queue up and then run as one batch. It returns
 // the number of jobs waiting and the function that lets the loop go on.
 func PauseLoop(o *Orchestrator) (waiting func() int, resume func()) {
-	running, release := make(chan struct{}), make(chan struct{})
-	if !o.post(func() { close(running); <-release }) {
+	waiting, resume = o.running.Load().Hold()
+	if waiting == nil {
 		panic("orchestrator closed")
 	}
-	<-running
-	return o.mail.len, sync.OnceFunc(func() { close(release) })
+	return waiting, resume
 }
 
 // EventVersions returns the Badger version (commit timestamp) of each stored event of
@@ -46,7 +46,7 @@ func StoreType(o *Orchestrator) string { return fmt.Sprintf("%T", o.st) }
 
 // StopServingForwarded ends o's core subscriptions, the forwarded requests'
 // among them, as a leader cut off from them would.
-func StopServingForwarded(_ testing.TB, o *Orchestrator) { o.unsubscribe() }
+func StopServingForwarded(_ testing.TB, o *Orchestrator) { o.running.Load().Unsubscribe() }
 
 // StallStoreWriter blocks the store's writer, as a process stopped or paused
 // would be, until release is called: the writes saved meanwhile wait, and so
@@ -60,20 +60,22 @@ func StallStoreWriter(o *Orchestrator) (release func()) {
 
 // StopFleet stops the batch runners and the schedules' clock, so that a test
 // fires schedules itself (FireDue) at the times it chooses.
-func StopFleet(o *Orchestrator) { o.stopFleet() }
+func StopFleet(o *Orchestrator) { o.fleet.Stop() }
 
 // FireDue fires what is due at now for a clock started at started, and returns
 // when the clock would look again.
-func FireDue(o *Orchestrator, started, now time.Time) time.Time { return o.fireDue(started, now) }
+func FireDue(o *Orchestrator, started, now time.Time) time.Time { return o.fleet.FireDue(started, now) }
 
 // ForgetFiring deletes what schedule name fired last, as if its record had not
 // been written.
-func ForgetFiring(o *Orchestrator, name string) error { return o.st.PutRecord(firingRecord, name, nil) }
+func ForgetFiring(o *Orchestrator, name string) error {
+	return o.st.PutRecord(fleet.FiringRecord, name, nil)
+}
 
 // SubmitAs submits req as the task id with request_id requestID, as a batch or a
 // schedule does, and reports whether it made the task.
 func SubmitAs(o *Orchestrator, req api.SubmitRequest, id, requestID string) (*task.Task, bool, error) {
-	return o.submit(req, origin{id: id, requestID: requestID})
+	return o.running.Load().SubmitAs(req, task.Origin{ID: id, RequestID: requestID})
 }
 
 // SignForwardedAnswer signs msg as o signs its answers to forwarded requests.
@@ -85,7 +87,7 @@ func SignForwardedAnswer(o *Orchestrator, msg *nats.Msg) {
 // store holds them (overlapping pieces count twice), once its writes so far are
 // committed.
 func StoredOutputBytes(o *Orchestrator, id string) (int64, error) {
-	o.waitWritten(id)
+	o.running.Load().WaitWritten(id)
 	spans, err := o.st.OutputSpans(id)
 	var n int64
 	for _, s := range spans {

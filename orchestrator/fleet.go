@@ -2,160 +2,145 @@ package orchestrator
 
 import (
 	"context"
-	"sync"
+	"time"
 
 	"github.com/chiffon-dev/chiffon/api"
 	"github.com/chiffon-dev/chiffon/orchestrator/core"
+	"github.com/chiffon-dev/chiffon/orchestrator/fleet"
+	"github.com/chiffon-dev/chiffon/orchestrator/task"
 )
 
-// fleetRuns is what the core runs beside the tasks while it runs: a runner for each
-// running batch (batchrun.go) and the schedules' clock (schedrun.go). It starts
-// once the core serves (Open alone, lead in a group) and stops with it; what it
-// does is kept in the task store, so the next core picks it up.
-type fleetRuns struct {
-	mu     sync.Mutex
-	ctx    context.Context // nil while stopped
-	cancel context.CancelFunc
-	// batches wakes each running batch's runner when one of its tasks ends.
-	batches map[string]chan struct{}
-	// core is the core the runners run beside; they end before it.
-	core *core.Core
-	// schedules wakes the schedules' clock when a schedule changes.
-	schedules chan struct{}
-	// changed tells the batch event streams that a batch changed. It has a lock
-	// of its own, so that no method of fleetRuns needs mu held to bump it.
-	changed broadcast
-}
+// The batches and the schedules are package fleet's: a client of the core's Go
+// API (fleetCore), started with the core (startFleet) and stopped with it. The
+// orchestrator's batch and schedule methods hand the calls to it.
 
-// broadcast wakes all its waiters at once: wait returns a channel that the next
-// bump closes. The zero value is ready.
-type broadcast struct {
-	mu sync.Mutex
-	ch chan struct{} // nil while nobody waits
-}
+// Errors of the batch and schedule calls (package fleet's).
+var (
+	// ErrBatchNoTargets is returned for a batch request that no agent matches.
+	ErrBatchNoTargets = fleet.ErrBatchNoTargets
+	// ErrScheduleExists is returned for a new schedule whose name a schedule has.
+	ErrScheduleExists = fleet.ErrScheduleExists
+)
 
-// wait returns a channel closed at the next bump.
-func (b *broadcast) wait() <-chan struct{} {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.ch == nil {
-		b.ch = make(chan struct{})
+// newFleet makes o's fleet, stopped.
+func (o *Orchestrator) newFleet() *fleet.Fleet {
+	p := fleet.Params{Core: fleetCore{o}, Store: o.st, Log: o.log, TooLarge: core.ErrTooLarge}
+	if o.hooks != nil { // a nil *webhook.Dispatcher is not a nil fleet.Hooks
+		p.Hooks = o.hooks
 	}
-	return b.ch
+	return fleet.New(p)
 }
 
-// bump wakes the waiters.
-func (b *broadcast) bump() {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.ch != nil {
-		close(b.ch)
-		b.ch = nil
-	}
-}
-
-// startFleet starts the batch runners of the running batches and the schedules'
-// clock, and sends the webhook deliveries kept from before.
-func (o *Orchestrator) startFleet(c *core.Core) error {
-	f := &o.fleet
-	f.mu.Lock()
-	if f.ctx != nil {
-		f.mu.Unlock()
-		return nil
-	}
-	f.ctx, f.cancel = context.WithCancel(context.Background())
-	f.core = c
-	f.batches, f.schedules = map[string]chan struct{}{}, make(chan struct{}, 1)
-	f.mu.Unlock()
+// startFleet sends the webhook deliveries kept from before and starts the
+// batch runners of the running batches and the schedules' clock.
+func (o *Orchestrator) startFleet() error {
 	o.restoreDeliveries()
-	running, err := o.runningBatches()
+	return o.fleet.Start()
+}
+
+// CreateBatch makes a batch of req over the agents that match it now and starts
+// it. Agents that match and are offline are listed, and get no task.
+func (o *Orchestrator) CreateBatch(_ context.Context, req api.BatchRequest) (*api.Batch, error) {
+	return o.fleet.CreateBatch(req, "")
+}
+
+// GetBatch returns batch id as it is now, or ErrNotFound.
+func (o *Orchestrator) GetBatch(id string) (*api.Batch, error) { return o.fleet.GetBatch(id) }
+
+// Batches returns the batches, newest first, at most limit of them (0: 100).
+func (o *Orchestrator) Batches(limit int) ([]*api.Batch, error) { return o.fleet.Batches(limit) }
+
+// DecideBatch approves or rejects batch id, waiting for approval, on behalf of
+// ctx's caller: approved, its runner makes its tasks (approved with it);
+// rejected, it ends rejected and makes none.
+func (o *Orchestrator) DecideBatch(_ context.Context, id string, approve bool, note string) (*api.Batch, error) {
+	if err := core.CheckNote(note); err != nil {
+		return nil, err
+	}
+	return o.fleet.DecideBatch(id, approve, "", note)
+}
+
+// AddSchedule stores a new schedule; it fires from now on.
+func (o *Orchestrator) AddSchedule(spec api.ScheduleSpec) (*api.Schedule, error) {
+	return o.fleet.AddSchedule(spec)
+}
+
+// PauseSchedule pauses schedule name, or resumes it (its firings from now on).
+func (o *Orchestrator) PauseSchedule(name string, pause bool) (*api.Schedule, error) {
+	return o.fleet.PauseSchedule(name, pause)
+}
+
+// RemoveSchedule deletes schedule name; what it made stays.
+func (o *Orchestrator) RemoveSchedule(name string) error { return o.fleet.RemoveSchedule(name) }
+
+// GetSchedule returns schedule name with its last and next firings, or
+// ErrNotFound.
+func (o *Orchestrator) GetSchedule(name string) (*api.Schedule, error) {
+	return o.fleet.GetSchedule(name)
+}
+
+// Schedules returns every schedule, by name.
+func (o *Orchestrator) Schedules() ([]*api.Schedule, error) { return o.fleet.Schedules() }
+
+// fleetCore is the running core as package fleet sees it (fleet.Core): none
+// runs on a standby, or once the orchestrator closed.
+type fleetCore struct{ o *Orchestrator }
+
+func (c fleetCore) core() (*core.Core, error) {
+	if r := c.o.running.Load(); r != nil {
+		return r, nil
+	}
+	return nil, api.ErrClosed
+}
+
+// SubmitAs stores and routes a task for req as org says.
+func (c fleetCore) SubmitAs(req api.SubmitRequest, org task.Origin) (*task.Task, bool, error) {
+	r, err := c.core()
+	if err != nil {
+		return nil, false, err
+	}
+	return r.SubmitAs(req, org)
+}
+
+// TasksByID returns the tasks ids name, by id.
+func (c fleetCore) TasksByID(ids []string) (map[string]*task.Task, error) {
+	r, err := c.core()
+	if err != nil {
+		return nil, err
+	}
+	return r.TasksByID(ids)
+}
+
+// CheckSize refuses req when its work_request is too large.
+func (c fleetCore) CheckSize(req *api.SubmitRequest) error {
+	r, err := c.core()
 	if err != nil {
 		return err
 	}
-	for _, b := range running {
-		o.fleet.batchMade(o, b)
+	return r.CheckSize(req)
+}
+
+// Approval is the waiting approval req needs, asked at now, or nil.
+func (c fleetCore) Approval(req *api.SubmitRequest, now time.Time) *task.Approval {
+	r, err := c.core()
+	if err != nil {
+		return nil
 	}
-	ctx, wake := f.ctx, f.schedules
-	o.goCore(func() { o.runSchedules(ctx, wake) })
-	return nil
+	return r.Approval(req, now)
 }
 
-// stopFleet stops the runners; they end on their own, soon.
-func (o *Orchestrator) stopFleet() {
-	f := &o.fleet
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.cancel != nil {
-		f.cancel()
+// BatchTargets lists the agents req matches, by id.
+func (c fleetCore) BatchTargets(req *api.BatchRequest) ([]api.BatchTarget, error) {
+	r, err := c.core()
+	if err != nil {
+		return nil, err
 	}
-	f.ctx, f.cancel, f.batches, f.core = nil, nil, nil, nil
+	return r.BatchTargets(req)
 }
 
-// goCore runs fn on a goroutine the running core's Close waits for, unless it
-// is closing.
-func (o *Orchestrator) goCore(fn func()) bool {
-	o.fleet.mu.Lock()
-	c := o.fleet.core
-	o.fleet.mu.Unlock()
-	return c != nil && c.Go(fn)
-}
-
-// batchMade starts b's runner, unless the fleet is stopped or b has one.
-func (f *fleetRuns) batchMade(o *Orchestrator, b *api.Batch) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.ctx == nil || f.batches[b.ID] != nil {
-		return
-	}
-	wake := make(chan struct{}, 1)
-	f.batches[b.ID] = wake
-	ctx := f.ctx
-	if !f.core.Go(func() { o.runBatch(ctx, b, wake) }) {
-		delete(f.batches, b.ID)
-	}
-}
-
-// batchEnded forgets the runner of batch id.
-func (f *fleetRuns) batchEnded(id string) {
-	f.mu.Lock()
-	delete(f.batches, id)
-	f.mu.Unlock()
-	f.changed.bump()
-}
-
-// taskEnded wakes the runner of batch id, one of whose tasks ended. It never
-// waits: the loop calls it.
-func (f *fleetRuns) taskEnded(id string) {
-	f.mu.Lock()
-	if wake := f.batches[id]; wake != nil {
-		select {
-		case wake <- struct{}{}:
-		default:
-		}
-	}
-	f.mu.Unlock()
-	f.changed.bump()
-}
-
-// read takes the core's events: a batch's task that ended wakes its runner.
-func (f *fleetRuns) read(ev core.Event) {
+// fleetReader wakes the runner of a batch one of whose tasks ended.
+func (o *Orchestrator) fleetReader(ev core.Event) {
 	if ev.Kind == core.TaskEnded && ev.Task.BatchID != "" {
-		f.taskEnded(ev.Task.BatchID)
+		o.fleet.TaskEnded(ev.Task.BatchID)
 	}
 }
-
-// schedulesChanged wakes the schedules' clock.
-func (f *fleetRuns) schedulesChanged() {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	select {
-	case f.schedules <- struct{}{}:
-	default:
-	}
-}
-
-// changes returns a channel closed at the next change of a batch.
-func (f *fleetRuns) changes() <-chan struct{} { return f.changed.wait() }
-
-// bump tells the batch event streams that a batch changed.
-func (f *fleetRuns) bump() { f.changed.bump() }

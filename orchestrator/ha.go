@@ -7,6 +7,7 @@ import (
 
 	"github.com/chiffon-dev/chiffon/api"
 	"github.com/chiffon-dev/chiffon/broker"
+	"github.com/chiffon-dev/chiffon/orchestrator/core"
 	"github.com/chiffon-dev/chiffon/orchestrator/ha"
 	"github.com/chiffon-dev/chiffon/orchestrator/jsstore"
 	"github.com/nats-io/nats.go"
@@ -98,14 +99,12 @@ func (o *Orchestrator) Role() api.Role {
 
 // handleForwarded serves a request a standby forwarded (package httpapi), off
 // the subscription's goroutine (a submit waits for its commit), on one the
-// running core's Close waits for.
-func (o *Orchestrator) handleForwarded(msg *nats.Msg) {
+// Close of c, the core whose subscription it came on, waits for.
+func (o *Orchestrator) handleForwarded(c *core.Core, msg *nats.Msg) {
 	if !broker.InInbox(msg.Reply, o.subj.ForwardReplies()) {
 		o.metrics.CountForeignReply()
 		o.authLog.Warn("foreign-reply", "forwarded request not served: its reply subject is not a forwarding inbox", "reply", msg.Reply)
 		return
 	}
-	if c := o.running.Load(); c != nil {
-		c.Go(func() { o.api.AnswerForwarded(msg) })
-	}
+	c.Go(func() { o.api.AnswerForwarded(msg) })
 }

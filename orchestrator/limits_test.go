@@ -14,6 +14,7 @@ import (
 	"github.com/chiffon-dev/chiffon/envelope"
 	"github.com/chiffon-dev/chiffon/errcodes"
 	"github.com/chiffon-dev/chiffon/orchestrator"
+	"github.com/chiffon-dev/chiffon/orchestrator/core"
 	"github.com/chiffon-dev/chiffon/orchestrator/task"
 )
 
@@ -135,7 +136,7 @@ func TestWorkTypeRateLimitIsPerAgent(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, "code-1", "code-2")
 	e.mem = true
-	e.cfg.WorkTypes = map[string]orchestrator.WorkTypeConfig{"echo": {Limits: orchestrator.Limits{RateLimit: "5/s"}}}
+	e.cfg.WorkTypes = map[string]core.WorkTypeConfig{"echo": {Limits: core.Limits{RateLimit: "5/s"}}}
 	o := e.open()
 	stop := make(chan struct{})
 	defer close(stop)
@@ -172,7 +173,7 @@ func TestWorkTypeRateLimitIsPerAgent(t *testing.T) {
 // that could take it, it fails at once (5005) naming the limit.
 func TestOversizedRequestsAreRefused(t *testing.T) {
 	e := newEnv(t, "code-1", "code-2")
-	e.cfg.WorkTypes = map[string]orchestrator.WorkTypeConfig{"echo": {Limits: orchestrator.Limits{MaxRequestBytes: 2048}}}
+	e.cfg.WorkTypes = map[string]core.WorkTypeConfig{"echo": {Limits: core.Limits{MaxRequestBytes: 2048}}}
 	e.cfg.Agents[0].MaxRequestBytes = 4096
 	o := e.open()
 	c := e.client(o)
@@ -203,7 +204,7 @@ func TestOversizedRequestsAreRefused(t *testing.T) {
 			t.Errorf("%s: %v, want HTTP 413 too_large naming %s", tc.name, err, tc.wantText)
 		}
 		_, err = o.Submit(t.Context(), tc.req)
-		var tle *orchestrator.TooLargeError
+		var tle *core.TooLargeError
 		if !errors.As(err, &tle) || tle.Limit != tc.limit || tle.Size <= tc.limit {
 			t.Errorf("%s: Submit: %v, want a *core.TooLargeError over %d", tc.name, err, tc.limit)
 		}

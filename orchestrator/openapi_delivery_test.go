@@ -43,8 +43,9 @@ func webhookConsts(t *testing.T) map[string]string {
 	return out
 }
 
-// sentEvents finds every call of hooks.Send in the package's non-test files and
-// returns the events they can send: a webhook constant, or any taskEvent gives.
+// sentEvents finds every call of hooks.Send in the non-test files of the
+// package and of package fleet (the batches' events) and returns the events
+// they can send: a webhook constant, or any taskEvent gives.
 func sentEvents(t *testing.T) []string {
 	t.Helper()
 	consts := webhookConsts(t)
@@ -52,6 +53,11 @@ func sentEvents(t *testing.T) []string {
 	if err != nil {
 		t.Fatal(err)
 	}
+	fleetFiles, err := filepath.Glob(filepath.Join("fleet", "*.go"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	files = append(files, fleetFiles...)
 	fset := token.NewFileSet()
 	var sent []string
 	add := func(ev string) {

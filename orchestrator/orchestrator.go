@@ -28,6 +28,7 @@ import (
 	"github.com/chiffon-dev/chiffon/envelope"
 	"github.com/chiffon-dev/chiffon/internal/ratelog"
 	"github.com/chiffon-dev/chiffon/orchestrator/core"
+	"github.com/chiffon-dev/chiffon/orchestrator/fleet"
 	"github.com/chiffon-dev/chiffon/orchestrator/ha"
 	"github.com/chiffon-dev/chiffon/orchestrator/httpapi"
 	"github.com/chiffon-dev/chiffon/orchestrator/task"
@@ -93,10 +94,7 @@ type Orchestrator struct {
 	// stepDown in a group.
 	running atomic.Pointer[core.Core]
 	// fleet runs the batches and the schedules while the core runs.
-	fleet fleetRuns
-	// schedMu orders the changes this orchestrator makes to schedules, batchMu
-	// those to batches waiting for approval.
-	schedMu, batchMu sync.Mutex
+	fleet *fleet.Fleet
 
 	closeOnce sync.Once
 	wg        sync.WaitGroup
@@ -157,6 +155,7 @@ func Open(cfg Config, opts Options) (*Orchestrator, error) {
 	if len(receivers) > 0 { // Close stops it
 		o.hooks = webhook.New(receivers, webhook.Options{Logger: o.log, Keeper: deliveryKeeper{o.st}})
 	}
+	o.fleet = o.newFleet()
 	start := o.lead
 	if cfg.HA.Enabled {
 		start = o.startHA
@@ -176,14 +175,16 @@ func Open(cfg Config, opts Options) (*Orchestrator, error) {
 func (o *Orchestrator) lead() error {
 	params := core.Params{Config: o.cfg.lifecycle(), Conn: o.nc, Store: o.st, Requester: o.req,
 		Metrics: o.metrics, Link: &o.link, Log: o.log, AuthLog: o.authLog}
-	params.Config.Agents = o.sec.agents
-	extra := map[string]nats.MsgHandler{}
+	params.Config.ID, params.Config.Agents = o.id, o.sec.agents
 	if o.ha != nil {
 		params.Config.Instance, params.Leading = o.ha.Name(), o.ha.Leading
-		extra[o.subj.OrchAPI(o.id)] = o.handleForwarded
 	}
 	c := core.New(params)
-	c.Subscribe(o.fleet.read)
+	extra := map[string]nats.MsgHandler{}
+	if o.ha != nil {
+		extra[o.subj.OrchAPI(o.id)] = func(msg *nats.Msg) { o.handleForwarded(c, msg) }
+	}
+	c.Subscribe(o.fleetReader)
 	if o.hooks != nil {
 		c.Subscribe(hookReader(o.hooks))
 	}
@@ -193,12 +194,12 @@ func (o *Orchestrator) lead() error {
 	}
 	o.running.Store(c)
 	o.metrics.SetLeader(true)
-	return o.startFleet(c)
+	return o.startFleet()
 }
 
 // stop drops the running core, if any, with the runners.
 func (o *Orchestrator) stop() {
-	o.stopFleet()
+	o.fleet.Stop()
 	if c := o.running.Swap(nil); c != nil {
 		c.Close()
 	}
@@ -278,6 +279,7 @@ func (o *Orchestrator) Close() error {
 	}
 	o.stop()
 	o.wg.Wait()
+	o.fleet.Stop() // what a new term started while Close began (ha.go's roles)
 	o.authLog.Flush(context.Background())
 	if o.hooks != nil {
 		o.hooks.Close()

@@ -16,12 +16,20 @@ import (
 // passes (it ends rejected). An unpinned task is never sent to an agent that
 // requires approval for its work type unless it was approved.
 
-// ErrNotAwaitingApproval is returned when approving or rejecting a task that does
-// not wait for it.
-var ErrNotAwaitingApproval = api.ErrNotAwaitingApproval
+// ErrNotAwaitingApproval is returned when approving or rejecting a task, or a
+// batch, that does not wait for it.
+var ErrNotAwaitingApproval = task.ErrNotAwaitingApproval
 
 // maxApprovalNote bounds an approval's note, in bytes.
 const maxApprovalNote = 1024
+
+// CheckNote refuses an approval's note over maxApprovalNote.
+func CheckNote(note string) error {
+	if len(note) > maxApprovalNote {
+		return &api.FieldError{Field: "note", Message: fmt.Sprintf("must be at most %d bytes", maxApprovalNote)}
+	}
+	return nil
+}
 
 // approvalNeeded says why req needs an approval, or "" when it does not.
 func (o *Core) approvalNeeded(req *api.SubmitRequest) string {
@@ -46,8 +54,13 @@ func approved(t *task.Task) bool {
 	return t.Approval != nil && t.Approval.State == task.ApprovalApproved
 }
 
-// newApproval is a waiting approval asked now, for why.
-func (o *Core) newApproval(why string, now time.Time) *task.Approval {
+// Approval is the waiting approval req needs, asked at now, or nil when it
+// needs none (approvalNeeded).
+func (o *Core) Approval(req *api.SubmitRequest, now time.Time) *task.Approval {
+	why := o.approvalNeeded(req)
+	if why == "" {
+		return nil
+	}
 	return &task.Approval{State: task.ApprovalWaiting, Why: why, RequestedAt: now, ExpiresAt: now.Add(o.cfg.Approval.expiresAfter())}
 }
 
@@ -55,8 +68,8 @@ func (o *Core) newApproval(why string, now time.Time) *task.Approval {
 // behalf of ctx's caller, and returns it once the decision is stored. A task
 // that does not wait for approval is returned with ErrNotAwaitingApproval.
 func (o *Core) Decide(id string, approve bool, note, caller string) (*task.Task, error) {
-	if len(note) > maxApprovalNote {
-		return nil, &api.FieldError{Field: "note", Message: fmt.Sprintf("must be at most %d bytes", maxApprovalNote)}
+	if err := CheckNote(note); err != nil {
+		return nil, err
 	}
 	var (
 		r    *run

@@ -154,7 +154,7 @@ func (o *Core) Start(extra map[string]nats.MsgHandler) error {
 	if err := o.recover(); err != nil {
 		return err
 	}
-	o.discover()
+	o.Discover()
 	return nil
 }
 
@@ -249,10 +249,10 @@ func (o *Core) unsubscribe() {
 // is not held.
 var errNotLeading = errors.New("this orchestrator does not lead")
 
-// discover asks every configured agent to register again, on its control
+// Discover asks every configured agent to register again, on its control
 // subject: the orchestrator's token differs from one agent to the next, so there
 // is no message for all of them.
-func (o *Core) discover() {
+func (o *Core) Discover() {
 	for id, a := range o.sec {
 		env := envelope.New(envelope.Orchestrator, a.typ, "", "", &envelope.Discover{OrchestratorID: o.id})
 		if err := o.publish(o.subj.AgentControl(id), "", id, env); err != nil {

@@ -54,13 +54,13 @@ func (o *Core) maxWorkRequest() int {
 	return m - headerRoom
 }
 
-// checkSize refuses a valid submission whose work_request would not fit in one
+// CheckSize refuses a valid submission whose work_request would not fit in one
 // broker message, before anything is stored: sent, it would fail every attempt and
 // feed its agent's breaker. It refuses one over its work type's max_request_bytes
 // too, and one pinned (hints.agent_id) to an agent whose max_request_bytes it is
 // over. The tightest of these limits is the one named. An unpinned task over
 // some agents' max_request_bytes goes to the others (pick).
-func (o *Core) checkSize(req *api.SubmitRequest) error {
+func (o *Core) CheckSize(req *api.SubmitRequest) error {
 	limit, source := o.requestLimit(req)
 	if n, ok := paramsBound(req.Parameters); ok && n+envelopeRoom <= limit {
 		return nil // the common case: far from the limit, no need to encode it

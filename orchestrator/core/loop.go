@@ -215,3 +215,17 @@ func (o *Core) countState(before, after task.State) {
 func (o *Core) deliverLater(r *run, ev event) {
 	o.post(func() { o.deliver(r, ev) })
 }
+
+// Hold makes the loop wait, so that the jobs posted meanwhile (messages
+// handled, timers run out) queue up and then run as one batch, as they do
+// under load: for tests of that batching. It returns the number of jobs
+// waiting and the function that lets the loop go on; both nil once the core
+// has closed.
+func (o *Core) Hold() (waiting func() int, resume func()) {
+	running, release := make(chan struct{}), make(chan struct{})
+	if !o.post(func() { close(running); <-release }) {
+		return nil, nil
+	}
+	<-running
+	return o.mail.len, sync.OnceFunc(func() { close(release) })
+}

@@ -9,7 +9,7 @@ import (
 
 // Task returns a snapshot of one task.
 func (o *Core) Task(id string) (*task.Task, error) {
-	ts, err := o.tasksByID([]string{id})
+	ts, err := o.TasksByID([]string{id})
 	if err != nil {
 		return nil, err
 	}
@@ -19,10 +19,10 @@ func (o *Core) Task(id string) (*task.Task, error) {
 	return nil, task.ErrNotFound
 }
 
-// tasksByID returns snapshots of the tasks ids name, by id: the live ones from
+// TasksByID returns snapshots of the tasks ids name, by id: the live ones from
 // the loop in one call (an ended one once its end is stored), the others from
 // the store. A task the store does not hold is left out.
-func (o *Core) tasksByID(ids []string) (map[string]*task.Task, error) {
+func (o *Core) TasksByID(ids []string) (map[string]*task.Task, error) {
 	out := make(map[string]*task.Task, len(ids))
 	var ends []*commit
 	_ = o.call(func() {

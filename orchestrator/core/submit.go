@@ -3,14 +3,12 @@ package core
 import (
 	"errors"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/chiffon-dev/chiffon/api"
 	"github.com/chiffon-dev/chiffon/envelope"
 	"github.com/chiffon-dev/chiffon/orchestrator/task"
 	"github.com/chiffon-dev/chiffon/output"
-	"github.com/google/uuid"
 )
 
 func (o *Core) newRun(t *task.Task) *run {
@@ -28,44 +26,21 @@ func (o *Core) Submit(req api.SubmitRequest, caller string) (*task.Task, error) 
 	if err := req.Validate(); err != nil {
 		return nil, err
 	}
-	if err := o.checkSize(&req); err != nil {
+	if err := o.CheckSize(&req); err != nil {
 		return nil, err
 	}
-	t, _, err := o.submit(req, origin{by: caller})
+	t, _, err := o.SubmitAs(req, task.Origin{By: caller})
 	return t, err
 }
 
-// origin is what a batch or a schedule fixes of a task it makes. Its id and
-// request_id are derived from what made it (the batch and the agent, the
-// schedule and the fire time), so that making it again, after a restart or in
-// another orchestrator, finds the task instead of running the work twice.
-type origin struct {
-	id, requestID string
-	batchID       string
-	schedule      string
-	fireTime      *time.Time
-	// by names who made it: the caller's API token, or the schedule.
-	by string
-	// approval, when set, is the approval the task was made with (its batch's).
-	approval *task.Approval
-}
-
-// derivedID is the UUID (version 5) of parts: the same parts give the same id.
-func derivedID(parts ...string) string {
-	return uuid.NewSHA1(idSpace, []byte(strings.Join(parts, "\x00"))).String()
-}
-
-// idSpace is the UUID namespace of derived ids.
-var idSpace = uuid.MustParse("7c3c2a60-51b1-4f0e-9d8a-3f1e0c6b9a41")
-
-// submit stores and routes a task for req, validated, made as org says. With
-// org.id set it is idempotent: a task of that id that exists (live or stored) is
+// SubmitAs stores and routes a task for req, validated, made as org says. With
+// org.ID set it is idempotent: a task of that id that exists (live or stored) is
 // returned as it is, with made false.
-func (o *Core) submit(req api.SubmitRequest, org origin) (t *task.Task, made bool, err error) {
+func (o *Core) SubmitAs(req api.SubmitRequest, org task.Origin) (t *task.Task, made bool, err error) {
 	now := time.Now().UTC()
-	t = &task.Task{ID: org.id, State: task.StatePending, ToAgent: req.ToAgent, WorkType: req.WorkType,
-		Parameters: req.Parameters, Hints: req.Hints, RequestID: org.requestID, TraceID: envelope.NewID(),
-		BatchID: org.batchID, Schedule: org.schedule, FireTime: org.fireTime,
+	t = &task.Task{ID: org.ID, State: task.StatePending, ToAgent: req.ToAgent, WorkType: req.WorkType,
+		Parameters: req.Parameters, Hints: req.Hints, RequestID: org.RequestID, TraceID: envelope.NewID(),
+		BatchID: org.BatchID, Schedule: org.Schedule, FireTime: org.FireTime,
 		Steps: []task.StepInfo{}, CreatedAt: now, UpdatedAt: now}
 	if t.ID == "" {
 		t.ID, t.RequestID = envelope.NewID(), envelope.NewID()
@@ -75,11 +50,11 @@ func (o *Core) submit(req api.SubmitRequest, org origin) (t *task.Task, made boo
 	if t.Hints != nil && *t.Hints == (task.Hints{}) {
 		t.Hints = nil
 	}
-	if org.approval != nil {
-		a := *org.approval
+	if org.Approval != nil {
+		a := *org.Approval
 		t.Approval = &a
-	} else if why := o.approvalNeeded(&req); why != "" {
-		t.Approval = o.newApproval(why, now)
+	} else {
+		t.Approval = o.Approval(&req, now)
 	}
 	r := o.newRun(t)
 	var c *commit
@@ -93,7 +68,7 @@ func (o *Core) submit(req api.SubmitRequest, org origin) (t *task.Task, made boo
 			return
 		}
 		o.admit(r)
-		o.deliver(r, submitted{by: org.by})
+		o.deliver(r, submitted{by: org.By})
 		// Routed: dispatched, queued, failed or to be retried, and written so.
 		c, snap, made = r.written, cloneTask(t), true
 	})

@@ -8,7 +8,7 @@ import (
 	"github.com/chiffon-dev/chiffon/orchestrator/task"
 )
 
-// The batch machine. A batch's runner (orchestrator's batchrun.go) reads the
+// The batch machine. A batch's runner (batchrun.go) reads the
 // batch's record and its tasks; DecideBatch says, from them and the clock alone,
 // what the batch is now and what the runner does next, as effects the runner
 // carries out. Nothing here reads or writes, so batch_test.go can hold a row for

@@ -6,7 +6,7 @@ import (
 	"github.com/chiffon-dev/chiffon/api"
 )
 
-// The schedule machine. The schedules' clock (orchestrator's schedrun.go) reads
+// The schedule machine. The schedules' clock (schedrun.go) reads
 // each schedule and its last firing; DecideSchedule says, from them and the
 // clock alone, which firings to make, which firing to record and when to look
 // again, as effects the clock carries out. schedule_test.go holds a row for

@@ -7,6 +7,7 @@ package task
 
 import (
 	"encoding/json"
+	"errors"
 	"time"
 
 	"github.com/chiffon-dev/chiffon/envelope"
@@ -143,6 +144,10 @@ const (
 	ApprovalRejected = "rejected"
 	ApprovalExpired  = "expired"
 )
+
+// ErrNotAwaitingApproval is returned when approving or rejecting a task, or a
+// batch, that does not wait for it.
+var ErrNotAwaitingApproval = errors.New("task does not await approval")
 
 // Retry records one retry of a task.
 type Retry struct {

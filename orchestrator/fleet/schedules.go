@@ -1,4 +1,4 @@
-package orchestrator
+package fleet
 
 import (
 	"encoding/json"
@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/chiffon-dev/chiffon/api"
-	"github.com/chiffon-dev/chiffon/orchestrator/fleet"
 	"github.com/chiffon-dev/chiffon/orchestrator/task"
 )
 
@@ -20,19 +19,11 @@ import (
 // from the schedule's name and the fire time: a firing made again (retried, after
 // a restart, by a new leader) finds what the first made, so it runs once.
 
-// Record kinds of schedules in the task store.
-const (
-	scheduleRecord = "schedule"
-	firingRecord   = "firing"
-)
-
-// Errors of the schedule calls.
-var (
-	ErrScheduleExists = api.ErrScheduleExists
-)
+// ErrScheduleExists is returned for a new schedule whose name a schedule has.
+var ErrScheduleExists = api.ErrScheduleExists
 
 // AddSchedule stores a new schedule; it fires from now on.
-func (o *Orchestrator) AddSchedule(spec api.ScheduleSpec) (*api.Schedule, error) {
+func (f *Fleet) AddSchedule(spec api.ScheduleSpec) (*api.Schedule, error) {
 	if spec.CatchUp == "" {
 		spec.CatchUp = api.CatchUpNone
 	}
@@ -44,34 +35,34 @@ func (o *Orchestrator) AddSchedule(spec api.ScheduleSpec) (*api.Schedule, error)
 		t := spec.Batch.TaskFor("")
 		sr = &t
 	}
-	if err := o.checkSize(sr); err != nil {
+	if err := f.core.CheckSize(sr); err != nil {
 		return nil, err
 	}
-	o.schedMu.Lock()
-	defer o.schedMu.Unlock()
-	if _, err := o.st.Record(scheduleRecord, spec.Name); !errors.Is(err, task.ErrNotFound) {
+	f.schedMu.Lock()
+	defer f.schedMu.Unlock()
+	if _, err := f.st.Record(ScheduleRecord, spec.Name); !errors.Is(err, task.ErrNotFound) {
 		if err == nil {
 			err = ErrScheduleExists
 		}
 		return nil, err
 	}
 	s := &api.Schedule{ScheduleSpec: spec, CreatedAt: time.Now().UTC()}
-	if err := o.putSchedule(s); err != nil {
+	if err := f.putSchedule(s); err != nil {
 		return nil, err
 	}
 	// What an earlier schedule of the name fired is not this one's.
-	if err := o.st.PutRecord(firingRecord, s.Name, nil); err != nil {
+	if err := f.st.PutRecord(FiringRecord, s.Name, nil); err != nil {
 		return nil, err
 	}
-	o.fleet.schedulesChanged()
-	return o.scheduleView(s, nil), nil
+	f.schedulesChanged()
+	return scheduleView(s, nil), nil
 }
 
 // PauseSchedule pauses schedule name, or resumes it (its firings from now on).
-func (o *Orchestrator) PauseSchedule(name string, pause bool) (*api.Schedule, error) {
-	o.schedMu.Lock()
-	defer o.schedMu.Unlock()
-	s, err := o.storedSchedule(name)
+func (f *Fleet) PauseSchedule(name string, pause bool) (*api.Schedule, error) {
+	f.schedMu.Lock()
+	defer f.schedMu.Unlock()
+	s, err := f.storedSchedule(name)
 	if err != nil {
 		return nil, err
 	}
@@ -81,79 +72,81 @@ func (o *Orchestrator) PauseSchedule(name string, pause bool) (*api.Schedule, er
 			now := time.Now().UTC()
 			s.ResumedAt = &now
 		}
-		if err := o.putSchedule(s); err != nil {
+		if err := f.putSchedule(s); err != nil {
 			return nil, err
 		}
-		o.fleet.schedulesChanged()
+		f.schedulesChanged()
 	}
-	return o.GetSchedule(name)
+	return f.GetSchedule(name)
 }
 
 // RemoveSchedule deletes schedule name; what it made stays.
-func (o *Orchestrator) RemoveSchedule(name string) error {
-	o.schedMu.Lock()
-	defer o.schedMu.Unlock()
-	if _, err := o.storedSchedule(name); err != nil {
+func (f *Fleet) RemoveSchedule(name string) error {
+	f.schedMu.Lock()
+	defer f.schedMu.Unlock()
+	if _, err := f.storedSchedule(name); err != nil {
 		return err
 	}
-	if err := o.st.PutRecord(scheduleRecord, name, nil); err != nil {
+	if err := f.st.PutRecord(ScheduleRecord, name, nil); err != nil {
 		return err
 	}
-	o.fleet.schedulesChanged()
-	return o.st.PutRecord(firingRecord, name, nil)
+	f.schedulesChanged()
+	return f.st.PutRecord(FiringRecord, name, nil)
 }
 
 // GetSchedule returns schedule name with its last and next firings, or
-// ErrNotFound.
-func (o *Orchestrator) GetSchedule(name string) (*api.Schedule, error) {
+// task.ErrNotFound.
+func (f *Fleet) GetSchedule(name string) (*api.Schedule, error) {
 	if !api.ValidScheduleName(name) {
 		return nil, task.ErrNotFound
 	}
-	s, err := o.storedSchedule(name)
+	s, err := f.storedSchedule(name)
 	if err != nil {
 		return nil, err
 	}
-	last, err := o.lastFiring(name)
+	last, err := f.lastFiring(name)
 	if err != nil {
 		return nil, err
 	}
-	return o.scheduleView(s, last), nil
+	return scheduleView(s, last), nil
 }
 
 // Schedules returns every schedule, by name.
-func (o *Orchestrator) Schedules() ([]*api.Schedule, error) {
-	defs, fired, err := o.readSchedules()
+func (f *Fleet) Schedules() ([]*api.Schedule, error) {
+	defs, fired, err := f.readSchedules()
 	if err != nil {
 		return nil, err
 	}
 	out := make([]*api.Schedule, 0, len(defs))
 	for _, s := range defs {
-		out = append(out, o.scheduleView(s, fired[s.Name]))
+		out = append(out, scheduleView(s, fired[s.Name]))
 	}
 	return out, nil
 }
 
 // scheduleView is s with its last firing and its next.
-func (o *Orchestrator) scheduleView(s *api.Schedule, last *api.Firing) *api.Schedule {
+func scheduleView(s *api.Schedule, last *api.Firing) *api.Schedule {
 	v := *s
 	v.Last = last
-	if next, ok := fleet.NextFiring(s, last, time.Now()); ok {
+	if next, ok := NextFiring(s, last, time.Now()); ok {
 		v.Next = &next
 	}
 	return &v
 }
 
-func (o *Orchestrator) putSchedule(s *api.Schedule) error {
+// putSchedule stores s's definition.
+func (f *Fleet) putSchedule(s *api.Schedule) error {
 	s.Last, s.Next = nil, nil // views, not stored
 	data, err := json.Marshal(s)
 	if err != nil {
 		return fmt.Errorf("encode schedule %s: %w", s.Name, err)
 	}
-	return o.st.PutRecord(scheduleRecord, s.Name, data)
+	return f.st.PutRecord(ScheduleRecord, s.Name, data)
 }
 
-func (o *Orchestrator) storedSchedule(name string) (*api.Schedule, error) {
-	data, err := o.st.Record(scheduleRecord, name)
+// storedSchedule reads schedule name's definition.
+func (f *Fleet) storedSchedule(name string) (*api.Schedule, error) {
+	data, err := f.st.Record(ScheduleRecord, name)
 	if err != nil {
 		return nil, err
 	}
@@ -164,28 +157,29 @@ func (o *Orchestrator) storedSchedule(name string) (*api.Schedule, error) {
 	return &s, nil
 }
 
-func (o *Orchestrator) lastFiring(name string) (*api.Firing, error) {
-	data, err := o.st.Record(firingRecord, name)
+// lastFiring reads what schedule name fired last, or nil when it fired nothing.
+func (f *Fleet) lastFiring(name string) (*api.Firing, error) {
+	data, err := f.st.Record(FiringRecord, name)
 	if errors.Is(err, task.ErrNotFound) {
 		return nil, nil
 	}
 	if err != nil {
 		return nil, err
 	}
-	var f api.Firing
-	if err := json.Unmarshal(data, &f); err != nil {
+	var last api.Firing
+	if err := json.Unmarshal(data, &last); err != nil {
 		return nil, fmt.Errorf("decode the last firing of schedule %s: %w", name, err)
 	}
-	return &f, nil
+	return &last, nil
 }
 
 // readSchedules reads every schedule, by name, and their last firings.
-func (o *Orchestrator) readSchedules() ([]*api.Schedule, map[string]*api.Firing, error) {
-	defs, err := o.st.Records(scheduleRecord)
+func (f *Fleet) readSchedules() ([]*api.Schedule, map[string]*api.Firing, error) {
+	defs, err := f.st.Records(ScheduleRecord)
 	if err != nil {
 		return nil, nil, fmt.Errorf("read schedules: %w", err)
 	}
-	fired, err := o.st.Records(firingRecord)
+	fired, err := f.st.Records(FiringRecord)
 	if err != nil {
 		return nil, nil, fmt.Errorf("read schedules: %w", err)
 	}
@@ -194,14 +188,14 @@ func (o *Orchestrator) readSchedules() ([]*api.Schedule, map[string]*api.Firing,
 	for _, name := range slices.Sorted(maps.Keys(defs)) {
 		var s api.Schedule
 		if err := json.Unmarshal(defs[name], &s); err != nil {
-			o.log.Error("schedule record unreadable; it does not fire", "schedule", name, "err", err)
+			f.log.Error("schedule record unreadable; it does not fire", "schedule", name, "err", err)
 			continue
 		}
 		out = append(out, &s)
 		if data, ok := fired[name]; ok {
-			var f api.Firing
-			if err := json.Unmarshal(data, &f); err == nil {
-				last[name] = &f
+			var lf api.Firing
+			if err := json.Unmarshal(data, &lf); err == nil {
+				last[name] = &lf
 			}
 		}
 	}

@@ -1,4 +1,4 @@
-package orchestrator
+package fleet
 
 import (
 	"context"
@@ -8,22 +8,20 @@ import (
 	"time"
 
 	"github.com/chiffon-dev/chiffon/api"
-	"github.com/chiffon-dev/chiffon/orchestrator/fleet"
 	"github.com/chiffon-dev/chiffon/orchestrator/task"
 	"github.com/chiffon-dev/chiffon/orchestrator/webhook"
 )
 
 // runBatch runs batch b until its end is stored: it looks at the batch, asks the
-// batch machine (fleet.DecideBatch) what to do, and does it: makes the tasks
-// of the waiting targets, stores the end, or waits until one of its tasks ends,
-// the approval expires, or a failure is worth trying again. Each task's id is
-// the one the record names, so a task made before (by an earlier runner, before
-// a restart) is found, not made again.
-func (o *Orchestrator) runBatch(ctx context.Context, b *api.Batch, wake <-chan struct{}) {
-	defer o.fleet.batchEnded(b.ID)
-	log := o.log.With("batch_id", b.ID)
+// batch machine (DecideBatch) what to do, and does it: makes the tasks of the
+// waiting targets, stores the end, or waits until one of its tasks ends, the
+// approval expires, or a failure is worth trying again. Each task's id is the
+// one the record names, so a task made before (by an earlier runner, before a
+// restart) is found, not made again.
+func (f *Fleet) runBatch(ctx context.Context, b *api.Batch, wake <-chan struct{}) {
+	log := f.log.With("batch_id", b.ID)
 	for {
-		after, stop := o.stepBatch(b, log)
+		after, stop := f.stepBatch(b, log)
 		if stop {
 			return
 		}
@@ -44,43 +42,43 @@ func (o *Orchestrator) runBatch(ctx context.Context, b *api.Batch, wake <-chan s
 // whether the runner stops, or else how long to wait at most (0: until one of
 // b's tasks ends). While b awaits its approval, its record is read again and
 // the step holds batchMu, which an operator's decision holds too.
-func (o *Orchestrator) stepBatch(b *api.Batch, log *slog.Logger) (after time.Duration, stop bool) {
+func (f *Fleet) stepBatch(b *api.Batch, log *slog.Logger) (after time.Duration, stop bool) {
 	if a := b.Approval; a != nil && a.State == task.ApprovalWaiting {
-		o.batchMu.Lock()
-		defer o.batchMu.Unlock()
-		stored, err := o.storedBatch(b.ID)
+		f.batchMu.Lock()
+		defer f.batchMu.Unlock()
+		stored, err := f.storedBatch(b.ID)
 		if err != nil {
 			log.Warn("batch: read its approval", "err", err)
-			return fleet.Retry, false
+			return Retry, false
 		}
 		*b = *stored
 	}
-	tasks, err := o.batchTasks(b)
+	tasks, err := f.batchTasks(b)
 	if err != nil {
 		log.Warn("batch: read its tasks", "err", err)
-		return fleet.Retry, false
+		return Retry, false
 	}
-	view, effects := fleet.DecideBatch(b, tasks, time.Now().UTC())
+	view, effects := DecideBatch(b, tasks, time.Now().UTC())
 	for _, e := range effects {
 		switch e.Kind {
-		case fleet.BatchMakeTask:
-			org := origin{id: taskOf(b, e.AgentID), requestID: derivedID("batch-request", b.ID, e.AgentID),
-				batchID: b.ID, schedule: b.Schedule, fireTime: b.FireTime, by: b.CreatedBy, approval: b.Approval}
-			if _, _, err := o.submit(b.TaskFor(e.AgentID), org); err != nil {
+		case BatchMakeTask:
+			org := task.Origin{ID: taskOf(b, e.AgentID), RequestID: derivedID("batch-request", b.ID, e.AgentID),
+				BatchID: b.ID, Schedule: b.Schedule, FireTime: b.FireTime, By: b.CreatedBy, Approval: b.Approval}
+			if _, _, err := f.core.SubmitAs(b.TaskFor(e.AgentID), org); err != nil {
 				log.Warn("batch: make a task", "agent_id", e.AgentID, "err", err)
-				return fleet.Retry, false
+				return Retry, false
 			}
-			o.fleet.bump()
-		case fleet.BatchStoreEnd:
-			if err := o.putBatch(&view); err != nil {
+			f.changed.bump()
+		case BatchStoreEnd:
+			if err := f.putBatch(&view); err != nil {
 				log.Warn("batch: store its end", "err", err)
-				return fleet.Retry, false
+				return Retry, false
 			}
 			log.Info("batch finished", "state", view.State, "counts", fmt.Sprint(view.Counts))
-			o.batchFinished(&view)
-		case fleet.BatchWait:
+			f.batchFinished(&view)
+		case BatchWait:
 			return e.After, false
-		case fleet.BatchStop:
+		case BatchStop:
 			return 0, true
 		}
 	}
@@ -98,15 +96,11 @@ func taskOf(b *api.Batch, agentID string) string {
 }
 
 // batchFinished tells the webhook receivers that b's end is stored.
-func (o *Orchestrator) batchFinished(b *api.Batch) {
-	if o.hooks != nil {
-		o.hooks.Send(webhook.BatchFinished, b)
-	}
-}
+func (f *Fleet) batchFinished(b *api.Batch) { f.hooks.Send(webhook.BatchFinished, b) }
 
 // runningBatches reads the batches whose record says they run.
-func (o *Orchestrator) runningBatches() ([]*api.Batch, error) {
-	recs, err := o.st.Records(batchRecord)
+func (f *Fleet) runningBatches() ([]*api.Batch, error) {
+	recs, err := f.st.Records(BatchRecord)
 	if err != nil {
 		return nil, fmt.Errorf("read batches: %w", err)
 	}
@@ -114,7 +108,7 @@ func (o *Orchestrator) runningBatches() ([]*api.Batch, error) {
 	for id, data := range recs {
 		var b api.Batch
 		if err := json.Unmarshal(data, &b); err != nil {
-			o.log.Error("batch record unreadable; it is left as it is", "batch_id", id, "err", err)
+			f.log.Error("batch record unreadable; it is left as it is", "batch_id", id, "err", err)
 			continue
 		}
 		if b.State == api.BatchRunning {

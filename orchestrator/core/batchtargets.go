@@ -1,0 +1,63 @@
+package core
+
+import (
+	"slices"
+	"strings"
+
+	"github.com/chiffon-dev/chiffon/api"
+)
+
+// BatchTargets lists the agents req matches now, by id: the online ones
+// offering its work type with no state yet (they get a task), the others with
+// theirs (offline, unsupported, unknown).
+func (o *Core) BatchTargets(req *api.BatchRequest) ([]api.BatchTarget, error) {
+	var out []api.BatchTarget
+	if err := o.call(func() { out = o.batchTargets(req) }); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// batchTargets is BatchTargets on the loop.
+func (o *Core) batchTargets(req *api.BatchRequest) []api.BatchTarget {
+	var out []api.BatchTarget
+	named := map[string]bool{}
+	for _, id := range req.Agents {
+		named[id] = true
+	}
+	for _, a := range o.agents {
+		if a.typ != req.ToAgent || len(named) > 0 && !named[a.id] || !hasLabels(a.labels, req.Labels) {
+			continue
+		}
+		delete(named, a.id)
+		t := api.BatchTarget{AgentID: a.id}
+		switch {
+		case !a.online:
+			t.State = api.TargetOffline
+		case !a.offers(req.WorkType):
+			t.State = api.TargetUnsupported
+		}
+		out = append(out, t)
+	}
+	for _, c := range o.cfg.Agents { // configured, never heard from
+		if named[c.ID] || len(req.Agents) == 0 && len(req.Labels) == 0 && c.Type == req.ToAgent && o.agents[c.ID] == nil {
+			delete(named, c.ID)
+			out = append(out, api.BatchTarget{AgentID: c.ID, State: api.TargetUnknown})
+		}
+	}
+	for id := range named {
+		out = append(out, api.BatchTarget{AgentID: id, State: api.TargetUnknown})
+	}
+	slices.SortFunc(out, func(a, b api.BatchTarget) int { return strings.Compare(a.AgentID, b.AgentID) })
+	return out
+}
+
+// hasLabels reports whether have holds every label of want.
+func hasLabels(have, want map[string]string) bool {
+	for k, v := range want {
+		if got, ok := have[k]; !ok || got != v {
+			return false
+		}
+	}
+	return true
+}
