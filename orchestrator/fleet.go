@@ -2,6 +2,7 @@ package orchestrator
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/chiffon-dev/chiffon/api"
@@ -102,13 +103,23 @@ func (c fleetCore) SubmitAs(req api.SubmitRequest, org task.Origin) (*task.Task,
 	return r.SubmitAs(req, org)
 }
 
-// TasksByID returns the tasks ids name, by id.
+// TasksByID returns the tasks ids name, by id: from the store on a standby.
 func (c fleetCore) TasksByID(ids []string) (map[string]*task.Task, error) {
-	r, err := c.core()
-	if err != nil {
-		return nil, err
+	if r, err := c.core(); err == nil {
+		return r.TasksByID(ids)
 	}
-	return r.TasksByID(ids)
+	out := make(map[string]*task.Task, len(ids))
+	for _, id := range ids {
+		t, err := c.o.st.Task(id)
+		switch {
+		case errors.Is(err, task.ErrNotFound):
+		case err != nil:
+			return nil, err
+		default:
+			out[id] = t
+		}
+	}
+	return out, nil
 }
 
 // CheckSize refuses req when its work_request is too large.
