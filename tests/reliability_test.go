@@ -175,7 +175,7 @@ func TestFaultHooksNotInProductionBuild(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, sym := range []string{"orchestrator.parseFaultRates", "orchestrator.faultHit"} {
+	for _, sym := range []string{"orchestrator/core.parseFaultRates", "orchestrator/core.faultHit"} {
 		if bytes.Contains(out, []byte(sym)) {
 			t.Errorf("production binary holds %s", sym)
 		}
