@@ -34,27 +34,27 @@ func (o *Orchestrator) newAPI(pages func(http.Handler, func(string) (string, boo
 
 // Submit is Orchestrator.Submit on behalf of caller.
 func (b apiBackend) Submit(_ context.Context, req api.SubmitRequest, caller string) (*task.Task, error) {
-	c := b.running.Load()
-	if c == nil {
-		return nil, api.ErrClosed
+	c, err := b.core()
+	if err != nil {
+		return nil, err
 	}
 	return c.Submit(req, caller)
 }
 
 // Cancel is Orchestrator.Cancel on behalf of caller.
 func (b apiBackend) Cancel(_ context.Context, id, reason, caller string) (*task.Task, error) {
-	c := b.running.Load()
-	if c == nil {
-		return nil, api.ErrClosed
+	c, err := b.core()
+	if err != nil {
+		return nil, err
 	}
 	return c.Cancel(id, reason, caller)
 }
 
 // Decide is Orchestrator.Decide on behalf of caller.
 func (b apiBackend) Decide(_ context.Context, id string, approve bool, note, caller string) (*task.Task, error) {
-	c := b.running.Load()
-	if c == nil {
-		return nil, api.ErrClosed
+	c, err := b.core()
+	if err != nil {
+		return nil, err
 	}
 	return c.Decide(id, approve, note, caller)
 }

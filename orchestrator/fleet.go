@@ -2,7 +2,6 @@ package orchestrator
 
 import (
 	"context"
-	"errors"
 	"time"
 
 	"github.com/chiffon-dev/chiffon/api"
@@ -85,14 +84,7 @@ func (o *Orchestrator) Schedules() ([]*api.Schedule, error) { return o.fleet.Sch
 
 // fleetCore is the running core as package fleet sees it (fleet.Core): none
 // runs on a standby, or once the orchestrator closed.
-type fleetCore struct{ o *Orchestrator }
-
-func (c fleetCore) core() (*core.Core, error) {
-	if r := c.o.running.Load(); r != nil {
-		return r, nil
-	}
-	return nil, api.ErrClosed
-}
+type fleetCore struct{ *Orchestrator }
 
 // SubmitAs stores and routes a task for req as org says.
 func (c fleetCore) SubmitAs(req api.SubmitRequest, org task.Origin) (*task.Task, bool, error) {
@@ -109,15 +101,8 @@ func (c fleetCore) TasksByID(ids []string) (map[string]*task.Task, error) {
 		return r.TasksByID(ids)
 	}
 	out := make(map[string]*task.Task, len(ids))
-	for _, id := range ids {
-		t, err := c.o.st.Task(id)
-		switch {
-		case errors.Is(err, task.ErrNotFound):
-		case err != nil:
-			return nil, err
-		default:
-			out[id] = t
-		}
+	if err := core.StoredTasks(c.st, ids, out); err != nil {
+		return nil, err
 	}
 	return out, nil
 }

@@ -12,6 +12,14 @@ import (
 // from the store and refuses the rest with ErrClosed (its API forwards those
 // to the leader).
 
+// core is the running core, or api.ErrClosed when none runs.
+func (o *Orchestrator) core() (*core.Core, error) {
+	if c := o.running.Load(); c != nil {
+		return c, nil
+	}
+	return nil, api.ErrClosed
+}
+
 // Submit stores a new task and routes it (see core.Core.Submit).
 func (o *Orchestrator) Submit(ctx context.Context, req api.SubmitRequest) (*task.Task, error) {
 	return apiBackend{o}.Submit(ctx, req, "")

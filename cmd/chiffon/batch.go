@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/chiffon-dev/chiffon/api"
+	"github.com/chiffon-dev/chiffon/client"
 	"github.com/chiffon-dev/chiffon/orchestrator/task"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -44,13 +45,12 @@ exits with the batch's state.
 			if err != nil {
 				return err
 			}
-			fleet := fleetAPI{c}
 			if wait {
-				return followBatch(cmd, fleet, args[0], cf.jsonOut)
+				return followBatch(cmd, c, args[0], cf.jsonOut)
 			}
-			b, err := fleet.batch(cmd.Context(), args[0])
+			b, err := c.Batch(cmd.Context(), args[0])
 			if err != nil {
-				return err
+				return noBatch(err, args[0])
 			}
 			if cf.jsonOut {
 				return printJSON(cmd.OutOrStdout(), b)
@@ -81,7 +81,7 @@ func newBatchesCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			bs, err := fleetAPI{c}.batches(cmd.Context(), limit)
+			bs, err := c.Batches(cmd.Context(), limit)
 			if err != nil {
 				return err
 			}
@@ -347,8 +347,8 @@ func yesNo(b bool) string {
 
 // submitBatch makes batch req and prints its id, or its JSON; with wait it
 // follows it to its end.
-func submitBatch(cmd *cobra.Command, fleet fleetAPI, req api.BatchRequest, jsonOut, wait bool) error {
-	b, err := fleet.createBatch(cmd.Context(), req)
+func submitBatch(cmd *cobra.Command, c *client.Client, req api.BatchRequest, jsonOut, wait bool) error {
+	b, err := c.CreateBatch(cmd.Context(), req)
 	if err != nil {
 		return err
 	}
@@ -364,7 +364,7 @@ func submitBatch(cmd *cobra.Command, fleet fleetAPI, req api.BatchRequest, jsonO
 	if !jsonOut {
 		fmt.Fprintf(stderr, "batch %s: %s\n", b.ID, plural(len(b.Targets), "agent"))
 	}
-	return followBatch(cmd, fleet, b.ID, jsonOut)
+	return followBatch(cmd, c, b.ID, jsonOut)
 }
 
 // plural is n things, such as "1 agent" or "3 agents".

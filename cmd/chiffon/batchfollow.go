@@ -37,9 +37,9 @@ var (
 
 // followBatch shows batch id as it changes until it ends, then prints a
 // summary and returns the exit code of its state.
-func followBatch(cmd *cobra.Command, fleet fleetAPI, id string, jsonOut bool) error {
+func followBatch(cmd *cobra.Command, c *client.Client, id string, jsonOut bool) error {
 	view := newBatchView(jsonOut, cmd.OutOrStdout(), cmd.ErrOrStderr())
-	b, err := watchBatch(cmd.Context(), fleet, id, view.batch)
+	b, err := watchBatch(cmd.Context(), c, id, view.batch)
 	view.close()
 	var lost *lostError
 	switch {
@@ -95,7 +95,7 @@ func (e *lostError) Unwrap() error { return e.err }
 // breaks or ends early (an orchestrator restarting, a proxy cutting it) is
 // opened again after a growing wait, and the batch read with GET meanwhile,
 // so that an end missed while away is found.
-func watchBatch(ctx context.Context, fleet fleetAPI, id string, fn func(*api.Batch)) (*api.Batch, error) {
+func watchBatch(ctx context.Context, c *client.Client, id string, fn func(*api.Batch)) (*api.Batch, error) {
 	var (
 		last     *api.Batch
 		lastJSON []byte
@@ -115,12 +115,13 @@ func watchBatch(ctx context.Context, fleet fleetAPI, id string, fn func(*api.Bat
 		changed = false
 		// The stream ends after the batch's end; the end seen, it is not waited for.
 		sctx, stop := context.WithCancel(ctx)
-		err := fleet.batchEvents(sctx, id, func(b *api.Batch) {
+		err := noBatch(c.BatchEvents(sctx, id, func(b *api.Batch) error {
 			see(b)
 			if b.FinishedAt != nil {
 				stop()
 			}
-		})
+			return nil
+		}), id)
 		stop()
 		if last != nil && last.FinishedAt != nil {
 			return last, nil
@@ -141,7 +142,8 @@ func watchBatch(ctx context.Context, fleet fleetAPI, id string, fn func(*api.Bat
 			return last, ctx.Err()
 		case <-time.After(wait):
 		}
-		b, gerr := fleet.batch(ctx, id)
+		b, gerr := c.Batch(ctx, id)
+		gerr = noBatch(gerr, id)
 		switch {
 		case gerr == nil:
 			see(b)

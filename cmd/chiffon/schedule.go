@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"net/http"
 	"text/tabwriter"
 	"time"
 
@@ -79,7 +80,14 @@ name must be removed first (schedule rm).`,
 			if err != nil {
 				return err
 			}
-			s, err := fleetAPI{c}.addSchedule(cmd.Context(), spec)
+			s, err := c.AddSchedule(cmd.Context(), spec)
+			if status(err) == http.StatusConflict {
+				return &explainedError{
+					msg: fmt.Sprintf("a schedule named %q exists already (HTTP 409): remove it first (chiffon schedule rm %s) or pick another name",
+						spec.Name, spec.Name),
+					err: err,
+				}
+			}
 			if err != nil {
 				return err
 			}
@@ -115,7 +123,7 @@ func newScheduleListCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			ss, err := fleetAPI{c}.schedules(cmd.Context())
+			ss, err := c.Schedules(cmd.Context())
 			if err != nil {
 				return err
 			}
@@ -141,9 +149,9 @@ func newScheduleShowCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			s, err := fleetAPI{c}.schedule(cmd.Context(), args[0])
+			s, err := c.Schedule(cmd.Context(), args[0])
 			if err != nil {
-				return err
+				return noSchedule(err, args[0])
 			}
 			if cf.jsonOut {
 				return printJSON(cmd.OutOrStdout(), s)
@@ -172,9 +180,9 @@ func newSchedulePauseCmd(pause bool) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			s, err := fleetAPI{c}.pauseSchedule(cmd.Context(), args[0], pause)
+			s, err := c.PauseSchedule(cmd.Context(), args[0], pause)
 			if err != nil {
-				return err
+				return noSchedule(err, args[0])
 			}
 			if cf.jsonOut {
 				return printJSON(cmd.OutOrStdout(), s)
@@ -212,8 +220,8 @@ With --json it prints {"name": NAME, "removed": true}.`,
 			if err != nil {
 				return err
 			}
-			if err := (fleetAPI{c}).removeSchedule(cmd.Context(), args[0]); err != nil {
-				return err
+			if err := c.RemoveSchedule(cmd.Context(), args[0]); err != nil {
+				return noSchedule(err, args[0])
 			}
 			if cf.jsonOut {
 				return printJSON(cmd.OutOrStdout(), scheduleRemoved{Name: args[0], Removed: true})

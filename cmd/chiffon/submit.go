@@ -63,7 +63,7 @@ See also chiffon batch ID and chiffon batches.
 				return err
 			}
 			if batch != nil {
-				return submitBatch(cmd, fleetAPI{c}, *batch, cf.jsonOut, wait)
+				return submitBatch(cmd, c, *batch, cf.jsonOut, wait)
 			}
 			return submitTask(cmd, c, req, cf.jsonOut, wait)
 		},

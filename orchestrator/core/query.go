@@ -38,20 +38,29 @@ func (o *Core) TasksByID(ids []string) (map[string]*task.Task, error) {
 	for _, c := range ends {
 		_ = c.wait()
 	}
+	if err := StoredTasks(o.st, ids, out); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// StoredTasks adds to out, by id, each task of ids that out lacks and st
+// holds: what TasksByID reads from the store, and all a standby reads.
+func StoredTasks(st task.Store, ids []string, out map[string]*task.Task) error {
 	for _, id := range ids {
 		if out[id] != nil {
 			continue
 		}
-		t, err := o.st.Task(id)
+		t, err := st.Task(id)
 		switch {
 		case errors.Is(err, task.ErrNotFound):
 		case err != nil:
-			return nil, err
+			return err
 		default:
 			out[id] = t
 		}
 	}
-	return out, nil
+	return nil
 }
 
 // Tasks lists tasks, newest first: the live ones as they are now.

@@ -98,24 +98,12 @@ func (f *Fleet) batchApproval(b *api.Batch) *task.Approval {
 
 // putBatch stores b.
 func (f *Fleet) putBatch(b *api.Batch) error {
-	data, err := json.Marshal(b)
-	if err != nil {
-		return fmt.Errorf("encode batch %s: %w", b.ID, err)
-	}
-	return f.st.PutRecord(BatchRecord, b.ID, data)
+	return putRecord(f.st, BatchRecord, b.ID, "batch "+b.ID, b)
 }
 
 // storedBatch reads batch id's record as stored.
 func (f *Fleet) storedBatch(id string) (*api.Batch, error) {
-	data, err := f.st.Record(BatchRecord, id)
-	if err != nil {
-		return nil, err
-	}
-	var b api.Batch
-	if err := json.Unmarshal(data, &b); err != nil {
-		return nil, fmt.Errorf("decode batch %s: %w", id, err)
-	}
-	return &b, nil
+	return getRecord[api.Batch](f.st, BatchRecord, id, "batch "+id)
 }
 
 // GetBatch returns batch id as it is now, or task.ErrNotFound.

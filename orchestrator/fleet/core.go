@@ -1,6 +1,8 @@
 package fleet
 
 import (
+	"encoding/json"
+	"fmt"
 	"time"
 
 	"github.com/chiffon-dev/chiffon/api"
@@ -48,3 +50,27 @@ const (
 	ScheduleRecord = "schedule"
 	FiringRecord   = "firing"
 )
+
+// putRecord stores v, as JSON, as the record id of kind; what names it in an
+// error.
+func putRecord(st Records, kind, id, what string, v any) error {
+	data, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Errorf("encode %s: %w", what, err)
+	}
+	return st.PutRecord(kind, id, data)
+}
+
+// getRecord reads the record id of kind, as JSON, into a new T: task.ErrNotFound
+// when there is none; what names it in an error.
+func getRecord[T any](st Records, kind, id, what string) (*T, error) {
+	data, err := st.Record(kind, id)
+	if err != nil {
+		return nil, err
+	}
+	v := new(T)
+	if err := json.Unmarshal(data, v); err != nil {
+		return nil, fmt.Errorf("decode %s: %w", what, err)
+	}
+	return v, nil
+}

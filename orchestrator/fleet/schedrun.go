@@ -2,9 +2,7 @@ package fleet
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
-	"fmt"
 	"time"
 
 	"github.com/chiffon-dev/chiffon/api"
@@ -135,11 +133,7 @@ func (f *Fleet) fire(s *api.Schedule, at time.Time) (*api.Firing, error) {
 
 // putFiring stores fired as what schedule name fired last.
 func (f *Fleet) putFiring(name string, fired *api.Firing) error {
-	data, err := json.Marshal(fired)
-	if err != nil {
-		return fmt.Errorf("encode a firing of schedule %s: %w", name, err)
-	}
-	return f.st.PutRecord(FiringRecord, name, data)
+	return putRecord(f.st, FiringRecord, name, "a firing of schedule "+name, fired)
 }
 
 // earliest is the earlier of a and b.

@@ -137,40 +137,21 @@ func scheduleView(s *api.Schedule, last *api.Firing) *api.Schedule {
 // putSchedule stores s's definition.
 func (f *Fleet) putSchedule(s *api.Schedule) error {
 	s.Last, s.Next = nil, nil // views, not stored
-	data, err := json.Marshal(s)
-	if err != nil {
-		return fmt.Errorf("encode schedule %s: %w", s.Name, err)
-	}
-	return f.st.PutRecord(ScheduleRecord, s.Name, data)
+	return putRecord(f.st, ScheduleRecord, s.Name, "schedule "+s.Name, s)
 }
 
 // storedSchedule reads schedule name's definition.
 func (f *Fleet) storedSchedule(name string) (*api.Schedule, error) {
-	data, err := f.st.Record(ScheduleRecord, name)
-	if err != nil {
-		return nil, err
-	}
-	var s api.Schedule
-	if err := json.Unmarshal(data, &s); err != nil {
-		return nil, fmt.Errorf("decode schedule %s: %w", name, err)
-	}
-	return &s, nil
+	return getRecord[api.Schedule](f.st, ScheduleRecord, name, "schedule "+name)
 }
 
 // lastFiring reads what schedule name fired last, or nil when it fired nothing.
 func (f *Fleet) lastFiring(name string) (*api.Firing, error) {
-	data, err := f.st.Record(FiringRecord, name)
+	last, err := getRecord[api.Firing](f.st, FiringRecord, name, "the last firing of schedule "+name)
 	if errors.Is(err, task.ErrNotFound) {
 		return nil, nil
 	}
-	if err != nil {
-		return nil, err
-	}
-	var last api.Firing
-	if err := json.Unmarshal(data, &last); err != nil {
-		return nil, fmt.Errorf("decode the last firing of schedule %s: %w", name, err)
-	}
-	return &last, nil
+	return last, err
 }
 
 // readSchedules reads every schedule, by name, and their last firings.
