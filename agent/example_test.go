@@ -13,7 +13,7 @@ import (
 	"github.com/chiffon-dev/chiffon/broker"
 	"github.com/chiffon-dev/chiffon/envelope"
 	"github.com/chiffon-dev/chiffon/orchestrator"
-	"github.com/chiffon-dev/chiffon/orchestrator/core"
+	"github.com/chiffon-dev/chiffon/orchestrator/policy"
 )
 
 // An agent with one custom work type, and an orchestrator that knows it and sends
@@ -27,7 +27,7 @@ func Example() {
 	agentToken, orchToken := broker.NewToken(), broker.NewToken() // one pair per agent
 	quiet := slog.New(slog.DiscardHandler)
 	o, _ := orchestrator.Open(orchestrator.Config{NATS: nats, DataDir: filepath.Join(dir, "orch"), APIToken: broker.NewToken(),
-		Agents: []core.AgentConfig{{ID: "desk-1", Type: envelope.Desktop, Token: agentToken, OrchestratorToken: orchToken}},
+		Agents: []policy.AgentConfig{{ID: "desk-1", Type: envelope.Desktop, Token: agentToken, OrchestratorToken: orchToken}},
 	}, orchestrator.Options{Logger: quiet})
 	defer o.Close()
 

@@ -16,7 +16,7 @@ import (
 	"github.com/chiffon-dev/chiffon/client"
 	"github.com/chiffon-dev/chiffon/envelope"
 	"github.com/chiffon-dev/chiffon/orchestrator"
-	"github.com/chiffon-dev/chiffon/orchestrator/core"
+	"github.com/chiffon-dev/chiffon/orchestrator/policy"
 	"github.com/chiffon-dev/chiffon/orchestrator/task"
 	"github.com/chiffon-dev/chiffon/orchestrator/webhook"
 )
@@ -25,7 +25,7 @@ import (
 // token named alice.
 func approvalEnv(t *testing.T, kind string) (*env, string) {
 	e := newStoreEnv(t, kind, "code-1")
-	e.cfg.WorkTypes = map[string]core.WorkTypeConfig{"echo": {Approval: core.ApprovalRequired}}
+	e.cfg.WorkTypes = map[string]policy.WorkTypeConfig{"echo": {Approval: policy.ApprovalRequired}}
 	viewer := broker.NewToken()
 	e.cfg.APITokens = []orchestrator.APITokenConfig{{Name: "alice", Token: viewer, Role: orchestrator.RoleViewer}}
 	return e, viewer
@@ -126,7 +126,7 @@ func contains(list []string, s string) bool {
 // agent whose config asks approval for its work type waits too.
 func TestApprovalRejectedOrExpired(t *testing.T) {
 	e := newEnv(t, "code-1")
-	e.cfg.WorkTypes = map[string]core.WorkTypeConfig{"reboot": {Approval: core.ApprovalRequired}}
+	e.cfg.WorkTypes = map[string]policy.WorkTypeConfig{"reboot": {Approval: policy.ApprovalRequired}}
 	e.cfg.Agents[0].ApprovalRequired = []string{"deploy"}
 	e.cfg.Approval.ExpiresAfter = 500 * time.Millisecond
 	o := e.open()
@@ -193,7 +193,7 @@ func TestBatchApprovalAsksOnce(t *testing.T) {
 	t.Cleanup(srv.Close)
 	e := newEnv(t, "code-1", "code-2")
 	e.cfg.Webhooks = []orchestrator.WebhookConfig{{URL: srv.URL, Events: []string{webhook.BatchFinished}, Secret: "s"}}
-	e.cfg.WorkTypes = map[string]core.WorkTypeConfig{"echo": {Approval: core.ApprovalRequired}}
+	e.cfg.WorkTypes = map[string]policy.WorkTypeConfig{"echo": {Approval: policy.ApprovalRequired}}
 	e.cfg.Agents[1].ApprovalRequired = []string{"deploy"}
 	e.cfg.Approval.ExpiresAfter = time.Second
 	o := e.open()

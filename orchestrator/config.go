@@ -11,9 +11,9 @@ import (
 
 	"github.com/chiffon-dev/chiffon/broker"
 	"github.com/chiffon-dev/chiffon/envelope"
-	"github.com/chiffon-dev/chiffon/orchestrator/core"
 	"github.com/chiffon-dev/chiffon/orchestrator/httpapi"
 	"github.com/chiffon-dev/chiffon/orchestrator/httplimit"
+	"github.com/chiffon-dev/chiffon/orchestrator/policy"
 	"go.yaml.in/yaml/v3"
 )
 
@@ -40,13 +40,13 @@ type Config struct {
 	DataDir string `yaml:"data_dir"`
 	// Agents lists every agent instance allowed in, with its type and its pair of
 	// tokens.
-	Agents []core.AgentConfig `yaml:"agents"`
+	Agents []policy.AgentConfig `yaml:"agents"`
 	// Timeouts bounds how long a dispatched task may stay silent.
-	Timeouts core.TimeoutConfig `yaml:"timeouts"`
+	Timeouts policy.TimeoutConfig `yaml:"timeouts"`
 	// Retry is the retry policy for 5001, 5002 and 5005.
-	Retry core.RetryConfig `yaml:"retry"`
+	Retry policy.RetryConfig `yaml:"retry"`
 	// Breaker is the per-agent circuit breaker policy.
-	Breaker core.BreakerConfig `yaml:"breaker"`
+	Breaker policy.BreakerConfig `yaml:"breaker"`
 	// Retention is how long finished tasks are kept; 0 means 7 days.
 	Retention time.Duration `yaml:"retention"`
 	// Store chooses where tasks are kept: this host's Badger (the default) or the
@@ -57,9 +57,9 @@ type Config struct {
 	HA HAConfig `yaml:"ha"`
 	// WorkTypes holds, per work type, limits for every agent and whether it
 	// waits for approval (governance.go).
-	WorkTypes map[string]core.WorkTypeConfig `yaml:"work_types"`
+	WorkTypes map[string]policy.WorkTypeConfig `yaml:"work_types"`
 	// Approval says how long a task waits for approval.
-	Approval core.ApprovalConfig `yaml:"approval"`
+	Approval policy.ApprovalConfig `yaml:"approval"`
 	// MaxOutputBytes caps the output kept of one task, in bytes: what an agent
 	// streams or returns past it is dropped, neither stored nor streamed, and the
 	// task says so (output_capped). 0 means 64 MiB, the agent's own default
@@ -129,11 +129,10 @@ func (c Config) WithDefaults() Config {
 	return c
 }
 
-// lifecycle is c's part for the core (with no tokens read yet).
-func (c Config) lifecycle() core.Config {
-	return core.Config{ID: c.ID, Subjects: broker.Subjects{Prefix: c.NATS.Prefix}, Agents: c.Agents,
-		Timeouts: c.Timeouts, Retry: c.Retry, Breaker: c.Breaker, WorkTypes: c.WorkTypes,
-		Approval: c.Approval, MaxOutputBytes: c.MaxOutputBytes}
+// lifecycle is c's policy for the core (with no tokens read yet).
+func (c Config) lifecycle() policy.Policy {
+	return policy.Policy{Agents: c.Agents, Timeouts: c.Timeouts, Retry: c.Retry, Breaker: c.Breaker,
+		WorkTypes: c.WorkTypes, Approval: c.Approval, MaxOutputBytes: c.MaxOutputBytes}
 }
 
 // LoadConfig reads a YAML config file strictly (an unknown key is an error) and
@@ -219,11 +218,11 @@ type secrets struct {
 	// apiTokens are the API's tokens, api_token_file's first.
 	apiTokens []httpapi.Token
 	// agents are Config.Agents with each one's two tokens read.
-	agents []core.AgentConfig
+	agents []policy.AgentConfig
 }
 
 func (c Config) readSecrets() (secrets, error) {
-	s := secrets{agents: make([]core.AgentConfig, 0, len(c.Agents))}
+	s := secrets{agents: make([]policy.AgentConfig, 0, len(c.Agents))}
 	var err error
 	if s.apiTokens, err = c.readAPITokens(); err != nil {
 		return s, err

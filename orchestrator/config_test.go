@@ -9,8 +9,8 @@ import (
 
 	"github.com/chiffon-dev/chiffon/agent"
 	"github.com/chiffon-dev/chiffon/orchestrator"
-	"github.com/chiffon-dev/chiffon/orchestrator/core"
 	"github.com/chiffon-dev/chiffon/orchestrator/httplimit"
+	"github.com/chiffon-dev/chiffon/orchestrator/policy"
 )
 
 func TestExampleConfigLoads(t *testing.T) {
@@ -81,7 +81,7 @@ func TestDefaults(t *testing.T) {
 		t.Fatalf("defaults %+v", c)
 	}
 	// Only an agent that ignores its own cap meets the orchestrator's.
-	if c.MaxOutputBytes != agent.DefaultMaxOutputBytes || core.DefaultMaxOutputBytes != agent.DefaultMaxOutputBytes {
+	if c.MaxOutputBytes != agent.DefaultMaxOutputBytes || policy.DefaultMaxOutputBytes != agent.DefaultMaxOutputBytes {
 		t.Fatalf("max_output_bytes defaults to %d, the agent's to %d", c.MaxOutputBytes, agent.DefaultMaxOutputBytes)
 	}
 	want := httplimit.Limits{ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second,

@@ -14,7 +14,7 @@ import (
 	"github.com/chiffon-dev/chiffon/envelope"
 	"github.com/chiffon-dev/chiffon/internal/testnats"
 	"github.com/chiffon-dev/chiffon/orchestrator"
-	"github.com/chiffon-dev/chiffon/orchestrator/core"
+	"github.com/chiffon-dev/chiffon/orchestrator/policy"
 	"github.com/chiffon-dev/chiffon/orchestrator/task"
 )
 
@@ -40,7 +40,7 @@ func benchStack(b *testing.B, capacity int, secure bool) *orchestrator.Orchestra
 	orchToken, agentToken := broker.NewToken(), broker.NewToken()
 	dir := b.TempDir()
 	o, err := orchestrator.Open(orchestrator.Config{NATS: orchNATS, DataDir: filepath.Join(dir, "orch"),
-		Agents:   []core.AgentConfig{{ID: "bench-1", Type: envelope.Infra, Token: agentToken, OrchestratorToken: orchToken}},
+		Agents:   []policy.AgentConfig{{ID: "bench-1", Type: envelope.Infra, Token: agentToken, OrchestratorToken: orchToken}},
 		APIToken: broker.NewToken()}, orchestrator.Options{Logger: log})
 	if err != nil {
 		b.Fatal(err)

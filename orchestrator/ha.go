@@ -102,7 +102,7 @@ func (o *Orchestrator) Role() api.Role {
 // Close of c, the core whose subscription it came on, waits for.
 func (o *Orchestrator) handleForwarded(c *core.Core, msg *nats.Msg) {
 	if !broker.InInbox(msg.Reply, o.subj.ForwardReplies()) {
-		o.metrics.CountForeignReply()
+		o.metrics.ForeignReplies.Inc()
 		o.authLog.Warn("foreign-reply", "forwarded request not served: its reply subject is not a forwarding inbox", "reply", msg.Reply)
 		return
 	}

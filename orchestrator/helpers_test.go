@@ -19,8 +19,8 @@ import (
 	"github.com/chiffon-dev/chiffon/errcodes"
 	"github.com/chiffon-dev/chiffon/internal/testnats"
 	"github.com/chiffon-dev/chiffon/orchestrator"
-	"github.com/chiffon-dev/chiffon/orchestrator/core"
 	"github.com/chiffon-dev/chiffon/orchestrator/memstore"
+	"github.com/chiffon-dev/chiffon/orchestrator/policy"
 	"github.com/chiffon-dev/chiffon/orchestrator/task"
 	"github.com/nats-io/nats.go"
 	"go.uber.org/goleak"
@@ -110,15 +110,15 @@ func newStoreEnv(t *testing.T, kind string, agentIDs ...string) *env {
 	e.cfg = orchestrator.Config{
 		NATS:    broker.NATSConfig{URLs: []string{e.srv.ClientURL()}},
 		DataDir: t.TempDir(), APIToken: broker.NewToken(),
-		Timeouts: core.TimeoutConfig{Ack: 2 * time.Second, Inactivity: 2 * time.Second,
+		Timeouts: policy.TimeoutConfig{Ack: 2 * time.Second, Inactivity: 2 * time.Second,
 			DeadlineGrace: 10 * time.Millisecond, Control: 2 * time.Second, InstanceProbe: 50 * time.Millisecond},
-		Retry:   core.RetryConfig{Initial: 10 * time.Millisecond, Max: time.Second},
-		Breaker: core.BreakerConfig{OpenFor: 300 * time.Millisecond},
+		Retry:   policy.RetryConfig{Initial: 10 * time.Millisecond, Max: time.Second},
+		Breaker: policy.BreakerConfig{OpenFor: 300 * time.Millisecond},
 		Store:   orchestrator.StoreConfig{Kind: kind},
 	}
 	for _, id := range agentIDs {
 		e.tokens[id], e.orchTokens[id] = broker.NewToken(), broker.NewToken()
-		e.cfg.Agents = append(e.cfg.Agents, core.AgentConfig{ID: id, Type: envelope.Code,
+		e.cfg.Agents = append(e.cfg.Agents, policy.AgentConfig{ID: id, Type: envelope.Code,
 			Token: e.tokens[id], OrchestratorToken: e.orchTokens[id]})
 	}
 	return e

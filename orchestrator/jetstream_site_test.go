@@ -14,7 +14,7 @@ import (
 	"github.com/chiffon-dev/chiffon/envelope"
 	"github.com/chiffon-dev/chiffon/internal/testnats"
 	"github.com/chiffon-dev/chiffon/orchestrator"
-	"github.com/chiffon-dev/chiffon/orchestrator/core"
+	"github.com/chiffon-dev/chiffon/orchestrator/policy"
 	"github.com/chiffon-dev/chiffon/orchestrator/task"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -34,7 +34,7 @@ func TestJetStreamStoreOnASecureSite(t *testing.T) {
 	cfg := orchestrator.Config{
 		NATS:    broker.NATSConfig{URLs: []string{srv.ClientURL()}, NKeyFile: seeds[0], TLS: srv.TLS},
 		DataDir: t.TempDir(), APIToken: broker.NewToken(),
-		Agents: []core.AgentConfig{{ID: "code-1", Type: envelope.Code, Token: broker.NewToken(),
+		Agents: []policy.AgentConfig{{ID: "code-1", Type: envelope.Code, Token: broker.NewToken(),
 			OrchestratorToken: broker.NewToken()}},
 		Store: orchestrator.StoreConfig{Kind: orchestrator.StoreJetStream,
 			JetStream: orchestrator.JetStreamStoreConfig{NATS: broker.NATSConfig{NKeyFile: seeds[1]}}},

@@ -15,6 +15,7 @@ import (
 	"github.com/chiffon-dev/chiffon/errcodes"
 	"github.com/chiffon-dev/chiffon/orchestrator"
 	"github.com/chiffon-dev/chiffon/orchestrator/core"
+	"github.com/chiffon-dev/chiffon/orchestrator/policy"
 	"github.com/chiffon-dev/chiffon/orchestrator/task"
 )
 
@@ -136,7 +137,7 @@ func TestWorkTypeRateLimitIsPerAgent(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, "code-1", "code-2")
 	e.mem = true
-	e.cfg.WorkTypes = map[string]core.WorkTypeConfig{"echo": {Limits: core.Limits{RateLimit: "5/s"}}}
+	e.cfg.WorkTypes = map[string]policy.WorkTypeConfig{"echo": {Limits: policy.Limits{RateLimit: "5/s"}}}
 	o := e.open()
 	stop := make(chan struct{})
 	defer close(stop)
@@ -173,7 +174,7 @@ func TestWorkTypeRateLimitIsPerAgent(t *testing.T) {
 // that could take it, it fails at once (5005) naming the limit.
 func TestOversizedRequestsAreRefused(t *testing.T) {
 	e := newEnv(t, "code-1", "code-2")
-	e.cfg.WorkTypes = map[string]core.WorkTypeConfig{"echo": {Limits: core.Limits{MaxRequestBytes: 2048}}}
+	e.cfg.WorkTypes = map[string]policy.WorkTypeConfig{"echo": {Limits: policy.Limits{MaxRequestBytes: 2048}}}
 	e.cfg.Agents[0].MaxRequestBytes = 4096
 	o := e.open()
 	c := e.client(o)

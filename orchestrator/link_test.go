@@ -7,7 +7,7 @@ import (
 
 	"github.com/chiffon-dev/chiffon/broker"
 	"github.com/chiffon-dev/chiffon/internal/testnats"
-	"github.com/chiffon-dev/chiffon/orchestrator/core"
+	"github.com/chiffon-dev/chiffon/orchestrator/policy"
 )
 
 // TestBrokerBlipDoesNotOpenTheBreaker: tasks sent to an agent just before the
@@ -23,7 +23,7 @@ func TestBrokerBlipDoesNotOpenTheBreaker(t *testing.T) {
 		}
 		t.Run(name, func(t *testing.T) {
 			e := newEnv(t, "code-1")
-			e.cfg.Breaker = core.BreakerConfig{Failures: 2, OpenFor: time.Minute}
+			e.cfg.Breaker = policy.BreakerConfig{Failures: 2, OpenFor: time.Minute}
 			e.cfg.Timeouts.Ack = time.Second
 			o, a := e.openWithAgent("code-1", 4)
 			var ids []string

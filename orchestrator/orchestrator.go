@@ -31,6 +31,7 @@ import (
 	"github.com/chiffon-dev/chiffon/orchestrator/fleet"
 	"github.com/chiffon-dev/chiffon/orchestrator/ha"
 	"github.com/chiffon-dev/chiffon/orchestrator/httpapi"
+	"github.com/chiffon-dev/chiffon/orchestrator/metrics"
 	"github.com/chiffon-dev/chiffon/orchestrator/task"
 	"github.com/chiffon-dev/chiffon/orchestrator/webhook"
 	"github.com/nats-io/nats.go"
@@ -81,7 +82,7 @@ type Orchestrator struct {
 	// intended peer may publish on (broker.Requester).
 	req     *broker.Requester
 	st      task.Store
-	metrics *core.Metrics
+	metrics *metrics.Metrics
 	// link follows the connection to the broker, for every core.
 	link core.Link
 	// hooks delivers events to the webhook receivers; nil without any.
@@ -134,7 +135,7 @@ func Open(cfg Config, opts Options) (*Orchestrator, error) {
 		authLog: ratelog.New(log.With("orch_id", id), ratelog.Policy{}),
 		subj:    broker.Subjects{Prefix: cfg.NATS.Prefix},
 		done:    make(chan struct{}),
-		metrics: core.NewMetrics(),
+		metrics: metrics.New(),
 	}
 	if err := o.connect(opts); err != nil {
 		o.closeConns()
@@ -173,9 +174,9 @@ func Open(cfg Config, opts Options) (*Orchestrator, error) {
 // the batch runners and the webhook receivers; the task streams are the
 // core's own.
 func (o *Orchestrator) lead() error {
-	params := core.Params{Config: o.cfg.lifecycle(), Conn: o.nc, Store: o.st, Requester: o.req,
-		Metrics: o.metrics, Link: &o.link, Log: o.log, AuthLog: o.authLog}
-	params.Config.ID, params.Config.Agents = o.id, o.sec.agents
+	params := core.Params{Config: core.Config{ID: o.id, Subjects: o.subj, Policy: o.cfg.lifecycle()},
+		Conn: o.nc, Store: o.st, Requester: o.req, Metrics: o.metrics, Link: &o.link, Log: o.log, AuthLog: o.authLog}
+	params.Config.Agents = o.sec.agents
 	if o.ha != nil {
 		params.Config.Instance, params.Leading = o.ha.Name(), o.ha.Leading
 	}

@@ -141,7 +141,7 @@ type cluster struct {
 	// extraWorkTypes is YAML added to every agent's work_types by writeAgentConfig.
 	extraWorkTypes string
 	// breaker is the breaker section of the orchestrator's config: relBreaker, or ""
-	// for none (the defaults of core.BreakerConfig).
+	// for none (the defaults of policy.BreakerConfig).
 	breaker string
 	// orchExtra is YAML added to the orchestrator's config by writeOrchConfig.
 	orchExtra string

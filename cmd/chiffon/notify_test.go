@@ -19,7 +19,7 @@ import (
 	"github.com/chiffon-dev/chiffon/envelope"
 	"github.com/chiffon-dev/chiffon/internal/testnats"
 	"github.com/chiffon-dev/chiffon/orchestrator"
-	"github.com/chiffon-dev/chiffon/orchestrator/core"
+	"github.com/chiffon-dev/chiffon/orchestrator/policy"
 )
 
 // notifySocket listens as systemd does on a unixgram socket in a temp dir and points
@@ -303,7 +303,7 @@ func TestAgentTellsSystemdReadyOnceRegistered(t *testing.T) {
 	o, err := orchestrator.Open(orchestrator.Config{
 		NATS:    broker.NATSConfig{URLs: []string{srv.ClientURL()}},
 		DataDir: filepath.Join(dir, "orch"), APIToken: broker.NewToken(),
-		Agents: []core.AgentConfig{{ID: "code-1", Type: envelope.Code, Token: token, OrchestratorToken: orchToken}},
+		Agents: []policy.AgentConfig{{ID: "code-1", Type: envelope.Code, Token: token, OrchestratorToken: orchToken}},
 	}, orchestrator.Options{Logger: newLogger(io.Discard)})
 	if err != nil {
 		t.Fatal(err)

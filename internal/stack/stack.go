@@ -21,7 +21,7 @@ import (
 	"github.com/chiffon-dev/chiffon/broker"
 	"github.com/chiffon-dev/chiffon/envelope"
 	"github.com/chiffon-dev/chiffon/orchestrator"
-	"github.com/chiffon-dev/chiffon/orchestrator/core"
+	"github.com/chiffon-dev/chiffon/orchestrator/policy"
 	"github.com/chiffon-dev/chiffon/ui"
 )
 
@@ -193,7 +193,7 @@ func (s *Stack) orchestratorConfig(c orchestrator.Config, dataDir string, agents
 	}
 	if len(c.Agents) == 0 {
 		for _, a := range agents {
-			c.Agents = append(c.Agents, core.AgentConfig{ID: a.ID, Type: envelope.AgentType(a.Type),
+			c.Agents = append(c.Agents, policy.AgentConfig{ID: a.ID, Type: envelope.AgentType(a.Type),
 				TokenFile: a.TokenFile, OrchestratorTokenFile: a.OrchestratorTokenFile,
 				Token: a.Token, OrchestratorToken: a.OrchestratorToken})
 		}

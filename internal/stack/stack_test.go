@@ -15,7 +15,7 @@ import (
 	"github.com/chiffon-dev/chiffon/client"
 	"github.com/chiffon-dev/chiffon/envelope"
 	"github.com/chiffon-dev/chiffon/orchestrator"
-	"github.com/chiffon-dev/chiffon/orchestrator/core"
+	"github.com/chiffon-dev/chiffon/orchestrator/policy"
 	"github.com/chiffon-dev/chiffon/orchestrator/task"
 	"go.uber.org/goleak"
 )
@@ -113,7 +113,7 @@ func TestStartFailsAndStopsWhatItStarted(t *testing.T) {
 		{"an agent that cannot run", Config{Agents: []Agent{{Config: agent.Config{ID: "code-a", Type: "code",
 			MetricsListen: busy.Addr().String()}}}}, "address already in use"},
 		{"an agent the orchestrator does not know", Config{Agents: []Agent{greeter}, OnlineTimeout: time.Second,
-			Orchestrator: orchestrator.Config{Agents: []core.AgentConfig{{ID: "someone-else", Type: envelope.Code,
+			Orchestrator: orchestrator.Config{Agents: []policy.AgentConfig{{ID: "someone-else", Type: envelope.Code,
 				Token: "0123456789abcdef0123456789abcdef", OrchestratorToken: "fedcba9876543210fedcba9876543210"}}}},
 			"agents code-a not online: waited 1s"},
 	}

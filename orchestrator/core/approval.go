@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/chiffon-dev/chiffon/api"
+	"github.com/chiffon-dev/chiffon/orchestrator/policy"
 	"github.com/chiffon-dev/chiffon/orchestrator/task"
 )
 
@@ -33,7 +34,7 @@ func CheckNote(note string) error {
 
 // approvalNeeded says why req needs an approval, or "" when it does not.
 func (o *Core) approvalNeeded(req *api.SubmitRequest) string {
-	if wt, ok := o.cfg.WorkTypes[req.WorkType]; ok && wt.Approval == ApprovalRequired {
+	if wt, ok := o.cfg.WorkTypes[req.WorkType]; ok && wt.Approval == policy.ApprovalRequired {
 		return fmt.Sprintf("work type %s requires approval (work_types.%s.approval)", req.WorkType, req.WorkType)
 	}
 	if req.Hints != nil && req.Hints.AgentID != "" && o.agentRequiresApproval(req.Hints.AgentID, req.WorkType) {
@@ -45,7 +46,7 @@ func (o *Core) approvalNeeded(req *api.SubmitRequest) string {
 // agentRequiresApproval reports whether agent id's config asks for approval of
 // workType.
 func (o *Core) agentRequiresApproval(id, workType string) bool {
-	ac := o.cfg.agentConfig(id)
+	ac := o.cfg.AgentConfig(id)
 	return ac != nil && slices.Contains(ac.ApprovalRequired, workType)
 }
 
@@ -61,7 +62,7 @@ func (o *Core) Approval(req *api.SubmitRequest, now time.Time) *task.Approval {
 	if why == "" {
 		return nil
 	}
-	return &task.Approval{State: task.ApprovalWaiting, Why: why, RequestedAt: now, ExpiresAt: now.Add(o.cfg.Approval.expiresAfter())}
+	return &task.Approval{State: task.ApprovalWaiting, Why: why, RequestedAt: now, ExpiresAt: now.Add(o.cfg.Approval.Expiry())}
 }
 
 // Decide approves (approve) or rejects the task id waiting for approval, on

@@ -66,7 +66,7 @@ func (o *Core) resetBreaker(a *agentEntry) {
 // ping when it opens and releases queued work when it closes.
 func (o *Core) breakerChanged(a *agentEntry, from, to gobreaker.State) {
 	o.log.Warn("circuit breaker "+to.String(), "agent_id", a.id, "from", from.String())
-	o.metrics.breaker.WithLabelValues(a.id).Set(float64(to))
+	o.metrics.Breaker.WithLabelValues(a.id).Set(float64(to))
 	switch to {
 	case gobreaker.StateOpen:
 		if a.ping != nil {

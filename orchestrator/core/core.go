@@ -25,6 +25,7 @@ import (
 	"github.com/chiffon-dev/chiffon/errcodes"
 	"github.com/chiffon-dev/chiffon/internal/lazylog"
 	"github.com/chiffon-dev/chiffon/internal/ratelog"
+	"github.com/chiffon-dev/chiffon/orchestrator/metrics"
 	"github.com/chiffon-dev/chiffon/orchestrator/task"
 	"github.com/nats-io/nats.go"
 )
@@ -40,7 +41,7 @@ type Params struct {
 	// Requester sends the control requests to agents (broker.Requester).
 	Requester *broker.Requester
 	// Metrics are the orchestrator's, shared by every core it runs.
-	Metrics *Metrics
+	Metrics *metrics.Metrics
 	// Link follows Conn (Link); nil means a link never seen down.
 	Link *Link
 	// Leading, when set, reports whether the core may still send to agents
@@ -65,7 +66,7 @@ type Core struct {
 	nc      *nats.Conn
 	req     *broker.Requester
 	st      task.Store
-	metrics *Metrics
+	metrics *metrics.Metrics
 	link    *Link
 	leading func() bool
 
@@ -193,12 +194,6 @@ func (o *Core) Close() {
 	o.wg.Wait()
 }
 
-// ID returns the orchestrator's orch_id.
-func (o *Core) ID() string { return o.id }
-
-// Store returns the core's task store.
-func (o *Core) Store() task.Store { return o.st }
-
 // Go runs fn on a goroutine Close waits for, and reports false (running
 // nothing) once the core is closing.
 func (o *Core) Go(fn func()) bool {
@@ -279,7 +274,7 @@ func (o *Core) publish(subject, reply, agentID string, env *envelope.Envelope) e
 		return err
 	}
 	msg := &nats.Msg{Subject: subject, Reply: reply, Data: data, Header: hdr}
-	o.metrics.messages.WithLabelValues("out", string(env.Type)).Inc()
+	o.metrics.Messages.WithLabelValues("out", string(env.Type)).Inc()
 	if faultDuplicateOutgoing(env.Type) {
 		_ = o.nc.PublishMsg(msg) // test builds only: a duplicated message
 	}
@@ -301,7 +296,7 @@ func (o *Core) request(ctx context.Context, agentID string, env *envelope.Envelo
 		return nil, err
 	}
 	msg := &nats.Msg{Subject: o.subj.AgentControl(agentID), Data: data, Header: hdr}
-	o.metrics.messages.WithLabelValues("out", string(env.Type)).Inc()
+	o.metrics.Messages.WithLabelValues("out", string(env.Type)).Inc()
 	ctx, cancel := context.WithTimeout(ctx, o.cfg.Timeouts.Control)
 	defer cancel()
 	resp, err := o.req.Request(ctx, msg, o.subj.ControlReplies(agentID))
@@ -313,14 +308,14 @@ func (o *Core) request(ctx context.Context, agentID string, env *envelope.Envelo
 		aerr = errcodes.NewAuthenticationFailed(id, errcodes.TokenInvalid)
 	}
 	if aerr != nil {
-		o.metrics.authFailures.Inc()
+		o.metrics.AuthFailures.Inc()
 		return nil, aerr
 	}
 	rep, err := envelope.Decode(resp.Data)
 	if err != nil {
 		return nil, err
 	}
-	o.metrics.messages.WithLabelValues("in", string(rep.Type)).Inc()
+	o.metrics.Messages.WithLabelValues("in", string(rep.Type)).Inc()
 	if p, ok := rep.Payload.(*envelope.ErrorPayload); ok {
 		return nil, p.Err()
 	}
@@ -344,7 +339,7 @@ func (o *Core) receive(msg *nats.Msg, sender string) (agentID string, env *envel
 	if env, err = envelope.Decode(msg.Data); err != nil {
 		return agentID, nil, true, err
 	}
-	o.metrics.messages.WithLabelValues("in", string(env.Type)).Inc()
+	o.metrics.Messages.WithLabelValues("in", string(env.Type)).Inc()
 	return agentID, env, true, nil
 }
 
@@ -360,7 +355,7 @@ func (o *Core) authenticate(msg *nats.Msg) (string, *errcodes.Error) {
 // carries no credential of any kind: no token header, and only what the sender
 // itself claimed.
 func (o *Core) rejectAuth(msg *nats.Msg, sender string, e *errcodes.Error) {
-	o.metrics.authFailures.Inc()
+	o.metrics.AuthFailures.Inc()
 	o.authLog.Warn("refused:"+fmt.Sprint(e.Context[errcodes.KeyTokenStatus]), "message refused: authentication failed", "subject", msg.Subject,
 		"agent_id", e.Context[errcodes.KeyAgentID], "token_status", e.Context[errcodes.KeyTokenStatus])
 	if err := broker.Refuse(o.nc, o.answerable(msg, sender), e, envelope.Orchestrator, envelope.Infra); err != nil {

@@ -48,14 +48,14 @@ func (o *Core) do(r *run, eff effect) {
 	case unreachable:
 		o.markUnreachable(e.agentID)
 	case forged:
-		o.metrics.authFailures.Inc()
+		o.metrics.AuthFailures.Inc()
 		o.authLog.Warn("forged-503", "no-responders status off the current attempt's subject dropped", "task_id", r.t.ID)
 	case acknowledged:
-		o.metrics.latency.Observe(e.after.Seconds())
+		o.metrics.Latency.Observe(e.after.Seconds())
 	case retried:
-		o.metrics.retries.WithLabelValues(strconv.Itoa(e.code)).Inc()
+		o.metrics.Retries.WithLabelValues(strconv.Itoa(e.code)).Inc()
 	case rejected:
-		o.metrics.invalid.Inc()
+		o.metrics.Invalid.Inc()
 	case asked:
 		o.emit(Event{Kind: TaskAwaitsApproval, TaskID: r.t.ID, Task: cloneTask(r.t)})
 	case forget:
@@ -113,7 +113,7 @@ func (o *Core) markUnreachable(agentID string) {
 func (o *Core) forget(r *run, e forget) {
 	delete(o.runs, r.t.ID)
 	if e.uncount {
-		o.metrics.tasks.WithLabelValues(string(r.t.State)).Dec()
+		o.metrics.Tasks.WithLabelValues(string(r.t.State)).Dec()
 		o.emit(Event{Kind: TaskDropped, TaskID: r.t.ID})
 		return
 	}

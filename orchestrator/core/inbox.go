@@ -37,7 +37,7 @@ func (o *Core) handleTaskMsg(msg *nats.Msg) {
 		return
 	}
 	if err != nil {
-		o.metrics.invalid.Inc()
+		o.metrics.Invalid.Inc()
 		o.log.Warn("invalid message on task inbox dropped", "task_id", taskID, "agent_id", agentID, "err", err)
 		return
 	}

@@ -19,10 +19,6 @@ import (
 // connection, and with it the old subscription, is gone; a second process
 // started beside a live one is refused before it ever sees work.
 
-// DefaultInstanceProbe is how long a probe waits for an answer from another
-// process after the registering one has answered.
-const DefaultInstanceProbe = 500 * time.Millisecond
-
 // errInstanceLive says another process with the agent's id answered a probe.
 var errInstanceLive = errors.New("another process with this agent id answers on its control subject")
 
@@ -69,7 +65,7 @@ func (o *Core) probeInstance(agentID, instance string) error {
 			return err
 		}
 		if id, aerr := o.authenticate(msg); aerr != nil || id != agentID {
-			o.metrics.authFailures.Inc()
+			o.metrics.AuthFailures.Inc()
 			continue
 		}
 		if broker.InstanceOf(msg) != instance {

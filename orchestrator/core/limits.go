@@ -70,7 +70,7 @@ func (o *Core) CheckSize(req *api.SubmitRequest) error {
 		return &api.FieldError{Field: "parameters", Message: "cannot be encoded: " + err.Error()}
 	}
 	if size > limit {
-		o.metrics.tooLarge.Inc()
+		o.metrics.TooLarge.Inc()
 		o.log.Info("task refused: work_request too large", "to_agent", req.ToAgent, "work_type", req.WorkType,
 			"size", size, "limit", limit, "limit_key", cmp.Or(source, "broker max_payload"))
 		return &TooLargeError{Size: size, Limit: limit, Source: source}
@@ -86,7 +86,7 @@ func (o *Core) requestLimit(req *api.SubmitRequest) (limit int, source string) {
 		limit, source = int(n), "work_types."+req.WorkType+".max_request_bytes"
 	}
 	if req.Hints != nil && req.Hints.AgentID != "" {
-		if ac := o.cfg.agentConfig(req.Hints.AgentID); ac != nil && ac.MaxRequestBytes > 0 && ac.MaxRequestBytes < int64(limit) {
+		if ac := o.cfg.AgentConfig(req.Hints.AgentID); ac != nil && ac.MaxRequestBytes > 0 && ac.MaxRequestBytes < int64(limit) {
 			limit, source = int(ac.MaxRequestBytes), "agents["+ac.ID+"].max_request_bytes"
 		}
 	}

@@ -206,8 +206,8 @@ func (o *Core) drain(typ envelope.AgentType) {
 // after.
 func (o *Core) countState(before, after task.State) {
 	if after != before {
-		o.metrics.tasks.WithLabelValues(string(before)).Dec()
-		o.metrics.tasks.WithLabelValues(string(after)).Inc()
+		o.metrics.Tasks.WithLabelValues(string(before)).Dec()
+		o.metrics.Tasks.WithLabelValues(string(after)).Inc()
 	}
 }
 

@@ -28,6 +28,7 @@ import (
 	"github.com/cenkalti/backoff/v4"
 	"github.com/chiffon-dev/chiffon/envelope"
 	"github.com/chiffon-dev/chiffon/errcodes"
+	"github.com/chiffon-dev/chiffon/orchestrator/policy"
 	"github.com/chiffon-dev/chiffon/orchestrator/task"
 	"github.com/chiffon-dev/chiffon/output"
 )
@@ -81,7 +82,7 @@ type run struct {
 // machine applies events to runs. Its settings are the orchestrator's; now and
 // nonce are its only sources of time and randomness.
 type machine struct {
-	timeouts TimeoutConfig
+	timeouts policy.TimeoutConfig
 	now      func() time.Time
 	nonce    func() string
 	effs     []effect

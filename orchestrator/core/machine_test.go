@@ -22,13 +22,14 @@ import (
 
 	"github.com/chiffon-dev/chiffon/envelope"
 	"github.com/chiffon-dev/chiffon/errcodes"
+	"github.com/chiffon-dev/chiffon/orchestrator/policy"
 	"github.com/chiffon-dev/chiffon/orchestrator/task"
 	"github.com/chiffon-dev/chiffon/output"
 )
 
 var (
 	mtNow   = time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
-	mtRetry = RetryConfig{Initial: time.Second, Max: 4 * time.Second, MaxRetries: 3}
+	mtRetry = policy.RetryConfig{Initial: time.Second, Max: 4 * time.Second, MaxRetries: 3}
 	errBoom = errors.New("boom")
 )
 
@@ -41,7 +42,7 @@ const (
 func newTestMachine() *machine {
 	n := 0
 	return &machine{
-		timeouts: TimeoutConfig{Ack: 2 * time.Second, Inactivity: 3 * time.Second, DeadlineGrace: 5 * time.Second},
+		timeouts: policy.TimeoutConfig{Ack: 2 * time.Second, Inactivity: 3 * time.Second, DeadlineGrace: 5 * time.Second},
 		now:      func() time.Time { return mtNow },
 		nonce:    func() string { n++; return "n" + strconv.Itoa(n) },
 	}
@@ -49,7 +50,7 @@ func newTestMachine() *machine {
 
 // newTestRun is a run of t as newRun makes it: its backoff goes on from t's retries.
 func newTestRun(t *task.Task) *run {
-	return &run{t: t, log: slog.New(slog.DiscardHandler), bo: mtRetry.backoff(len(t.Retries))}
+	return &run{t: t, log: slog.New(slog.DiscardHandler), bo: backoffFor(mtRetry, len(t.Retries))}
 }
 
 // freshTask is a task as Submit makes it; its deadline is 60 s.

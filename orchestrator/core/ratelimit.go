@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/chiffon-dev/chiffon/orchestrator/policy"
 	"golang.org/x/time/rate"
 )
 
@@ -51,7 +52,7 @@ func newLimiter(spec string) *rate.Limiter {
 	if spec == "" {
 		return nil
 	}
-	l, err := parseRate(spec)
+	l, err := policy.ParseRate(spec)
 	if err != nil {
 		return nil // Validate refused it already
 	}
@@ -60,7 +61,7 @@ func newLimiter(spec string) *rate.Limiter {
 
 // setRateLimits gives a its own limiter, from its config, once: a limiter lives
 // as long as the agent's entry, so that registering again does not refill it.
-func (a *agentEntry) setRateLimits(ac *AgentConfig) {
+func (a *agentEntry) setRateLimits(ac *policy.AgentConfig) {
 	if ac == nil || a.rl.own != nil || ac.RateLimit == "" {
 		return
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/chiffon-dev/chiffon/broker"
 	"github.com/chiffon-dev/chiffon/envelope"
 	"github.com/chiffon-dev/chiffon/errcodes"
+	"github.com/chiffon-dev/chiffon/orchestrator/policy"
 	"github.com/chiffon-dev/chiffon/orchestrator/task"
 	"github.com/nats-io/nats.go"
 	"github.com/sony/gobreaker/v2"
@@ -53,7 +54,7 @@ type agentEntry struct {
 	// are sent again to the new one with its first heartbeat (resendInFlight).
 	resend []inFlight
 	// conf is its entry in the config: what it may be sent (governance.go).
-	conf *AgentConfig
+	conf *policy.AgentConfig
 	// rl are its rate limiters (ratelimit.go).
 	rl rateLimits
 }
@@ -91,7 +92,7 @@ func (o *Core) agentInfos() []api.AgentInfo {
 		a := o.agents[id]
 		if a == nil {
 			out = append(out, api.AgentInfo{ID: id, State: "unknown", Breaker: gobreaker.StateClosed.String(),
-				Limits: limitsOf(o.cfg.agentConfig(id))})
+				Limits: limitsOf(o.cfg.AgentConfig(id))})
 			continue
 		}
 		reg := a.registeredAt
@@ -205,7 +206,7 @@ func (o *Core) register(typ envelope.AgentType, reg *envelope.Register, instance
 	if a == nil {
 		a = &agentEntry{id: reg.AgentID, registeredAt: now}
 		a.breaker = o.newBreaker(a)
-		o.metrics.breaker.WithLabelValues(a.id).Set(0)
+		o.metrics.Breaker.WithLabelValues(a.id).Set(0)
 		o.agents[reg.AgentID] = a
 	}
 	if a.instance != instance && a.instance != "" {
@@ -219,7 +220,7 @@ func (o *Core) register(typ envelope.AgentType, reg *envelope.Register, instance
 	o.resetBreaker(a)
 	a.instance = instance
 	a.typ, a.name, a.versions, a.version = typ, reg.Name, reg.SupportedVersions, version
-	a.conf = o.cfg.agentConfig(a.id)
+	a.conf = o.cfg.AgentConfig(a.id)
 	a.setRateLimits(a.conf)
 	kept, dropped := allowedOf(a.conf, reg.WorkTypes)
 	if len(dropped) > 0 {

@@ -22,7 +22,7 @@ func (o *Core) answerable(msg *nats.Msg, agentID string) string {
 	if agentID != "" && broker.InInbox(msg.Reply, o.subj.InboxOf(broker.Identity{Role: broker.RoleAgent, Name: agentID})) {
 		return msg.Reply
 	}
-	o.metrics.foreignReplies.Inc()
+	o.metrics.ForeignReplies.Inc()
 	o.authLog.Warn("foreign-reply", "message not answered: its reply subject is not its sender's inbox",
 		"subject", msg.Subject, "agent_id", agentID, "reply", msg.Reply)
 	return ""

@@ -8,6 +8,7 @@ package core
 import (
 	"github.com/cenkalti/backoff/v4"
 	"github.com/chiffon-dev/chiffon/errcodes"
+	"github.com/chiffon-dev/chiffon/orchestrator/policy"
 	"github.com/chiffon-dev/chiffon/orchestrator/task"
 )
 
@@ -45,11 +46,11 @@ func mayHaveStarted(t *task.Task) bool {
 	return false
 }
 
-// backoff is the waits between the retries of a task that has had done of them
+// backoffFor is the waits between the retries of a task that has had done of them
 // already: the protocol's exact doubling from Initial up to Max (1 s, 2 s, 4 s by
 // default), at most MaxRetries in all. A task resumed after a restart goes on from
 // the wait it had reached.
-func (c RetryConfig) backoff(done int) backoff.BackOff {
+func backoffFor(c policy.RetryConfig, done int) backoff.BackOff {
 	b := &backoff.ExponentialBackOff{
 		InitialInterval:     c.Initial,
 		RandomizationFactor: 0, // the protocol's waits are exact

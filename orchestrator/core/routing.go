@@ -223,7 +223,7 @@ func (o *Core) dispatchOrHold(r *run, res pickResult, again bool) {
 		return
 	}
 	for _, h := range res.held {
-		o.metrics.rateLimited.WithLabelValues(h.agent.id).Inc()
+		o.metrics.RateLimited.WithLabelValues(h.agent.id).Inc()
 		o.wakeAt(h.agent, h.until)
 	}
 	if again {

@@ -3,6 +3,7 @@ package core
 import (
 	"github.com/chiffon-dev/chiffon/broker"
 	"github.com/chiffon-dev/chiffon/envelope"
+	"github.com/chiffon-dev/chiffon/orchestrator/policy"
 	"github.com/nats-io/nats.go"
 )
 
@@ -21,7 +22,7 @@ type agentSecrets struct {
 }
 
 // newSecrets keeps the tokens of agents, read, for messages naming instance.
-func newSecrets(agents []AgentConfig, instance string) secrets {
+func newSecrets(agents []policy.AgentConfig, instance string) secrets {
 	s := make(secrets, len(agents))
 	for _, a := range agents {
 		hdr := broker.AuthHeader(a.OrchestratorToken, a.ID)

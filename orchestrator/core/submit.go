@@ -12,7 +12,7 @@ import (
 )
 
 func (o *Core) newRun(t *task.Task) *run {
-	return &run{t: t, log: o.taskLog(t), bo: o.cfg.Retry.backoff(len(t.Retries)),
+	return &run{t: t, log: o.taskLog(t), bo: backoffFor(o.cfg.Retry, len(t.Retries)),
 		out: output.Assembler{Limit: o.cfg.MaxOutputBytes}}
 }
 
@@ -88,7 +88,7 @@ func (o *Core) SubmitAs(req api.SubmitRequest, org task.Origin) (t *task.Task, m
 // admit makes r a live task.
 func (o *Core) admit(r *run) {
 	o.runs[r.t.ID] = r
-	o.metrics.tasks.WithLabelValues(string(r.t.State)).Inc()
+	o.metrics.Tasks.WithLabelValues(string(r.t.State)).Inc()
 	r.log.Debug("task submitted", "to_agent", r.t.ToAgent, "work_type", r.t.WorkType)
 }
 
