@@ -77,9 +77,9 @@ func hookReader(hooks *webhook.Dispatcher) func(core.Event) {
 	return func(ev core.Event) {
 		switch ev.Kind {
 		case core.TaskEnded:
-			hooks.Send(taskEvent(ev.Task.State), ev.Task)
+			hooks.Send(taskEvent(ev.Task.State), ev.Task.Clone())
 		case core.TaskAwaitsApproval:
-			hooks.Send(webhook.ApprovalRequested, ev.Task)
+			hooks.Send(webhook.ApprovalRequested, ev.Task.Clone())
 		}
 	}
 }

@@ -82,13 +82,13 @@ func (o *Core) Decide(id string, approve bool, note, caller string) (*task.Task,
 		if r = o.runs[id]; r == nil || o.closed {
 			return
 		}
-		snap = cloneTask(r.t)
+		snap = r.t.Clone()
 		if r.finished || r.t.State != task.StateAwaitingApproval {
 			not = true
 			return
 		}
 		o.deliver(r, approvalDecided{approve: approve, by: caller, note: note})
-		snap, c = cloneTask(r.t), r.written
+		snap, c = r.t.Clone(), r.written
 	})
 	switch {
 	case err != nil:

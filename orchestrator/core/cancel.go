@@ -34,7 +34,7 @@ func (o *Core) Cancel(id, reason, caller string) (*task.Task, error) {
 			return
 		}
 		if r.finished { // its final write is not committed yet
-			snap, end = cloneTask(r.t), r.written
+			snap, end = r.t.Clone(), r.written
 			return
 		}
 		for _, eff := range o.deliver(r, cancelRequested{reason: reason, by: caller, answered: answered}) {
@@ -42,7 +42,7 @@ func (o *Core) Cancel(id, reason, caller string) (*task.Task, error) {
 				asked = true
 			}
 		}
-		snap = cloneTask(r.t)
+		snap = r.t.Clone()
 	})
 	switch {
 	case err != nil:
@@ -63,7 +63,7 @@ func (o *Core) Cancel(id, reason, caller string) (*task.Task, error) {
 	}
 	// The agent was asked: the task ends cancelled at once unless it is running it.
 	<-answered
-	if err := o.call(func() { snap = cloneTask(r.t) }); err != nil {
+	if err := o.call(func() { snap = r.t.Clone() }); err != nil {
 		return nil, err
 	}
 	return snap, nil

@@ -57,7 +57,7 @@ func (o *Core) do(r *run, eff effect) {
 	case rejected:
 		o.metrics.Invalid.Inc()
 	case asked:
-		o.emit(Event{Kind: TaskAwaitsApproval, TaskID: r.t.ID, Task: cloneTask(r.t)})
+		o.emit(Event{Kind: TaskAwaitsApproval, TaskID: r.t.ID, Task: r.t})
 	case forget:
 		o.forget(r, e)
 	}
@@ -117,7 +117,7 @@ func (o *Core) forget(r *run, e forget) {
 		o.emit(Event{Kind: TaskDropped, TaskID: r.t.ID})
 		return
 	}
-	o.emit(Event{Kind: TaskEnded, TaskID: r.t.ID, Task: cloneTask(r.t)})
+	o.emit(Event{Kind: TaskEnded, TaskID: r.t.ID, Task: r.t})
 }
 
 func (r *run) stopTimers() {

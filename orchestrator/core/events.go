@@ -32,8 +32,8 @@ type Event struct {
 	TaskID string
 	// Event is TaskStep's task event.
 	Event *task.Event
-	// Task is a snapshot of the task for TaskAwaitsApproval and TaskEnded,
-	// shared by every reader: read it, never change it.
+	// Task is the task for TaskAwaitsApproval and TaskEnded, as the core
+	// holds it: read it during the call, never change it, and keep a Clone.
 	Task *task.Task
 }
 

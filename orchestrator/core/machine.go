@@ -14,10 +14,10 @@
 //
 // This file holds the run, the events and apply, the table from event to row. The
 // effects are in machine_effects.go; the rows in machine_dispatch.go (routing,
-// dispatch, statuses, the queue, resume), machine_output.go (the result and the
-// output cap), machine_attempts.go (failures, retries, no responders, a replaced
-// agent), machine_cancel.go and machine_finish.go (the task's end, its deadline);
-// approval.go holds the approval rows.
+// dispatch, statuses, the queue, resume), machine_result.go (the result, the
+// output cap, the task's end and its deadline), machine_attempts.go (failures,
+// retries, no responders, a replaced agent) and machine_cancel.go; approval.go
+// holds the approval rows.
 
 package core
 

@@ -545,7 +545,7 @@ type runSnapshot struct {
 }
 
 func snapshotRun(r *run) runSnapshot {
-	return runSnapshot{task: *cloneTask(r.t), seq: r.seq, attempt: r.attempt, gen: r.gen, reasks: r.reasks,
+	return runSnapshot{task: *r.t.Clone(), seq: r.seq, attempt: r.attempt, gen: r.gen, reasks: r.reasks,
 		unwritten: len(r.unwritten), accepted: r.accepted, finished: r.finished, queued: r.queued,
 		deadline: r.deadlineArmed, fresh: r.fresh, sentAt: r.sentAt, nonce: r.nonce, stick: r.stick,
 		avoid: r.avoid, pinned: r.pinned, cancelWhy: r.cancelWhy, held: r.out.Contiguous()}

@@ -28,7 +28,7 @@ func (o *Core) TasksByID(ids []string) (map[string]*task.Task, error) {
 	_ = o.call(func() {
 		for _, id := range ids {
 			if r := o.runs[id]; r != nil {
-				out[id] = cloneTask(r.t)
+				out[id] = r.t.Clone()
 				if r.finished {
 					ends = append(ends, r.written) // its end shows once it is stored
 				}
@@ -69,7 +69,7 @@ func (o *Core) Tasks(opts api.ListOptions) ([]*task.Task, error) {
 	_ = o.call(func() {
 		live = make(map[string]*task.Task, len(o.runs))
 		for id, r := range o.runs {
-			live[id] = cloneTask(r.t)
+			live[id] = r.t.Clone()
 		}
 	})
 	return ListTasks(o.st, opts, live)

@@ -52,7 +52,7 @@ func (o *Core) write(r *run, w write) {
 	prev := r.written
 	r.written = c
 	if w.replace != nil {
-		tw.Task = cloneTask(t) // saved off the loop
+		tw.Task = t.Clone() // saved off the loop
 		data := *w.replace
 		o.wg.Add(1) // Close closes the store after it
 		go func() {

@@ -2,7 +2,6 @@ package core
 
 import (
 	"errors"
-	"slices"
 	"time"
 
 	"github.com/chiffon-dev/chiffon/api"
@@ -64,13 +63,13 @@ func (o *Core) SubmitAs(req api.SubmitRequest, org task.Origin) (t *task.Task, m
 			return
 		}
 		if live := o.runs[t.ID]; live != nil {
-			snap = cloneTask(live.t)
+			snap = live.t.Clone()
 			return
 		}
 		o.admit(r)
 		o.deliver(r, submitted{by: org.By})
 		// Routed: dispatched, queued, failed or to be retried, and written so.
-		c, snap, made = r.written, cloneTask(t), true
+		c, snap, made = r.written, t.Clone(), true
 	})
 	if err != nil || snap == nil {
 		return nil, false, ErrClosed
@@ -90,22 +89,6 @@ func (o *Core) admit(r *run) {
 	o.runs[r.t.ID] = r
 	o.metrics.Tasks.WithLabelValues(string(r.t.State)).Inc()
 	r.log.Debug("task submitted", "to_agent", r.t.ToAgent, "work_type", r.t.WorkType)
-}
-
-// cloneTask copies t deeply enough for a caller to read while t changes.
-func cloneTask(t *task.Task) *task.Task {
-	c := *t
-	c.Steps = slices.Clone(t.Steps)
-	c.Retries = slices.Clone(t.Retries)
-	if t.Result != nil {
-		res := *t.Result
-		c.Result = &res
-	}
-	if t.Error != nil {
-		e := *t.Error
-		c.Error = &e
-	}
-	return &c
 }
 
 // hintsEnvelope returns h as a work_request carries it: nil when no hint is set.

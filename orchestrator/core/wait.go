@@ -26,7 +26,7 @@ func (o *Core) Wait(ctx context.Context, id string) (*task.Task, error) {
 		// The watcher ends at the task's end, with the task, or when the
 		// orchestrator closes.
 		if w.final != nil {
-			return cloneTask(w.final), nil
+			return w.final.Clone(), nil
 		}
 		t, err := o.Task(id)
 		if err != nil || t.State.Final() {

@@ -92,8 +92,13 @@ func (h *watchHub) read(ev Event) {
 			}
 		}
 	case TaskEnded, TaskDropped:
-		for w := range h.byTask[ev.TaskID] {
-			h.end(ev.TaskID, w, ev.Task)
+		ws := h.byTask[ev.TaskID]
+		var final *task.Task
+		if ev.Task != nil && len(ws) > 0 {
+			final = ev.Task.Clone() // one copy, shared by its readers
+		}
+		for w := range ws {
+			h.end(ev.TaskID, w, final)
 		}
 	case Stopped:
 		for id, ws := range h.byTask {

@@ -1,6 +1,7 @@
 package core
 
 import (
+	"reflect"
 	"testing"
 
 	"github.com/chiffon-dev/chiffon/orchestrator/task"
@@ -60,7 +61,7 @@ func TestWatchHubFollowsTheStream(t *testing.T) {
 			if got != tc.sseGot || closed != tc.sseClosed {
 				t.Errorf("SSE stream: got %d events, closed %v; want %d, %v", got, closed, tc.sseGot, tc.sseClosed)
 			}
-			if wait.closed != tc.waitEnd || wait.Final() != tc.final {
+			if wait.closed != tc.waitEnd || !reflect.DeepEqual(wait.Final(), tc.final) {
 				t.Errorf("wait: closed %v with %v; want %v with %v", wait.closed, wait.Final(), tc.waitEnd, tc.final)
 			}
 			sse.Stop()

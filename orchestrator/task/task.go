@@ -8,6 +8,7 @@ package task
 import (
 	"encoding/json"
 	"errors"
+	"slices"
 	"time"
 
 	"github.com/chiffon-dev/chiffon/envelope"
@@ -227,3 +228,19 @@ const (
 	EventError  = "error"
 	EventRetry  = "retry"
 )
+
+// Clone copies t deeply enough for a caller to read while t changes.
+func (t *Task) Clone() *Task {
+	c := *t
+	c.Steps = slices.Clone(t.Steps)
+	c.Retries = slices.Clone(t.Retries)
+	if t.Result != nil {
+		res := *t.Result
+		c.Result = &res
+	}
+	if t.Error != nil {
+		e := *t.Error
+		c.Error = &e
+	}
+	return &c
+}
