@@ -31,9 +31,15 @@ var (
 // out when "") and message, as application/json with HTML escaping off: the one
 // way every API error is written.
 func WriteError(w http.ResponseWriter, status int, code, field, message string) {
+	WriteErrorDetail(w, status, APIErrorDetail{Code: code, Field: field, Message: message})
+}
+
+// WriteErrorDetail answers w with status and an ErrorBody holding d, as
+// WriteError does.
+func WriteErrorDetail(w http.ResponseWriter, status int, d APIErrorDetail) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
 	enc := json.NewEncoder(w)
 	enc.SetEscapeHTML(false)
-	_ = enc.Encode(ErrorBody{Error: APIErrorDetail{Code: code, Field: field, Message: message}})
+	_ = enc.Encode(ErrorBody{Error: d})
 }

@@ -9,7 +9,10 @@ type ErrorBody struct {
 // is), and a message.
 type APIErrorDetail struct {
 	Code    string `json:"code"`
-	Field   string `json:"field,omitempty"`
+	Field string `json:"field,omitempty"`
+	// Pointer is the JSON pointer of the failing value within Field, when
+	// Field is an object such as the parameters: "/n".
+	Pointer string `json:"pointer,omitempty"`
 	Message string `json:"message"`
 }
 

@@ -40,6 +40,9 @@ type APIError struct {
 }
 
 func (e *APIError) Error() string {
+	if e.Pointer != "" {
+		return fmt.Sprintf("%s %s: %s (HTTP %d)", e.Field, e.Pointer, e.Message, e.Status)
+	}
 	if e.Field != "" {
 		return fmt.Sprintf("%s: %s (HTTP %d)", e.Field, e.Message, e.Status)
 	}
@@ -92,6 +95,13 @@ func (c *Client) getJSON(ctx context.Context, method, path string, body, out any
 	dec := json.NewDecoder(resp.Body)
 	dec.UseNumber()
 	return dec.Decode(out)
+}
+
+// WorkTypes lists the work types the agents offer, by agent type and name, as
+// their registrations describe them.
+func (c *Client) WorkTypes(ctx context.Context) ([]api.WorkType, error) {
+	var out []api.WorkType
+	return out, c.getJSON(ctx, http.MethodGet, "/api/v1/work-types", nil, &out)
 }
 
 // Submit creates a task.
