@@ -23,6 +23,9 @@ import (
 type catalog struct {
 	// agents are the registered agents, by id.
 	agents map[string]*agentCatalog
+	// offering lists, per agent type and work type, the agents offering it,
+	// sorted: a submission's check looks it up.
+	offering map[envelope.AgentType]map[string][]string
 	// complete holds the agent types whose configured agents have all
 	// registered: only for them does "no agent offers it" mean it is unknown.
 	complete map[envelope.AgentType]bool
@@ -42,8 +45,16 @@ type agentCatalog struct {
 
 // newCatalog snapshots the catalogue of o's registered agents. On the loop.
 func (o *Core) newCatalog() *catalog {
-	c := &catalog{agents: make(map[string]*agentCatalog, len(o.agents)), complete: map[envelope.AgentType]bool{}}
-	for id, a := range o.agents {
+	c := &catalog{agents: make(map[string]*agentCatalog, len(o.agents)), complete: map[envelope.AgentType]bool{},
+		offering: map[envelope.AgentType]map[string][]string{}}
+	for _, id := range slices.Sorted(maps.Keys(o.agents)) {
+		a := o.agents[id]
+		if c.offering[a.typ] == nil {
+			c.offering[a.typ] = map[string][]string{}
+		}
+		for _, w := range a.workTypes {
+			c.offering[a.typ][w] = append(c.offering[a.typ][w], id)
+		}
 		ac := &agentCatalog{typ: a.typ, offers: a.workTypes, declared: a.declared}
 		for _, w := range a.workTypes {
 			if a.asksApproval(w) {
@@ -92,7 +103,7 @@ func (o *Core) CheckWorkType(req *api.SubmitRequest) error {
 		}
 		offering = []string{pin}
 	} else {
-		offering = c.offering(req.ToAgent, req.WorkType)
+		offering = c.offering[req.ToAgent][req.WorkType]
 		if len(offering) == 0 {
 			if !c.complete[req.ToAgent] {
 				return nil
@@ -138,28 +149,9 @@ func unknownWorkType(what string, offered []string) *api.WorkTypeError {
 		Message: what + "; offered: " + list}
 }
 
-// offering lists the agents of typ offering workType, by id.
-func (c *catalog) offering(typ envelope.AgentType, workType string) []string {
-	var ids []string
-	for id, a := range c.agents {
-		if a.typ == typ && slices.Contains(a.offers, workType) {
-			ids = append(ids, id)
-		}
-	}
-	slices.Sort(ids)
-	return ids
-}
-
-// offered is the sorted union of the work types the agents of typ offer.
+// offered lists the work types the agents of typ offer, sorted.
 func (c *catalog) offered(typ envelope.AgentType) []string {
-	var all []string
-	for _, a := range c.agents {
-		if a.typ == typ {
-			all = append(all, a.offers...)
-		}
-	}
-	slices.Sort(all)
-	return slices.Compact(all)
+	return slices.Sorted(maps.Keys(c.offering[typ]))
 }
 
 // disagree reports whether the agents ids declare different schemas for
