@@ -85,7 +85,7 @@ func readiness(t *testing.T, e *env, o *orchestrator.Orchestrator) api.Readiness
 }
 
 // One orchestrator of a group leads; the other serves reads, forwards a submit
-// (which creates its task once) and the agent list to the leader, follows the
+// (which creates its task once), the agent list and the work types to the leader, follows the
 // task's events in the store, and says who leads.
 func TestGroupStandbyServesAndForwards(t *testing.T) {
 	e := newHAEnv(t, "code-1")
@@ -112,6 +112,9 @@ func TestGroupStandbyServesAndForwards(t *testing.T) {
 	agents, err := cb.Agents(ctx)
 	if err != nil || len(agents) != 1 || agents[0].ID != "code-1" {
 		t.Fatalf("agents through the standby: %+v, %v", agents, err)
+	}
+	if wts, err := cb.WorkTypes(ctx); err != nil || len(wts) != 1 || wts[0].Name != "echo" || wts[0].Agents[0] != "code-1" {
+		t.Fatalf("work types through the standby: %+v, %v", wts, err)
 	}
 	tk, err := cb.Submit(ctx, api.SubmitRequest{ToAgent: envelope.Code, WorkType: "echo"})
 	if err != nil {

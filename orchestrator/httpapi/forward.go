@@ -109,15 +109,17 @@ func (a *API) forward(w http.ResponseWriter, r *http.Request) {
 // forwardable are the requests a standby may forward, by method and route: the
 // routes the API serves through leaderOnly.
 var forwardable = map[string]bool{
-	"POST /api/v1/tasks":                   true,
-	"POST /api/v1/tasks/{id}/cancel":       true,
-	"GET /api/v1/agents":                   true,
-	"GET /api/v1/webhooks/deliveries":      true,
-	"POST /api/v1/batches":                 true,
-	"POST /api/v1/schedules":               true,
-	"POST /api/v1/schedules/{name}/pause":  true,
-	"POST /api/v1/schedules/{name}/resume": true,
-	"DELETE /api/v1/schedules/{name}":      true,
+	"POST /api/v1/tasks":                              true,
+	"POST /api/v1/tasks/{id}/cancel":                  true,
+	"GET /api/v1/agents":                              true,
+	"GET /api/v1/work-types":                          true,
+	"GET /api/v1/work-types/{agent_type}/{work_type}": true,
+	"GET /api/v1/webhooks/deliveries":                 true,
+	"POST /api/v1/batches":                            true,
+	"POST /api/v1/schedules":                          true,
+	"POST /api/v1/schedules/{name}/pause":             true,
+	"POST /api/v1/schedules/{name}/resume":            true,
+	"DELETE /api/v1/schedules/{name}":                 true,
 }
 
 // AnswerForwarded serves msg, a request a standby forwarded, and publishes the
