@@ -146,8 +146,6 @@ func typeText(f worktype.Field, kind string) string {
 			return "list of " + worktype.Enumerate(f.Enum) + ", comma-separated"
 		}
 		return "list of " + items + ", comma-separated"
-	case kindSelect:
-		return "one of " + strconv.Itoa(len(f.Enum))
 	case kindText:
 		if f.Type == "" {
 			return "text"

@@ -100,16 +100,16 @@ func TestSubmitFormShowsTypedInputs(t *testing.T) {
 			regexp.MustCompile(`<option value="code/form" selected>`),
 			regexp.MustCompile(`id="work-description">Greets someone, typed.<`),
 			regexp.MustCompile(`waits for an operator's approval`),
-			regexp.MustCompile(`<label for="param-n">n <span class="type">integer</span></label>`),
+			regexp.MustCompile(`<label for="param-n"><span class="pname">n</span> <span class="type">integer</span></label>`),
 			regexp.MustCompile(`<input type="number" id="param-n" name="p.n" step="1" min="1" max="10" value="3" aria-describedby="param-n-help">`),
 			regexp.MustCompile(`<small class="help" id="param-n-help">How many times.</small>`),
 			regexp.MustCompile(`<input type="number" id="param-ratio" name="p.ratio" step="any" min="0" value="">`),
-			regexp.MustCompile(`<label class="check" for="param-verbose"><input type="checkbox" id="param-verbose" name="p.verbose" value="true" aria-describedby="param-verbose-help"> verbose`),
+			regexp.MustCompile(`<label class="check" for="param-verbose"><input type="checkbox" id="param-verbose" name="p.verbose" value="true" aria-describedby="param-verbose-help"> <span class="pname">verbose</span>`),
 			regexp.MustCompile(`<select id="param-level" name="p.level">\s*<option value="">— not given</option><option value="low" selected>low</option><option value="high">high</option>`),
-			regexp.MustCompile(`<label for="param-name">name <span class="req" aria-hidden="true" title="required">\*</span><span class="sr-only">\(required\)</span>`),
+			regexp.MustCompile(`<label for="param-name"><span class="pname">name</span> <span class="req" aria-hidden="true" title="required">\*</span><span class="sr-only">\(required\)</span>`),
 			regexp.MustCompile(`<input type="text" id="param-name" name="p.name" value="" required aria-describedby="param-name-help">`),
 			regexp.MustCompile(`<input type="text" id="param-sizes" name="p.sizes" value="1, 2" placeholder="a, b, c">`),
-			regexp.MustCompile(`id="param-extra">extra <span class="type">object</span>: give it in the JSON object below`),
+			regexp.MustCompile(`id="param-extra"><span class="pname">extra</span> <span class="type">object</span>: give it in the JSON object below`),
 		} {
 			if !want.MatchString(page) {
 				t.Errorf("chosen by %s: the form lacks %s", how, want)
