@@ -38,18 +38,27 @@ type dash struct {
 // newDash starts `chiffon up` on free ports and a headless Chromium.
 func newDash(t *testing.T) *dash {
 	t.Helper()
-	chrome := chromiumPath(t)
+	chromiumPath(t) // skips before up starts, without one
 	dir := t.TempDir()
 	_, printed := startUp(t, dir)
-	d := &dash{t: t, secrets: filepath.Join(dir, "chiffon-data", "secrets")}
+	base := ""
 	for _, l := range printed {
 		if rest, ok := strings.CutPrefix(strings.TrimSpace(l), "dashboard"); ok {
-			d.base = strings.Fields(rest)[0]
+			base = strings.Fields(rest)[0]
 		}
 	}
-	if !strings.HasPrefix(d.base, "http://127.0.0.1:") || !strings.HasSuffix(d.base, "/") {
+	if !strings.HasPrefix(base, "http://127.0.0.1:") || !strings.HasSuffix(base, "/") {
 		t.Fatalf("chiffon up printed no dashboard address:\n%s", strings.Join(printed, "\n"))
 	}
+	return openDash(t, base, filepath.Join(dir, "chiffon-data", "secrets"))
+}
+
+// openDash starts a headless Chromium for the dashboard at base (its URL,
+// ending in /), whose API takes the tokens in secrets (api.token, viewer.token).
+func openDash(t *testing.T, base, secrets string) *dash {
+	t.Helper()
+	chrome := chromiumPath(t)
+	d := &dash{t: t, base: base, secrets: secrets}
 	d.client = &client.Client{BaseURL: strings.TrimSuffix(d.base, "/"), Token: d.token("api.token"), HTTP: &http.Client{Timeout: time.Minute}}
 	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(chrome), chromedp.NoSandbox,
 		chromedp.WindowSize(1280, 900), chromedp.Flag("disable-dev-shm-usage", true))
@@ -181,11 +190,9 @@ func (d *dash) login(token string) {
 func (d *dash) submitSleep(seconds string) string {
 	d.t.Helper()
 	d.do("submit form",
-		chromedp.Navigate(d.base+"submit"),
-		chromedp.WaitVisible(chromedp.CSS("#target")),
-		chromedp.SetValue(chromedp.CSS("#target"), "infra/sleep"),
-		chromedp.SendKeys(chromedp.CSS(`input[aria-label="parameter 1 name"]`), "seconds"),
-		chromedp.SendKeys(chromedp.CSS(`input[aria-label="parameter 1 value"]`), seconds),
+		chromedp.Navigate(d.base+"submit?target=infra/sleep"),
+		chromedp.WaitVisible(chromedp.CSS("#param-seconds")),
+		chromedp.SendKeys(chromedp.CSS("#param-seconds"), seconds),
 	)
 	d.shot("submit-form")
 	d.do("submit", chromedp.Click(chromedp.CSS("#submit")))

@@ -8,6 +8,8 @@ import (
 	"io"
 	"net/http"
 	"unicode/utf8"
+
+	"github.com/chiffon-dev/chiffon/api"
 )
 
 // apiError is an answer of the API other than a success.
@@ -15,6 +17,9 @@ type apiError struct {
 	status  int
 	code    string
 	message string
+	// field and pointer name what a refused request got wrong, when the API
+	// says: "parameters" and "/n".
+	field, pointer string
 }
 
 func (e *apiError) Error() string { return fmt.Sprintf("%d %s: %s", e.status, e.code, e.message) }
@@ -90,11 +95,9 @@ func (u *UI) call(ctx context.Context, sess *session, method, path string, in, o
 	rec := &recorder{header: http.Header{}}
 	u.api.ServeHTTP(rec, apiRequest(ctx, sess, method, path, body))
 	if rec.status < 200 || rec.status > 299 {
-		var e struct {
-			Error struct{ Code, Message string } `json:"error"`
-		}
+		var e api.ErrorBody
 		_ = json.Unmarshal(rec.body.Bytes(), &e)
-		return &apiError{status: rec.status, code: e.Error.Code, message: e.Error.Message}
+		return &apiError{status: rec.status, code: e.Error.Code, message: e.Error.Message, field: e.Error.Field, pointer: e.Error.Pointer}
 	}
 	if out == nil {
 		return nil

@@ -72,6 +72,7 @@ func fleetAPI() *http.ServeMux {
 	})
 	scheduleRoutes(m)
 	approvalRoutes(m)
+	workTypeRoutes(m)
 	return m
 }
 

@@ -131,9 +131,10 @@ func (u *UI) home(w http.ResponseWriter, r *http.Request, sess *session) {
 			c.Failed24h++
 		}
 	}
-	slices.Reverse(active) // oldest first: the longest running on top
+	slices.Reverse(active)                   // oldest first: the longest running on top
+	wts, _ := u.workTypes(r.Context(), sess) // without them, the agents' work types show by name
 	data := map[string]any{"Counters": c, "Active": active, "Finished": finished, "Agents": agents,
-		"Waiting": waiting, "WaitingMore": len(waiting) >= approvalListSize}
+		"Offered": offeredBy(agents, wts), "Waiting": waiting, "WaitingMore": len(waiting) >= approvalListSize}
 	if agentsErr != nil {
 		data["AgentsProblem"] = agentsErr.Error()
 	}
@@ -208,6 +209,9 @@ func (u *UI) task(w http.ResponseWriter, r *http.Request, sess *session) {
 		data["Structured"] = indentJSON(t.Result.StructuredOutput)
 	}
 	data["Waiting"] = taskWaits(&t)
+	if wt := u.workType(r.Context(), sess, string(t.ToAgent), t.WorkType); wt != nil {
+		data["WorkType"] = wt
+	}
 	var history []*task.Event
 	if err := u.call(r.Context(), sess, http.MethodGet, "/api/v1/tasks/"+url.PathEscape(id)+"/history", nil, &history); err != nil {
 		data["HistoryProblem"] = err.Error()
@@ -256,7 +260,8 @@ func (u *UI) agents(w http.ResponseWriter, r *http.Request, sess *session) {
 		u.failAPI(w, r, sess, err)
 		return
 	}
-	u.render(w, http.StatusOK, "agents", sess, map[string]any{"Agents": agents})
+	wts, _ := u.workTypes(r.Context(), sess) // without them, the agents' work types show by name
+	u.render(w, http.StatusOK, "agents", sess, map[string]any{"Agents": agents, "Offered": offeredBy(agents, wts)})
 }
 
 func (u *UI) agent(w http.ResponseWriter, r *http.Request, sess *session) {
@@ -276,7 +281,9 @@ func (u *UI) agent(w http.ResponseWriter, r *http.Request, sess *session) {
 	if err := u.call(r.Context(), sess, http.MethodGet, "/api/v1/tasks?limit=20&agent_id="+url.QueryEscape(id), nil, &tasks); err != nil {
 		problem = err.Error()
 	}
-	u.render(w, http.StatusOK, "agent", sess, map[string]any{"Agent": agents[i], "Tasks": tasks, "Problem": problem})
+	wts, _ := u.workTypes(r.Context(), sess) // without them, its work types show by name
+	u.render(w, http.StatusOK, "agent", sess, map[string]any{"Agent": agents[i], "Tasks": tasks, "Problem": problem,
+		"Offered": offeredBy(agents[i:i+1], wts)[id]})
 }
 
 // indentJSON is raw JSON indented for reading, or raw as it is.

@@ -1,92 +1,93 @@
 package ui
 
 import (
+	"cmp"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
-	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/chiffon-dev/chiffon/api"
 	"github.com/chiffon-dev/chiffon/envelope"
 	"github.com/chiffon-dev/chiffon/orchestrator/task"
+	"github.com/chiffon-dev/chiffon/worktype"
 )
-
-// paramRows is how many key/value rows the submit form offers.
-const paramRows = 5
-
-// offer is one agent type and the work types its agents offer.
-type offer struct {
-	Type      string
-	WorkTypes []string
-}
 
 // submitForm is the submit form's values, kept when it is shown again.
 type submitForm struct {
 	Target, JSON, MaxDuration, MaxMemory, Pin string
-	Keys, Values                              []string
+	// Params are the parameter inputs' values, by parameter name; Posted says
+	// they were posted (else the inputs show the schema's defaults).
+	Params url.Values
+	Posted bool
 }
 
-func (u *UI) offers(r *http.Request, sess *session) ([]offer, error) {
-	var agents []api.AgentInfo
-	if err := u.call(r.Context(), sess, http.MethodGet, "/api/v1/agents", nil, &agents); err != nil {
-		return nil, err
-	}
-	byType := map[string][]string{}
-	for _, a := range agents {
-		for _, wt := range a.WorkTypes {
-			if !slices.Contains(byType[string(a.Type)], wt) {
-				byType[string(a.Type)] = append(byType[string(a.Type)], wt)
-			}
-		}
-	}
-	var out []offer
-	for _, typ := range []string{"infra", "desktop", "code", "research"} {
-		if wts := byType[typ]; len(wts) > 0 {
-			slices.Sort(wts)
-			out = append(out, offer{Type: typ, WorkTypes: wts})
-		}
-	}
-	return out, nil
+// submitProblem is why a submission was refused: Message for the whole form,
+// Fields for the parameters' inputs, by parameter name.
+type submitProblem struct {
+	Message string
+	Fields  map[string]string
 }
 
 func (u *UI) submitPage(w http.ResponseWriter, r *http.Request, sess *session) {
-	u.showSubmit(w, r, sess, http.StatusOK, submitForm{Keys: make([]string, paramRows), Values: make([]string, paramRows)}, "")
+	u.showSubmit(w, r, sess, http.StatusOK, submitForm{Target: r.URL.Query().Get("target")}, submitProblem{})
 }
 
-func (u *UI) showSubmit(w http.ResponseWriter, r *http.Request, sess *session, status int, f submitForm, problem string) {
+// showSubmit renders the submit form: the work types to choose from, and the
+// inputs of the chosen one's parameters.
+func (u *UI) showSubmit(w http.ResponseWriter, r *http.Request, sess *session, status int, f submitForm, p submitProblem) {
 	if !sess.operator() {
 		u.fail(w, r, sess, http.StatusForbidden, "Your token's role ("+sess.role+") may not submit tasks.")
 		return
 	}
-	offers, err := u.offers(r, sess)
-	if err != nil && problem == "" {
-		problem = "The agents could not be listed: " + err.Error()
+	wts, err := u.workTypes(r.Context(), sess)
+	if err != nil && p.Message == "" {
+		p.Message = "The work types could not be listed: " + err.Error()
 	}
-	u.render(w, status, "submit", sess, map[string]any{"Offers": offers, "Form": f, "Problem": problem})
+	data := map[string]any{"Offers": offers(wts), "Form": f, "Problem": p.Message}
+	for _, wt := range wts {
+		if target(wt) == f.Target {
+			data["Chosen"] = wt
+			data["Inputs"] = paramInputs(wt.Parameters, f.Params, f.Posted, p.Fields)
+		}
+	}
+	u.render(w, status, "submit", sess, data)
 }
 
+// submit submits the form's task, or with action=choose (the form's button
+// for a browser without JavaScript) shows the chosen work type's inputs.
 func (u *UI) submit(w http.ResponseWriter, r *http.Request, sess *session) {
 	f := submitForm{Target: r.PostFormValue("target"), JSON: strings.TrimSpace(r.PostFormValue("params_json")),
 		MaxDuration: strings.TrimSpace(r.PostFormValue("max_duration_seconds")), MaxMemory: strings.TrimSpace(r.PostFormValue("max_memory_mb")),
-		Pin: strings.TrimSpace(r.PostFormValue("agent_id")), Keys: r.PostForm["key"], Values: r.PostForm["value"]}
-	for len(f.Keys) < paramRows {
-		f.Keys = append(f.Keys, "")
+		Pin: strings.TrimSpace(r.PostFormValue("agent_id")), Params: postedParams(r.PostForm), Posted: true}
+	if r.PostFormValue("action") == "choose" {
+		f.Params, f.Posted = nil, false
+		u.showSubmit(w, r, sess, http.StatusOK, f, submitProblem{})
+		return
 	}
-	for len(f.Values) < len(f.Keys) {
-		f.Values = append(f.Values, "")
+	var fields []worktype.Field
+	if typ, name, ok := strings.Cut(f.Target, "/"); ok {
+		if wt := u.workType(r.Context(), sess, typ, name); wt != nil {
+			fields = worktype.Fields(wt.Parameters)
+		}
 	}
-	req, err := f.request()
-	if err != nil {
-		u.showSubmit(w, r, sess, http.StatusBadRequest, f, err.Error())
+	req, fieldErrs, err := f.request(fields)
+	if err != nil || len(fieldErrs) > 0 {
+		msg := "Some parameters are not what their work type takes: see below."
+		if err != nil {
+			msg = err.Error()
+		}
+		u.showSubmit(w, r, sess, http.StatusBadRequest, f, submitProblem{Message: msg, Fields: fieldErrs})
 		return
 	}
 	var created task.Task
 	if err := u.call(r.Context(), sess, http.MethodPost, "/api/v1/tasks", req, &created); err != nil {
-		if ae, ok := err.(*apiError); ok && ae.status == http.StatusBadRequest {
-			u.showSubmit(w, r, sess, http.StatusBadRequest, f, ae.message)
+		var ae *apiError
+		if errors.As(err, &ae) && (ae.status == http.StatusBadRequest || ae.status == http.StatusUnprocessableEntity) {
+			u.showSubmit(w, r, sess, ae.status, f, refusal(ae))
 			return
 		}
 		u.failAPI(w, r, sess, err)
@@ -95,22 +96,44 @@ func (u *UI) submit(w http.ResponseWriter, r *http.Request, sess *session) {
 	http.Redirect(w, r, u.path+"tasks/"+url.PathEscape(created.ID), http.StatusSeeOther)
 }
 
-// request builds the task the form asks for: parameters from the JSON object,
-// if given, then from the key/value rows (a row's value is a string).
-func (f submitForm) request() (api.SubmitRequest, error) {
-	typ, workType, ok := strings.Cut(f.Target, "/")
-	if !ok || typ == "" || workType == "" {
-		return api.SubmitRequest{}, fmt.Errorf("choose an agent type and a work type")
+// refusal is the API's refusal of a submission as the form shows it: its
+// field, pointer and message on top, and the message beside the input of the
+// parameter its pointer names.
+func refusal(ae *apiError) submitProblem {
+	p := submitProblem{Message: ae.message}
+	if ae.field != "" {
+		p.Message = ae.field + ": " + ae.message
 	}
-	req := api.SubmitRequest{ToAgent: envelope.AgentType(typ), WorkType: workType, Parameters: map[string]any{}}
-	if f.JSON != "" {
-		if err := json.Unmarshal([]byte(f.JSON), &req.Parameters); err != nil {
-			return req, fmt.Errorf("parameters (JSON): must be one JSON object: %v", err)
+	if ae.pointer != "" {
+		p.Message = ae.field + " " + ae.pointer + ": " + ae.message
+		if ae.field == "parameters" {
+			name, _, _ := strings.Cut(strings.TrimPrefix(ae.pointer, "/"), "/")
+			name = strings.NewReplacer("~1", "/", "~0", "~").Replace(name)
+			p.Fields = map[string]string{name: ae.message}
 		}
 	}
-	for i, k := range f.Keys {
-		if k = strings.TrimSpace(k); k != "" {
-			req.Parameters[k] = f.Values[i]
+	return p
+}
+
+// request builds the task the form asks for: parameters from the inputs of
+// fields, converted to their types, then those of the JSON object, if given,
+// over them. fieldErrs are the inputs' values that do not convert, by
+// parameter name.
+func (f submitForm) request(fields []worktype.Field) (req api.SubmitRequest, fieldErrs map[string]string, err error) {
+	typ, workType, ok := strings.Cut(f.Target, "/")
+	if !ok || typ == "" || workType == "" {
+		return req, nil, fmt.Errorf("choose an agent type and a work type")
+	}
+	req = api.SubmitRequest{ToAgent: envelope.AgentType(typ), WorkType: workType}
+	req.Parameters, fieldErrs = formParams(fields, f.Params)
+	if f.JSON != "" {
+		var given map[string]any
+		if err := json.Unmarshal([]byte(f.JSON), &given); err != nil || given == nil {
+			return req, fieldErrs, fmt.Errorf("parameters (JSON): must be one JSON object: %v", cmp.Or(err, errors.New("got null")))
+		}
+		for k, v := range given {
+			req.Parameters[k] = v
+			delete(fieldErrs, k)
 		}
 	}
 	var hints task.Hints
@@ -123,7 +146,7 @@ func (f submitForm) request() (api.SubmitRequest, error) {
 		}
 		n, err := strconv.ParseInt(h.value, 10, 64)
 		if err != nil || n < 1 {
-			return req, fmt.Errorf("%s: must be a whole number above 0", h.name)
+			return req, fieldErrs, fmt.Errorf("%s: must be a whole number above 0", h.name)
 		}
 		*h.to = n
 	}
@@ -131,5 +154,5 @@ func (f submitForm) request() (api.SubmitRequest, error) {
 	if hints != (task.Hints{}) {
 		req.Hints = &hints
 	}
-	return req, nil
+	return req, fieldErrs, nil
 }

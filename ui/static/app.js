@@ -1,8 +1,9 @@
 // Chiffon's dashboard script: every page works without it; with it a task's page
 // follows the task's event stream (progress, step, state, and the output tail,
 // kept to its last 64 KiB), a batch's page the batch's (each agent's state,
-// progress and task), each reloads once its approval is decided, and the home
-// page refreshes its lists.
+// progress and task), each reloads once its approval is decided, the home
+// page refreshes its lists, and the submit form shows the parameters' inputs
+// of the work type chosen.
 "use strict";
 (function () {
   const TAIL = 64 * 1024;
@@ -115,6 +116,30 @@
     }, every);
   }
 
+  // followChoice shows, when another work type is chosen, its description and
+  // its parameters' inputs, from the server's form for it; the values typed in
+  // the JSON box and the hints stay. Only the latest choice's answer is shown.
+  function followChoice(form) {
+    const pick = document.getElementById("target");
+    document.getElementById("choose").hidden = true; // for browsers without this script
+    let asked = 0;
+    pick.addEventListener("change", function () {
+      const n = ++asked;
+      const url = new URL(form.dataset.choose, location.href);
+      if (pick.value) { url.searchParams.set("target", pick.value); }
+      fetch(url, { credentials: "same-origin" }).then(function (r) { return r.text(); }).then(function (html) {
+        if (n !== asked) { return; }
+        const doc = new DOMParser().parseFromString(html, "text/html");
+        for (const id of ["problem", "work-about", "param-inputs"]) { // a refusal shown before goes
+          const fresh = doc.getElementById(id);
+          const shown = document.getElementById(id);
+          if (shown && fresh) { shown.replaceWith(fresh); } else if (shown) { shown.remove(); }
+        }
+        history.replaceState(null, "", url);
+      }).catch(function () {});
+    });
+  }
+
   document.addEventListener("DOMContentLoaded", function () {
     const task = document.getElementById("task");
     if (task && task.dataset.final !== "true") { followTask(task); }
@@ -122,5 +147,7 @@
     if (batch && batch.dataset.final !== "true") { followBatch(batch); }
     const r = document.querySelector("[data-refresh]");
     if (r) { refresh(r); }
+    const submit = document.getElementById("submit-form");
+    if (submit) { followChoice(submit); }
   });
 })();
