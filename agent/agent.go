@@ -21,6 +21,7 @@ import (
 	"github.com/chiffon-dev/chiffon/broker"
 	"github.com/chiffon-dev/chiffon/envelope"
 	"github.com/chiffon-dev/chiffon/internal/ratelog"
+	"github.com/chiffon-dev/chiffon/worktype"
 	"github.com/nats-io/nats.go"
 )
 
@@ -70,10 +71,21 @@ type Agent struct {
 	tasks sync.WaitGroup
 }
 
-// workType is a handler and its limits.
+// workType is a handler, its limits and what the agent says of it.
 type workType struct {
 	handler Handler
 	timeout time.Duration
+	// spec goes to the orchestrator in the registration's catalogue.
+	spec worktype.Spec
+	// schema, compiled from spec.Parameters, checks a request before the
+	// handler runs; nil when the spec has none.
+	schema *worktype.Schema
+}
+
+// newWorkType is h with spec, its schema compiled.
+func newWorkType(h Handler, spec worktype.Spec) (workType, error) {
+	schema, err := spec.Compile()
+	return workType{handler: h, spec: spec, schema: schema}, err
 }
 
 // New builds an agent from cfg: it validates cfg, reads the token files and sets up
@@ -116,22 +128,50 @@ func New(cfg Config) (*Agent, error) {
 	a.metrics = newMetrics(a)
 	a.auth = broker.Authenticator{Want: func(string) (string, bool) { return a.cfg.OrchestratorToken, true }}
 	a.addBuiltins()
-	for name, wt := range cfg.WorkTypes {
-		sp, err := newSubprocess(name, wt)
+	for name, c := range cfg.WorkTypes {
+		sp, err := newSubprocess(name, c)
 		if err != nil {
 			return nil, fmt.Errorf("agent: work_types.%s: %w", name, err)
 		}
-		a.handlers[name] = workType{handler: sp.run, timeout: time.Duration(wt.Timeout)}
+		wt, err := newWorkType(sp.run, c.spec())
+		if err != nil {
+			return nil, fmt.Errorf("agent: work_types.%s: %w", name, err)
+		}
+		wt.timeout = time.Duration(c.Timeout)
+		a.handlers[name] = wt
 	}
 	return a, nil
 }
 
-// Handle adds (or replaces) the handler of a work type. Call it before Run.
-func (a *Agent) Handle(workType string, h Handler) {
-	a.handlers[workType] = workTypeOf(h)
+// Handle adds (or replaces) the handler of a work type, which declares no
+// description and no parameter schema. Call it before Run.
+func (a *Agent) Handle(name string, h Handler) {
+	a.handlers[name] = workType{handler: h}
 }
 
-func workTypeOf(h Handler) workType { return workType{handler: h} }
+// HandleSpec adds (or replaces) the handler of a work type with its spec: the
+// agent tells the orchestrator the description, parameter schema and approval
+// in its registration, and refuses a request whose parameters fail the schema
+// (exit code ExitInvalidParameters) without calling h. Call it before Run; the
+// error is a spec that that does not compile (worktype.Spec.Compile).
+func (a *Agent) HandleSpec(name string, spec worktype.Spec, h Handler) error {
+	wt, err := newWorkType(h, spec)
+	if err != nil {
+		return fmt.Errorf("agent: work type %s: %w", name, err)
+	}
+	a.handlers[name] = wt
+	return nil
+}
+
+// Catalog is what the agent says of each work type it offers, as its
+// registration carries it.
+func (a *Agent) Catalog() worktype.Catalog {
+	c := make(worktype.Catalog, len(a.handlers))
+	for name, wt := range a.handlers {
+		c[name] = wt.spec
+	}
+	return c
+}
 
 // WorkTypes lists the work types the agent offers, sorted.
 func (a *Agent) WorkTypes() []string {

@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/chiffon-dev/chiffon/worktype"
 )
 
 // Built-in work types, offered by every agent.
@@ -19,12 +21,45 @@ const (
 
 var builtinNames = map[string]bool{WorkEcho: true, WorkSleep: true, WorkSystemInfo: true}
 
+// The built-in work types' specs, as the registration's catalogue says them.
+var (
+	echoSpec = worktype.Spec{
+		Description: "Returns the message as the task's output, repeated repeat times.",
+		Parameters: map[string]any{"type": "object", "required": []any{"message"},
+			"properties": map[string]any{
+				"message": map[string]any{"type": "string", "description": "The text to return."},
+				"repeat": map[string]any{"type": "integer", "minimum": 1, "default": 1,
+					"description": "How many times to return it."},
+			}},
+	}
+	sleepSpec = worktype.Spec{
+		Description: "Waits the given seconds, writing a line and its progress each second.",
+		Parameters: map[string]any{"type": "object", "required": []any{"seconds"},
+			"properties": map[string]any{
+				"seconds": map[string]any{"type": "number", "minimum": 0, "description": "How long to wait."},
+			}},
+	}
+	systemInfoSpec = worktype.Spec{
+		Description: "Reports the machine's OS, CPU cores, memory, free disk and GPU memory, as text and structured output.",
+		Parameters:  map[string]any{"type": "object", "properties": map[string]any{}},
+	}
+)
+
 func (a *Agent) addBuiltins() {
-	a.handlers[WorkEcho] = workTypeOf(echoHandler)
-	a.handlers[WorkSleep] = workTypeOf(sleepHandler)
-	a.handlers[WorkSystemInfo] = workTypeOf(func(ctx context.Context, _ *Request, _ Progress) (Result, error) {
-		return systemInfo(a.cfg.DataDir)
-	})
+	for name, b := range map[string]struct {
+		spec worktype.Spec
+		h    Handler
+	}{
+		WorkEcho:  {echoSpec, echoHandler},
+		WorkSleep: {sleepSpec, sleepHandler},
+		WorkSystemInfo: {systemInfoSpec, func(ctx context.Context, _ *Request, _ Progress) (Result, error) {
+			return systemInfo(a.cfg.DataDir)
+		}},
+	} {
+		if err := a.HandleSpec(name, b.spec, b.h); err != nil {
+			panic(err) // the built-in specs compile: a test proves it
+		}
+	}
 }
 
 // maxEchoOutput bounds echo's output: repeat makes large outputs for trying out

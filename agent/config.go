@@ -15,6 +15,7 @@ import (
 	"github.com/chiffon-dev/chiffon/agent/dedupe"
 	"github.com/chiffon-dev/chiffon/broker"
 	"github.com/chiffon-dev/chiffon/envelope"
+	"github.com/chiffon-dev/chiffon/worktype"
 	"go.yaml.in/yaml/v3"
 )
 
@@ -138,8 +139,15 @@ type WorkTypeConfig struct {
 	SetEnv map[string]string `yaml:"set_env"`
 	// Timeout bounds one run; a request's max_duration_seconds may shorten it.
 	Timeout Duration `yaml:"timeout"`
-	// Schema is a JSON Schema the parameters must satisfy.
+	// Schema is a JSON Schema the parameters must satisfy. The agent sends it to
+	// the orchestrator with Description in its registration: the orchestrator
+	// checks submissions against it, and the CLI and the dashboard build typed
+	// parameters from its top-level properties. A $ref may only point within it.
 	Schema map[string]any `yaml:"schema"`
+	// Approval "required" asks the orchestrator to hold every task of this work
+	// type sent to this agent until an operator approves it, as the
+	// orchestrator's approval_required for the agent does; "" asks nothing.
+	Approval string `yaml:"approval"`
 	// RunAs is a user name or numeric uid the process runs as, with that user's
 	// gid and supplementary groups; "" means the agent's user. It is looked up
 	// when the config is validated. Switching to another user needs an agent
@@ -267,7 +275,18 @@ func (w *WorkTypeConfig) validate() error {
 	if _, err := newSubprocess("check", *w); err != nil {
 		return err
 	}
-	return nil
+	if w.Schema != nil {
+		if _, err := worktype.Compile(w.Schema); err != nil {
+			return fmt.Errorf("schema: %w", err)
+		}
+	}
+	_, err := w.spec().Compile() // description and approval
+	return err
+}
+
+// spec is what the registration's catalogue says of the work type.
+func (w *WorkTypeConfig) spec() worktype.Spec {
+	return worktype.Spec{Description: w.Description, Parameters: w.Schema, Approval: w.Approval}
 }
 
 // withDefaults returns c with zero values replaced by defaults.

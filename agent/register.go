@@ -9,6 +9,7 @@ import (
 	"github.com/chiffon-dev/chiffon/broker"
 	"github.com/chiffon-dev/chiffon/envelope"
 	"github.com/chiffon-dev/chiffon/errcodes"
+	"github.com/chiffon-dev/chiffon/worktype"
 	"github.com/nats-io/nats.go"
 )
 
@@ -49,8 +50,10 @@ func (a *Agent) registerLoop(ctx context.Context) {
 	}
 }
 
+// registerMessage is the agent's registration, with its catalogue in
+// x_custom_fields (worktype.Extension).
 func (a *Agent) registerMessage() *envelope.Envelope {
-	return envelope.New(a.agType, envelope.Orchestrator, "", "", &envelope.Register{
+	env := envelope.New(a.agType, envelope.Orchestrator, "", "", &envelope.Register{
 		AgentID:             a.cfg.ID,
 		Name:                a.cfg.Name,
 		SupportedVersions:   envelope.SupportedVersions,
@@ -61,6 +64,8 @@ func (a *Agent) registerMessage() *envelope.Envelope {
 		HeartbeatIntervalMS: time.Duration(a.cfg.HeartbeatInterval).Milliseconds(),
 		Resources:           machineResources(a.cfg.DataDir, a.gpus),
 	})
+	env.XCustomFields = worktype.Put(env.XCustomFields, a.Catalog())
+	return env
 }
 
 // registerOnce sends one register request and reports whether it was acknowledged.

@@ -12,12 +12,10 @@ import (
 	"syscall"
 	"text/template"
 	"time"
-
-	"github.com/santhosh-tekuri/jsonschema/v6"
 )
 
-// ExitInvalidParameters is the exit code of a subprocess task whose parameters fail
-// the work type's schema or templates; nothing is run.
+// ExitInvalidParameters is the exit code of a task whose parameters fail the work
+// type's schema, or a subprocess's templates; nothing is run.
 const ExitInvalidParameters = 2
 
 // subprocess runs one configured work type as a child process.
@@ -29,7 +27,6 @@ type subprocess struct {
 	dirBase   string   // "" means dir is not confined
 	envParams []string // parameters passed as CHIFFON_PARAM_<NAME> in shell mode
 	runAs     *runAsUser
-	schema    *jsonschema.Schema
 }
 
 func newSubprocess(name string, cfg WorkTypeConfig) (*subprocess, error) {
@@ -49,11 +46,6 @@ func newSubprocess(name string, cfg WorkTypeConfig) (*subprocess, error) {
 	if s.dirBase, err = dirBaseOf(cfg, t); err != nil {
 		return nil, err
 	}
-	if cfg.Schema != nil {
-		if s.schema, err = compileSchema(name, cfg.Schema); err != nil {
-			return nil, fmt.Errorf("schema: %w", err)
-		}
-	}
 	if cfg.Shell != "" {
 		if s.envParams, err = envParams(cfg.Schema); err != nil {
 			return nil, err
@@ -65,37 +57,11 @@ func newSubprocess(name string, cfg WorkTypeConfig) (*subprocess, error) {
 	return s, nil
 }
 
-func compileSchema(name string, schema map[string]any) (*jsonschema.Schema, error) {
-	b, err := json.Marshal(schema)
-	if err != nil {
-		return nil, err
-	}
-	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(b))
-	if err != nil {
-		return nil, err
-	}
-	c := jsonschema.NewCompiler()
-	url := "chiffon:///work_types/" + name + ".json"
-	if err := c.AddResource(url, doc); err != nil {
-		return nil, err
-	}
-	return c.Compile(url)
-}
-
 // command builds the process for one request, or fails on bad parameters.
 func (s *subprocess) command(req *Request) (*exec.Cmd, []byte, error) {
 	params, err := json.Marshal(req.Parameters)
 	if err != nil {
 		return nil, nil, err
-	}
-	if s.schema != nil {
-		inst, err := jsonschema.UnmarshalJSON(bytes.NewReader(params))
-		if err == nil {
-			err = s.schema.Validate(inst)
-		}
-		if err != nil {
-			return nil, nil, fmt.Errorf("parameters: %v", err)
-		}
 	}
 	argv := []string{"/bin/sh", "-c", s.cfg.Shell}
 	if s.cfg.Shell == "" {

@@ -44,7 +44,7 @@ func TestParametersFailingTheSchemaRunNothing(t *testing.T) {
 	for i, r := range runTasks(t, types, runs...) {
 		tc := cases[i]
 		if tc.refused {
-			wantRefused(t, tc.name, r, "parameters: ")
+			wantRefused(t, tc.name, r, "parameter")
 		} else if r.Status != envelope.ResultSuccess || r.Output != "ok\n" {
 			t.Errorf("%s: want it run, got %s exit %d, output %q", tc.name, r.Status, r.ExitCode, r.Output)
 		}

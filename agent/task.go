@@ -141,6 +141,11 @@ func callHandler(ctx context.Context, t *task) (res Result, err error) {
 			err = fmt.Errorf("handler panicked: %v", r)
 		}
 	}()
+	if t.wt.schema != nil {
+		if err := t.wt.schema.Check(t.req.Parameters); err != nil {
+			return Result{ExitCode: ExitInvalidParameters}, err
+		}
+	}
 	return t.wt.handler(ctx, t.req, t.stream)
 }
 

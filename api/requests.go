@@ -8,7 +8,7 @@ type ErrorBody struct {
 // APIErrorDetail says what went wrong: a short code, the field at fault (when one
 // is), and a message.
 type APIErrorDetail struct {
-	Code    string `json:"code"`
+	Code  string `json:"code"`
 	Field string `json:"field,omitempty"`
 	// Pointer is the JSON pointer of the failing value within Field, when
 	// Field is an object such as the parameters: "/n".

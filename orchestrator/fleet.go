@@ -116,6 +116,15 @@ func (c fleetCore) CheckSize(req *api.SubmitRequest) error {
 	return r.CheckSize(req)
 }
 
+// CheckWorkType refuses req when the agents' catalogue does.
+func (c fleetCore) CheckWorkType(req *api.SubmitRequest) error {
+	r, err := c.core()
+	if err != nil {
+		return err
+	}
+	return r.CheckWorkType(req)
+}
+
 // Approval is the waiting approval req needs, asked at now, or nil.
 func (c fleetCore) Approval(req *api.SubmitRequest, now time.Time) *task.Approval {
 	r, err := c.core()

@@ -279,6 +279,8 @@ func TestOpenAPISchemasDescribeTheGoTypes(t *testing.T) {
 		{"SubmitRequest", api.SubmitRequest{}},
 		{"CancelRequest", api.CancelRequest{}},
 		{"AgentInfo", api.AgentInfo{}},
+		{"WorkType", api.WorkType{}},
+		{"WorkTypeVariant", api.WorkTypeVariant{}},
 		{"ErrorBody", api.ErrorBody{}},
 		{"APIErrorDetail", api.APIErrorDetail{}},
 		{"Event", task.Event{}},

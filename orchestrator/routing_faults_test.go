@@ -12,9 +12,11 @@ import (
 
 // TestUnknownWorkTypeEndsAtOnceWith5006: when online agents of the task's type exist
 // and none offers its work type, the task ends at once with 5006, which is not
-// retried, naming every work type those agents offer.
+// retried, naming every work type those agents offer. (With every configured
+// agent of the type registered, the catalogue refuses such a task at submit:
+// code-c, configured and never registered, keeps it out of that check.)
 func TestUnknownWorkTypeEndsAtOnceWith5006(t *testing.T) {
-	e := newEnv(t, "code-a", "code-b")
+	e := newEnv(t, "code-a", "code-b", "code-c")
 	o := e.open()
 	a, b := e.fakeAgent("code-a"), e.fakeAgent("code-b")
 	a.listen()

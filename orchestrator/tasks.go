@@ -77,3 +77,12 @@ func (o *Orchestrator) Agents() []api.AgentInfo {
 	}
 	return []api.AgentInfo{}
 }
+
+// WorkTypes lists the work types the registered agents offer, as their
+// catalogues describe them; none on a standby (the API forwards it).
+func (o *Orchestrator) WorkTypes() []api.WorkType {
+	if c := o.running.Load(); c != nil {
+		return c.WorkTypes()
+	}
+	return []api.WorkType{}
+}

@@ -42,22 +42,25 @@ type Spec struct {
 // Catalog is an agent's work types by name.
 type Catalog map[string]Spec
 
-// Check reports what is wrong with s, or nil: a description over
-// MaxDescription or not UTF-8, an unknown approval, a schema that does not
+// Compile checks s and compiles its parameter schema: nil when it declares
+// none. The error names the field at fault: a description over MaxDescription
+// or not UTF-8, an approval other than ApprovalRequired, a schema that does not
 // compile.
-func (s Spec) Check() error {
+func (s Spec) Compile() (*Schema, error) {
 	if len(s.Description) > MaxDescription || !utf8.ValidString(s.Description) {
-		return fmt.Errorf("description: must be UTF-8 of at most %d bytes", MaxDescription)
+		return nil, fmt.Errorf("description: must be UTF-8 of at most %d bytes", MaxDescription)
 	}
 	if s.Approval != "" && s.Approval != ApprovalRequired {
-		return fmt.Errorf("approval: must be %q or empty, got %q", ApprovalRequired, s.Approval)
+		return nil, fmt.Errorf("approval: must be %q or empty, got %q", ApprovalRequired, s.Approval)
 	}
-	if s.Parameters != nil {
-		if _, err := Compile(s.Parameters); err != nil {
-			return fmt.Errorf("parameters: %w", err)
-		}
+	if s.Parameters == nil {
+		return nil, nil
 	}
-	return nil
+	schema, err := Compile(s.Parameters)
+	if err != nil {
+		return nil, fmt.Errorf("parameters schema: %w", err)
+	}
+	return schema, nil
 }
 
 // Put stores c in x, the x_custom_fields of a registration, and returns x (made
@@ -73,12 +76,19 @@ func Put(x map[string]any, c Catalog) map[string]any {
 	return x
 }
 
+// Declared is a spec as an agent declared it, with its schema compiled (nil
+// when it declares none).
+type Declared struct {
+	Spec
+	Schema *Schema
+}
+
 // FromRegistration reads the catalogue a registration carries in its
 // x_custom_fields: nil, without error, when it carries none (an agent older
 // than the catalogue). Every name must be one of offered, the work types the
-// registration lists, and every spec must pass Check; an error names the field,
+// registration lists, and every spec must compile (Spec.Compile); an error names the field,
 // as "x_custom_fields.work_type_catalog.echo.parameters".
-func FromRegistration(x map[string]any, offered []string) (Catalog, error) {
+func FromRegistration(x map[string]any, offered []string) (map[string]Declared, error) {
 	raw, ok := x[Extension]
 	if !ok {
 		return nil, nil
@@ -92,7 +102,7 @@ func FromRegistration(x map[string]any, offered []string) (Catalog, error) {
 	if err := json.Unmarshal(b, &byName); err != nil || byName == nil {
 		return nil, fmt.Errorf("%s: must be an object of work types", field)
 	}
-	c := make(Catalog, len(byName))
+	c := make(map[string]Declared, len(byName))
 	for _, name := range slices.Sorted(maps.Keys(byName)) {
 		at := field + "." + name
 		if msg := envelope.CheckWorkType(name); msg != "" {
@@ -105,10 +115,11 @@ func FromRegistration(x map[string]any, offered []string) (Catalog, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%s%s", at, err)
 		}
-		if err := s.Check(); err != nil {
+		schema, err := s.Compile()
+		if err != nil {
 			return nil, fmt.Errorf("%s.%w", at, err)
 		}
-		c[name] = s
+		c[name] = Declared{Spec: s, Schema: schema}
 	}
 	return c, nil
 }

@@ -38,16 +38,16 @@ func (o *Core) approvalNeeded(req *api.SubmitRequest) string {
 		return fmt.Sprintf("work type %s requires approval (work_types.%s.approval)", req.WorkType, req.WorkType)
 	}
 	if req.Hints != nil && req.Hints.AgentID != "" && o.agentRequiresApproval(req.Hints.AgentID, req.WorkType) {
-		return fmt.Sprintf("agent %s requires approval for %s (approval_required)", req.Hints.AgentID, req.WorkType)
+		return fmt.Sprintf("agent %s requires approval for %s (approval_required, or the agent's approval: required)", req.Hints.AgentID, req.WorkType)
 	}
 	return ""
 }
 
 // agentRequiresApproval reports whether agent id's config asks for approval of
-// workType.
+// workType, or the agent itself does in its catalogue.
 func (o *Core) agentRequiresApproval(id, workType string) bool {
 	ac := o.cfg.AgentConfig(id)
-	return ac != nil && slices.Contains(ac.ApprovalRequired, workType)
+	return ac != nil && slices.Contains(ac.ApprovalRequired, workType) || o.catalog.Load().agentAsks(id, workType)
 }
 
 // approved reports whether t may go to an agent that requires approval for it.

@@ -18,6 +18,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/chiffon-dev/chiffon/broker"
@@ -69,6 +70,8 @@ type Core struct {
 	metrics *metrics.Metrics
 	link    *Link
 	leading func() bool
+	// catalog is the latest snapshot of the agents' catalogue (catalog.go).
+	catalog atomic.Pointer[catalog]
 
 	// The core's subscriptions (see subscribe); after Close, subsClosed.
 	subsMu     sync.Mutex
@@ -122,6 +125,7 @@ func New(p Params) *Core {
 	}
 	o.auth = broker.Authenticator{Want: o.sec.agentToken}
 	o.readers = []*reader{{fn: o.watchers.read}}
+	o.catalog.Store(o.newCatalog()) // nobody registered yet
 	go o.loop()
 	return o
 }

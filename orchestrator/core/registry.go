@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/chiffon-dev/chiffon/api"
@@ -13,6 +14,7 @@ import (
 	"github.com/chiffon-dev/chiffon/errcodes"
 	"github.com/chiffon-dev/chiffon/orchestrator/policy"
 	"github.com/chiffon-dev/chiffon/orchestrator/task"
+	"github.com/chiffon-dev/chiffon/worktype"
 	"github.com/nats-io/nats.go"
 	"github.com/sony/gobreaker/v2"
 )
@@ -55,6 +57,9 @@ type agentEntry struct {
 	resend []inFlight
 	// conf is its entry in the config: what it may be sent (governance.go).
 	conf *policy.AgentConfig
+	// declared is what it says of the work types it offers (catalog.go); nil
+	// when its registration carries no catalogue.
+	declared map[string]worktype.Declared
 	// rl are its rate limiters (ratelimit.go).
 	rl rateLimits
 }
@@ -142,11 +147,18 @@ func (o *Core) handleRegister(msg *nats.Msg) {
 		o.replyError(msg, agentID, env, asProtocolError(err))
 		return
 	}
+	declared, err := worktype.FromRegistration(env.XCustomFields, reg.WorkTypes)
+	if err != nil {
+		o.log.Warn("registration with a bad work type catalogue refused", "agent_id", agentID, "err", err)
+		field, detail, _ := strings.Cut(err.Error(), ": ")
+		o.replyError(msg, agentID, env, errcodes.NewInvalidMessage(field, "%s", detail))
+		return
+	}
 	instance := broker.InstanceOf(msg)
 	known := false
 	if o.call(func() {
 		if a := o.agents[agentID]; a != nil && a.instance == instance {
-			o.accept(msg, env, reg, instance, version, true) // the registered process, again
+			o.accept(msg, env, reg, declared, instance, version, true) // the registered process, again
 			known = true
 		}
 	}) != nil || known {
@@ -171,16 +183,17 @@ func (o *Core) handleRegister(msg *nats.Msg) {
 		}
 		o.post(func() {
 			if !o.closed {
-				o.accept(msg, env, reg, instance, version, false)
+				o.accept(msg, env, reg, declared, instance, version, false)
 			}
 		})
 	}()
 }
 
 // accept records a registration and answers it.
-func (o *Core) accept(msg *nats.Msg, env *envelope.Envelope, reg *envelope.Register, instance, version string, known bool) {
+func (o *Core) accept(msg *nats.Msg, env *envelope.Envelope, reg *envelope.Register,
+	declared map[string]worktype.Declared, instance, version string, known bool) {
 	agentID := reg.AgentID
-	o.register(env.FromAgent, reg, instance, version, known)
+	o.register(env.FromAgent, reg, declared, instance, version, known)
 	rep := env.Reply(&envelope.RegisterAck{AgentID: agentID, OrchestratorID: o.id, ProtocolVersion: version})
 	rep.ProtocolVersion = version
 	if reply := o.answerable(msg, agentID); reply != "" {
@@ -199,8 +212,11 @@ func (o *Core) accept(msg *nats.Msg, env *envelope.Envelope, reg *envelope.Regis
 // first heartbeat, which it sends once it is subscribed to its work subject: work
 // sent sooner would find nobody there. Either way the agent is reachable again and
 // its breaker closed. The work types it offers are trimmed to those its config
-// allows, and its capacity to its config's max_concurrency (governance.go).
-func (o *Core) register(typ envelope.AgentType, reg *envelope.Register, instance, version string, known bool) {
+// allows, and its capacity to its config's max_concurrency (governance.go);
+// declared, its catalogue, to those work types, and the catalogue's snapshot is
+// renewed (catalog.go).
+func (o *Core) register(typ envelope.AgentType, reg *envelope.Register, declared map[string]worktype.Declared,
+	instance, version string, known bool) {
 	now := time.Now().UTC()
 	a := o.agents[reg.AgentID]
 	if a == nil {
@@ -228,6 +244,16 @@ func (o *Core) register(typ envelope.AgentType, reg *envelope.Register, instance
 			"agent_id", a.id, "dropped", dropped, "allowed_work_types", a.conf.AllowedWorkTypes)
 	}
 	a.workTypes, a.capacity = kept, capped(a.conf, reg.MaxConcurrency)
+	a.declared = nil
+	if declared != nil {
+		a.declared = make(map[string]worktype.Declared, len(kept))
+		for _, w := range kept {
+			if d, ok := declared[w]; ok {
+				a.declared[w] = d
+			}
+		}
+	}
+	o.catalog.Store(o.newCatalog())
 	a.resources, a.labels = reg.Resources, reg.Labels
 	a.hbInterval = time.Duration(reg.HeartbeatIntervalMS) * time.Millisecond
 	if a.hbInterval <= 0 {

@@ -56,7 +56,7 @@ func (o *Core) pick(r *run) pickResult {
 			u.tooSmall = append(u.tooSmall, a)
 			continue
 		}
-		if a.conf != nil && slices.Contains(a.conf.ApprovalRequired, t.WorkType) && !approved(t) {
+		if a.asksApproval(t.WorkType) && !approved(t) {
 			u.asking = append(u.asking, a) // approval.go: only approved work goes there
 			continue
 		}
@@ -107,7 +107,7 @@ func (u *unfit) noCandidate(t *task.Task, pinned string, size int) pickResult {
 		return pickResult{err: tooLargeFor(t, u.tooSmall, size), failFast: true}
 	}
 	if len(u.asking) > 0 {
-		e := errcodes.NewAgentUnavailable(fmt.Sprintf("every %s agent offering %q requires approval for it (approval_required): "+
+		e := errcodes.NewAgentUnavailable(fmt.Sprintf("every %s agent offering %q requires approval for it (approval_required, or its own approval: required): "+
 			"pin the task to one with hints.agent_id, and it waits for an operator's yes", t.ToAgent, t.WorkType), u.asking[0].id, nil)
 		return pickResult{err: e, failFast: true}
 	}

@@ -25,6 +25,9 @@ func (o *Core) Submit(req api.SubmitRequest, caller string) (*task.Task, error) 
 	if err := req.Validate(); err != nil {
 		return nil, err
 	}
+	if err := o.CheckWorkType(&req); err != nil {
+		return nil, err
+	}
 	if err := o.CheckSize(&req); err != nil {
 		return nil, err
 	}

@@ -31,6 +31,9 @@ func (f *Fleet) CreateBatch(req api.BatchRequest, by string) (*api.Batch, error)
 		return nil, err
 	}
 	sr := req.TaskFor("")
+	if err := f.core.CheckWorkType(&sr); err != nil {
+		return nil, err
+	}
 	if err := f.core.CheckSize(&sr); err != nil {
 		return nil, err
 	}
@@ -56,9 +59,13 @@ func (f *Fleet) createBatch(req api.BatchRequest, id, schedule string, fireTime 
 		if t.State != "" {
 			continue
 		}
-		// Each task as it will be sent: over an agent's max_request_bytes it is
-		// refused now, as a task pinned to that agent would be.
+		// Each task as it will be sent: over an agent's max_request_bytes, or
+		// refused by its schema, it is refused now, as a task pinned to that
+		// agent would be.
 		tr := req.TaskFor(t.AgentID)
+		if err := f.core.CheckWorkType(&tr); err != nil {
+			return nil, err
+		}
 		if err := f.core.CheckSize(&tr); err != nil {
 			return nil, err
 		}

@@ -22,6 +22,9 @@ type Core interface {
 	// broker or for an agent it may go to; such a refusal is Params.TooLarge
 	// (errors.Is).
 	CheckSize(req *api.SubmitRequest) error
+	// CheckWorkType refuses a valid request whose work type or parameters the
+	// catalogue of the target's agents refuses, with an *api.WorkTypeError.
+	CheckWorkType(req *api.SubmitRequest) error
 	// BatchTargets lists the agents req matches now, by id: the online ones
 	// offering its work type with no state yet (they get a task), the others
 	// with theirs (offline, unsupported, unknown).

@@ -1,6 +1,7 @@
 package fleet
 
 import (
+	"errors"
 	"maps"
 	"sync"
 	"testing"
@@ -22,6 +23,9 @@ type fakeCore struct {
 	made    chan task.Origin
 	// entered, when set, hears of each SubmitAs, which then waits for gate.
 	entered, gate chan struct{}
+	// refuses, when set, is the agent whose catalogue refuses the requests
+	// pinned to it.
+	refuses string
 }
 
 func newFakeCore(agents ...string) *fakeCore {
@@ -71,6 +75,13 @@ func (c *fakeCore) end(id string, s task.State) {
 }
 
 func (c *fakeCore) CheckSize(*api.SubmitRequest) error { return nil }
+
+func (c *fakeCore) CheckWorkType(req *api.SubmitRequest) error {
+	if req.Hints != nil && req.Hints.AgentID != "" && req.Hints.AgentID == c.refuses {
+		return &api.WorkTypeError{Code: "invalid_parameter", Field: "parameters", Pointer: "/n", Message: "refused"}
+	}
+	return nil
+}
 
 func (c *fakeCore) BatchTargets(*api.BatchRequest) ([]api.BatchTarget, error) {
 	return append([]api.BatchTarget(nil), c.targets...), nil
@@ -204,5 +215,33 @@ func TestStopWaitsForARunnerInTheCore(t *testing.T) {
 	case <-stopped:
 	case <-time.After(10 * time.Second):
 		t.Fatal("Stop did not return once the runner came back")
+	}
+}
+
+// TestABatchOneOfWhoseAgentsRefusesItsParametersIsNotMade: the catalogue checks
+// the task each target would get, pinned to it; one refusal refuses the batch,
+// and nothing is stored or submitted.
+func TestABatchOneOfWhoseAgentsRefusesItsParametersIsNotMade(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	core := newFakeCore("code-1", "code-2")
+	core.refuses = "code-2"
+	recs := &memRecords{}
+	f := New(Params{Core: core, Store: recs, Hooks: hookFunc(func(string, any) {})})
+	if err := f.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer f.Stop()
+	_, err := f.CreateBatch(api.BatchRequest{ToAgent: envelope.Code, WorkType: "build"}, "tester")
+	var we *api.WorkTypeError
+	if !errors.As(err, &we) || we.Pointer != "/n" {
+		t.Fatalf("CreateBatch: %v, want the catalogue's refusal", err)
+	}
+	if bs, _ := f.Batches(0); len(bs) != 0 {
+		t.Errorf("%d batches stored, want none", len(bs))
+	}
+	select {
+	case org := <-core.made:
+		t.Fatalf("task %s made for a refused batch", org.ID)
+	default:
 	}
 }

@@ -35,6 +35,9 @@ func (f *Fleet) AddSchedule(spec api.ScheduleSpec) (*api.Schedule, error) {
 		t := spec.Batch.TaskFor("")
 		sr = &t
 	}
+	if err := f.core.CheckWorkType(sr); err != nil {
+		return nil, err
+	}
 	if err := f.core.CheckSize(sr); err != nil {
 		return nil, err
 	}

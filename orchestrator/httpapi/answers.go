@@ -44,9 +44,13 @@ func decodeOptional(w http.ResponseWriter, r *http.Request, v any) bool {
 // writeRequestErr answers an error of a request that makes something.
 func writeRequestErr(w http.ResponseWriter, err error) {
 	var fe *api.FieldError
+	var we *api.WorkTypeError
 	switch {
 	case errors.As(err, &fe):
 		writeError(w, http.StatusBadRequest, "invalid_field", fe.Field, fe.Message)
+	case errors.As(err, &we):
+		api.WriteErrorDetail(w, http.StatusUnprocessableEntity,
+			api.APIErrorDetail{Code: we.Code, Field: we.Field, Pointer: we.Pointer, Message: we.Message})
 	case errors.Is(err, api.ErrTooLarge):
 		writeError(w, http.StatusRequestEntityTooLarge, "too_large", "parameters", err.Error())
 	case errors.Is(err, api.ErrClosed):

@@ -140,6 +140,10 @@ func (a *API) routes(metrics http.Handler) *http.ServeMux {
 	route("POST /api/v1/tasks/{id}/approve", operatorOnly(a.leaderOnly(withTask(a.apiDecide(true)))))
 	route("POST /api/v1/tasks/{id}/reject", operatorOnly(a.leaderOnly(withTask(a.apiDecide(false)))))
 	route("GET /api/v1/agents", a.leaderOnly(func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, http.StatusOK, a.core.Agents()) }))
+	route("GET /api/v1/work-types", a.leaderOnly(func(w http.ResponseWriter, _ *http.Request) {
+		writeJSON(w, http.StatusOK, a.core.WorkTypes())
+	}))
+	route("GET /api/v1/work-types/{agent_type}/{work_type}", a.leaderOnly(a.apiWorkType))
 	route("GET /api/v1/webhooks/deliveries", a.leaderOnly(func(w http.ResponseWriter, _ *http.Request) {
 		writeJSON(w, http.StatusOK, a.core.Deliveries())
 	}))

@@ -30,6 +30,9 @@ type Backend interface {
 	History(id string) ([]*task.Event, error)
 	// Agents lists the agents the core knows.
 	Agents() []api.AgentInfo
+	// WorkTypes lists the work types the agents offer, as their catalogues
+	// describe them, by agent type and name.
+	WorkTypes() []api.WorkType
 	// Deliveries returns the recorded webhook deliveries, newest first.
 	Deliveries() []webhook.Delivery
 	// Ready reports whether the orchestrator is open and connected to NATS.

@@ -142,3 +142,16 @@ func (a *API) apiDecide(approve bool) func(http.ResponseWriter, *http.Request, s
 		}
 	}
 }
+
+// apiWorkType answers one work type of one agent type, or 404.
+func (a *API) apiWorkType(w http.ResponseWriter, r *http.Request) {
+	typ, name := envelope.AgentType(r.PathValue("agent_type")), r.PathValue("work_type")
+	for _, wt := range a.core.WorkTypes() {
+		if wt.AgentType == typ && wt.Name == name {
+			writeJSON(w, http.StatusOK, wt)
+			return
+		}
+	}
+	writeError(w, http.StatusNotFound, "not_found", "work_type",
+		fmt.Sprintf("no registered %s agent offers work type %q", typ, name))
+}
