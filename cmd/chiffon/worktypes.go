@@ -169,7 +169,8 @@ func workTypeApproval(wt api.WorkType) string {
 	case wt.Approval == worktype.ApprovalRequired:
 		return "required: every task waits for an operator's yes (chiffon approve)"
 	case len(wt.ApprovalAgents) > 0:
-		return "asked by " + strings.Join(wt.ApprovalAgents, ", ") + " (an unpinned task is not sent to them)"
+		return "asked by " + strings.Join(wt.ApprovalAgents, ", ") +
+			": a task pinned to one (--hint agent_id) waits for an operator's yes; an unpinned one is not sent to them"
 	}
 	return "not needed"
 }

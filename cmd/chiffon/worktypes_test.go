@@ -53,7 +53,7 @@ func TestWorkTypesListsAndDescribes(t *testing.T) {
 			"Work type:    infra/patch",
 			"Description:  Patches hosts, a few at a time.",
 			"              Reboots when the kernel changed.",
-			"Approval:     asked by nas-2 (an unpinned task is not sent to them)",
+			"Approval:     asked by nas-2: a task pinned to one (--hint agent_id) waits for an operator's yes; an unpinned one is not sent to them",
 			"Agents:       nas-1, nas-2, nas-3, pi-1, pi-2, pi-3, pi-4",
 			"Undeclared:   pi-4 (sent no catalogue",
 			"Parameters (other names allowed):",
