@@ -25,8 +25,9 @@ const exitBatchFailed = 1
 const batchExitCodes = `Exit codes of following a batch: 0 the batch succeeded (every agent's task
 succeeded); 1 it failed: a task did not succeed, or an agent got no task (offline,
 unknown, unsupported, or skipped for --stop-on-failure); 1 also when the CLI itself
-failed; 2 a usage error; 75 the wait stopped (Ctrl-C, or the orchestrator stayed
-unreachable) before the batch finished, and the batch goes on.`
+failed; 2 a usage error; 65 a parameter the work type's schema refuses: no batch was
+made; 75 the wait stopped (Ctrl-C, or the orchestrator stayed unreachable) before the
+batch finished, and the batch goes on.`
 
 // How a broken batch stream is followed again: after a growing wait, up to
 // batchRetryMax; and given up after batchGiveUp without an answer.

@@ -44,7 +44,8 @@ type clientFlags struct {
 }
 
 // add defines the client flags on cmd and wraps its RunE so that an unreachable
-// server is reported with the ways to point the CLI at one. Call it after RunE is set.
+// server is reported with the ways to point the CLI at one, and a parameter error
+// exits with exitParamError. Call it after RunE is set.
 func (f *clientFlags) add(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&f.server, "server", "", "orchestrator API URL (env CHIFFON_SERVER; default from the data dir's api.url, else http://127.0.0.1:8080)")
 	cmd.Flags().StringVar(&f.tokenFile, "api-token-file", "", "file holding the API token (env CHIFFON_API_TOKEN holds the token itself; default the data dir's secrets/api.token)")
@@ -53,7 +54,7 @@ func (f *clientFlags) add(cmd *cobra.Command) {
 	cmd.Flags().BoolVar(&f.jsonOut, "json", false, "print JSON; errors too, as JSON on stderr")
 	run := cmd.RunE
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
-		return explainUnreachable(run(cmd, args))
+		return explainParams(explainUnreachable(run(cmd, args)))
 	}
 }
 

@@ -167,7 +167,7 @@ func buildPayload(typ, taskID, workType, reason, paramsJSON string, params, hint
 			taskID = envelope.NewID()
 		}
 		p := &envelope.WorkRequest{TaskID: taskID, WorkType: workType}
-		m, err := parseKeyValues(paramsJSON, params)
+		m, err := parseKeyValues(paramsJSON, params, nil)
 		if err != nil {
 			return nil, usagef("--param: " + err.Error())
 		}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/chiffon-dev/chiffon/api"
 	"github.com/chiffon-dev/chiffon/client"
+	"github.com/chiffon-dev/chiffon/worktype"
 	"github.com/spf13/cobra"
 )
 
@@ -52,8 +53,9 @@ func wantsJSON(cmd *cobra.Command, args []string) bool {
 func writeErrorJSON(w io.Writer, err error, exit int) {
 	d := errorJSONDetail{APIErrorDetail: api.APIErrorDetail{Code: errCodeCLI, Message: err.Error()}, ExitCode: exit}
 	var (
-		apiErr *client.APIError
-		unr    *unreachableError
+		apiErr   *client.APIError
+		unr      *unreachableError
+		paramErr *worktype.ParamError
 	)
 	switch {
 	case errors.As(err, &apiErr):
@@ -61,6 +63,9 @@ func writeErrorJSON(w io.Writer, err error, exit int) {
 		if d.Code == "" {
 			d.Code = fmt.Sprintf("http_%d", apiErr.Status)
 		}
+	case errors.As(err, &paramErr):
+		// Found by the CLI, said as the orchestrator would say it.
+		d.Code, d.Field, d.Pointer, d.Message = codeInvalidParameter, "parameters", paramErr.Pointer, paramErr.Message
 	case errors.As(err, &unr):
 		d.Code = errCodeUnreachable
 	case exit == 2:

@@ -34,11 +34,20 @@ const (
 	exitNotFinished   = 75  // the watch stopped before the task finished
 )
 
+// exitParamError is the exit code of a task the work type's catalogue refuses:
+// a parameter its schema refuses, found by the CLI (a --param k=v that is not
+// of its type) or by the orchestrator (422 invalid_parameter), or a work type
+// no agent of the type offers (422 unknown_work_type). Nothing was submitted.
+// It is sysexits' EX_DATAERR; any command that submits (submit, submit --all,
+// schedule add) exits with it, documented in docs/operations.md.
+const exitParamError = 65
+
 // followExitCodes is the help text of the exit codes of following a task.
 const followExitCodes = `Exit codes: 0 the task succeeded; 1..255 it failed with this exit code (1 also when
-the CLI itself failed); 2 a usage error; 69 the task ended in error (timeout, no
-agent, refused); 75 the wait stopped (Ctrl-C) before the task finished, and the task
-goes on; 130 the task was cancelled.`
+the CLI itself failed); 2 a usage error; 65 a parameter the work type's schema
+refuses, or a work type no agent of the type offers: nothing was submitted; 69 the
+task ended in error (timeout, no agent, refused); 75 the wait stopped (Ctrl-C) before
+the task finished, and the task goes on; 130 the task was cancelled.`
 
 // taskExitCode maps a finished task to the process exit code.
 func taskExitCode(t *task.Task) int {

@@ -52,6 +52,7 @@ func newRootCmd() *cobra.Command {
 		newDecideCmd(true),
 		newDecideCmd(false),
 		newAgentsCmd(),
+		newWorkTypesCmd(),
 		newWebhooksCmd(),
 		newBenchCmd(),
 		newVersionCmd(),

@@ -8,8 +8,11 @@ import (
 	"github.com/chiffon-dev/chiffon/envelope"
 )
 
-// parseKeyValues merges a JSON object and k=v / k:=JSON pairs into one map.
-func parseKeyValues(baseJSON string, pairs []string) (map[string]any, error) {
+// parseKeyValues merges a JSON object and k=v / k:=JSON pairs into one map, the
+// later pairs over the earlier ones. Without a schema each k=v is a string; with
+// one, a k=v is read as its field's type (paramtypes.go), and a name the schema
+// refuses is an error, as the orchestrator would answer it.
+func parseKeyValues(baseJSON string, pairs []string, s *paramSchema) (map[string]any, error) {
 	m := map[string]any{}
 	if baseJSON != "" {
 		d := json.NewDecoder(strings.NewReader(baseJSON))
@@ -19,38 +22,54 @@ func parseKeyValues(baseJSON string, pairs []string) (map[string]any, error) {
 		}
 	}
 	for _, kv := range pairs {
-		k, v, err := parseKeyValue(kv)
+		k, v, text, err := parseKeyValue(kv)
 		if err != nil {
 			return nil, err
 		}
+		if text && s != nil {
+			if v, err = s.convert(k, v.(string)); err != nil {
+				return nil, err
+			}
+		}
 		m[k] = v
+	}
+	if s != nil {
+		if err := s.checkNames(m); err != nil {
+			return nil, err
+		}
 	}
 	return m, nil
 }
 
-// parseKeyValue reads one k=v (a string) or k:=JSON (any value).
-func parseKeyValue(kv string) (string, any, error) {
+// parseKeyValue reads one k=v (a string; text is true) or k:=JSON (any value).
+func parseKeyValue(kv string) (k string, v any, text bool, err error) {
 	if k, raw, ok := strings.Cut(kv, ":="); ok && k != "" && !strings.Contains(k, "=") {
 		d := json.NewDecoder(strings.NewReader(raw))
 		d.UseNumber()
-		var v any
 		if err := d.Decode(&v); err != nil {
-			return "", nil, fmt.Errorf("%s: value is not JSON: %v", k, err)
+			return "", nil, false, fmt.Errorf("%s: value is not JSON: %v", k, err)
 		}
-		return k, v, nil
+		return k, v, false, nil
 	}
-	k, v, ok := strings.Cut(kv, "=")
+	k, s, ok := strings.Cut(kv, "=")
 	if !ok || k == "" {
-		return "", nil, fmt.Errorf("%q: want key=value or key:=JSON", kv)
+		return "", nil, false, fmt.Errorf("%q: want key=value or key:=JSON", kv)
 	}
-	return k, v, nil
+	return k, s, true, nil
+}
+
+// isTextPair reports whether kv is a k=v (not a k:=JSON): one that a schema
+// may type.
+func isTextPair(kv string) bool {
+	_, _, text, err := parseKeyValue(kv)
+	return err == nil && text
 }
 
 // parseHints reads hint pairs; the integer hints accept k=v as well as k:=v.
 func parseHints(pairs []string) (*envelope.Hints, error) {
 	h := &envelope.Hints{}
 	for _, kv := range pairs {
-		k, v, err := parseKeyValue(kv)
+		k, v, _, err := parseKeyValue(kv)
 		if err != nil {
 			return nil, err
 		}

@@ -142,12 +142,7 @@ func (v *barView) frame(cols int) string {
 // fitColumns makes s one line of at most n cells: control characters become spaces
 // and a longer s is cut with "…". A rune counts as one cell.
 func fitColumns(s string, n int) string {
-	s = strings.Map(func(r rune) rune {
-		if unicode.IsControl(r) {
-			return ' '
-		}
-		return r
-	}, s)
+	s = printable(s)
 	if n < 1 {
 		return ""
 	}
@@ -155,6 +150,17 @@ func fitColumns(s string, n int) string {
 		return s
 	}
 	return string([]rune(s)[:n-1]) + "…"
+}
+
+// printable is s with its control characters, newlines too, as spaces: text
+// from an agent or a script cannot move the cursor or redraw the terminal.
+func printable(s string) string {
+	return strings.Map(func(r rune) rune {
+		if unicode.IsControl(r) {
+			return ' '
+		}
+		return r
+	}, s)
 }
 
 // terminalColumns is the width of the terminal f is, else $COLUMNS, else 0.

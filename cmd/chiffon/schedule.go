@@ -42,7 +42,7 @@ func newScheduleAddCmd() *cobra.Command {
 		Short: "Add a schedule of a task, or with --all/--label/--agents of a batch",
 		Long: `Adds schedule NAME (1 to 63 of a-z, 0-9, '_' and '-'): at each time of --cron it
 makes the task that --to, --work-type, --param, --params-json and --hint describe, as
-submit does. With --all, --label or --agents it makes a batch instead, one task per
+submit does (--param k=v typed by the work type's schema; a value it refuses exits 65). With --all, --label or --agents it makes a batch instead, one task per
 matching agent (--max-parallel and --stop-on-failure as for submit --all).
 
 --cron takes five fields (minute hour day-of-month month day-of-week), six with seconds
@@ -79,6 +79,13 @@ name must be removed first (schedule rm).`,
 			c, err := cf.client()
 			if err != nil {
 				return err
+			}
+			// spec.Task is &task: typing its parameters types the spec's.
+			if task.Parameters, err = tf.typedParams(cmd.Context(), c, task); err != nil {
+				return err
+			}
+			if batch != nil {
+				batch.Parameters = task.Parameters
 			}
 			s, err := c.AddSchedule(cmd.Context(), spec)
 			if status(err) == http.StatusConflict {

@@ -23,8 +23,12 @@ func newSubmitCmd() *cobra.Command {
 		Short: "Submit a task (with --all, a batch: one task per agent) and print its id; with --wait, follow it",
 		Long: `Submits a task to the orchestrator and prints its id.
 
---param k=v sets a string parameter and --param k:=JSON any JSON value; --params-json
-gives them all as one object. --hint takes max_duration_seconds, max_memory_mb and
+--param k=v sets a parameter, read as the type the work type's schema gives it (the
+orchestrator's catalogue, chiffon worktypes TYPE/WORK_TYPE): a whole number, a
+number, true or false, a comma-separated list for an array, one of the listed values
+for an enum; a string when the schema says nothing of it. --param k:=JSON sets any
+JSON value as it is; --params-json gives them all as one object. A value the schema
+refuses exits 65 and submits nothing. --hint takes max_duration_seconds, max_memory_mb and
 agent_id (to pin the task to one agent).
 
 With --wait it shows live progress (a bar on a terminal, plain lines into a pipe, JSON
@@ -62,7 +66,11 @@ See also chiffon batch ID and chiffon batches.
 			if err != nil {
 				return err
 			}
+			if req.Parameters, err = tf.typedParams(cmd.Context(), c, req); err != nil {
+				return err
+			}
 			if batch != nil {
+				batch.Parameters = req.Parameters
 				return submitBatch(cmd, c, *batch, cf.jsonOut, wait)
 			}
 			return submitTask(cmd, c, req, cf.jsonOut, wait)
@@ -109,7 +117,7 @@ func (tf *taskFlags) add(cmd *cobra.Command, hintUsage string) {
 	f := cmd.Flags()
 	f.StringVar(&tf.to, "to", "", "agent type: infra, desktop, code, research")
 	f.StringVar(&tf.workType, "work-type", "", "work type, such as run_playbook")
-	f.StringArrayVar(&tf.params, "param", nil, "parameter k=v (string) or k:=JSON; repeatable")
+	f.StringArrayVar(&tf.params, "param", nil, "parameter k=v (typed by the work type's schema, else a string) or k:=JSON; repeatable")
 	f.StringVar(&tf.paramsJS, "params-json", "", "parameters as one JSON object")
 	f.StringArrayVar(&tf.hints, "hint", nil, hintUsage)
 	_ = cmd.MarkFlagRequired("to")
@@ -121,7 +129,7 @@ func (tf *taskFlags) add(cmd *cobra.Command, hintUsage string) {
 func (tf *taskFlags) request() (api.SubmitRequest, error) {
 	req := api.SubmitRequest{ToAgent: envelope.AgentType(tf.to), WorkType: tf.workType}
 	var err error
-	if req.Parameters, err = parseKeyValues(tf.paramsJS, tf.params); err != nil {
+	if req.Parameters, err = parseKeyValues(tf.paramsJS, tf.params, nil); err != nil {
 		return req, usagef("--param: " + err.Error())
 	}
 	if len(tf.hints) > 0 {

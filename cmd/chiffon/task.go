@@ -32,7 +32,14 @@ func newTaskCmd() *cobra.Command {
 			if cf.jsonOut {
 				return printJSON(cmd.OutOrStdout(), t)
 			}
-			if err := printTask(cmd.OutOrStdout(), t); err != nil {
+			// The work type's description, when the catalogue has it: best effort.
+			var description string
+			if list, _, err := fetchWorkTypes(cmd.Context(), c); err == nil {
+				if wt := findWorkType(list, string(t.ToAgent), t.WorkType); wt != nil {
+					description = wt.Description
+				}
+			}
+			if err := printTask(cmd.OutOrStdout(), t, description); err != nil {
 				return err
 			}
 			h, err := c.History(cmd.Context(), args[0])
@@ -46,13 +53,17 @@ func newTaskCmd() *cobra.Command {
 	return cmd
 }
 
-func printTask(w io.Writer, t *task.Task) error {
+// printTask shows a task; description is its work type's, or "".
+func printTask(w io.Writer, t *task.Task, description string) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	row := func(k, v string) { fmt.Fprintf(tw, "%s:\t%s\n", k, v) }
 	row("ID", t.ID)
 	row("State", string(t.State))
 	row("To", string(t.ToAgent))
 	row("Work type", t.WorkType)
+	if description != "" {
+		descriptionRows(tw, "Description", description)
+	}
 	row("Agent", dash(t.AgentID))
 	row("Request", t.RequestID)
 	row("Trace", t.TraceID)
