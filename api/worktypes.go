@@ -13,11 +13,11 @@ type WorkType struct {
 	// Spec is the description, parameter schema and approval the agents
 	// declare: when they disagree, that of the first agent by id (see Variants).
 	worktype.Spec
-	// Approval is "required" when every task of it waits for an operator's yes
-	// (the orchestrator's work_types.<name>.approval, or every agent offering
-	// it asks); "" otherwise. ApprovalAgents lists the agents that ask for
-	// approval of it (approval_required in their config entry, or their own
-	// declaration): an unpinned task is not sent to them.
+	// Its Approval is "required" when every task of it waits for an operator's
+	// yes (the orchestrator's work_types.<name>.approval); "" otherwise, and
+	// then ApprovalAgents lists the agents that ask for approval of it
+	// (approval_required in their config entry, or their own declaration): a
+	// task pinned to one waits for a yes, an unpinned one is not sent there.
 	ApprovalAgents []string `json:"approval_agents,omitempty"`
 	// Agents are the agents offering it, by id, online or not.
 	Agents []string `json:"agents"`
