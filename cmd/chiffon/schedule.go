@@ -42,8 +42,9 @@ func newScheduleAddCmd() *cobra.Command {
 		Short: "Add a schedule of a task, or with --all/--label/--agents of a batch",
 		Long: `Adds schedule NAME (1 to 63 of a-z, 0-9, '_' and '-'): at each time of --cron it
 makes the task that --to, --work-type, --param, --params-json and --hint describe, as
-submit does (--param k=v typed by the work type's schema; a value it refuses exits 65). With --all, --label or --agents it makes a batch instead, one task per
-matching agent (--max-parallel and --stop-on-failure as for submit --all).
+submit does (--param k=v typed by the work type's schema; a value it refuses exits 65).
+With --all, --label or --agents it makes a batch instead, one task per matching agent
+(--max-parallel and --stop-on-failure as for submit --all).
 
 --cron takes five fields (minute hour day-of-month month day-of-week), six with seconds
 first, or a descriptor such as @daily, @hourly or "@every 10m". It is read in the IANA
@@ -55,37 +56,24 @@ Prints the schedule's next firing, or with --json the schedule. A schedule of th
 name must be removed first (schedule rm).`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			task, err := tf.request()
-			if err != nil {
-				return err
-			}
-			if len(task.Parameters) == 0 {
-				task.Parameters = nil
-			}
 			spec := api.ScheduleSpec{Name: args[0], Cron: cron, TZ: tz,
 				CatchUp: api.CatchUp(catchUp), Paused: paused}
-			batch, err := bf.request(task)
+			task, err := scheduleWhat(&spec, &tf, &bf)
 			if err != nil {
 				return err
-			}
-			if batch != nil {
-				spec.Batch = batch
-			} else {
-				spec.Task = &task
-			}
-			if err := spec.Validate(); err != nil {
-				return fieldUsage(err)
 			}
 			c, err := cf.client()
 			if err != nil {
 				return err
 			}
-			// spec.Task is &task: typing its parameters types the spec's.
-			if task.Parameters, err = tf.typedParams(cmd.Context(), c, task); err != nil {
+			params, err := tf.typedParams(cmd.Context(), c, *task)
+			if err != nil {
 				return err
 			}
-			if batch != nil {
-				batch.Parameters = task.Parameters
+			if spec.Task != nil {
+				spec.Task.Parameters = params
+			} else {
+				spec.Batch.Parameters = params
 			}
 			s, err := c.AddSchedule(cmd.Context(), spec)
 			if status(err) == http.StatusConflict {
@@ -115,6 +103,32 @@ name must be removed first (schedule rm).`,
 	bf.add(f)
 	_ = cmd.MarkFlagRequired("cron")
 	return cmd
+}
+
+// scheduleWhat sets what spec makes, the task of tf or the batch of bf, and
+// checks spec: a refusal is a usage error. task is the one each firing makes
+// (a batch's, for one agent).
+func scheduleWhat(spec *api.ScheduleSpec, tf *taskFlags, bf *batchFlags) (task *api.SubmitRequest, err error) {
+	t, err := tf.request()
+	if err != nil {
+		return nil, err
+	}
+	if len(t.Parameters) == 0 {
+		t.Parameters = nil
+	}
+	batch, err := bf.request(t)
+	if err != nil {
+		return nil, err
+	}
+	if batch != nil {
+		spec.Batch = batch
+	} else {
+		spec.Task = &t
+	}
+	if err := spec.Validate(); err != nil {
+		return nil, fieldUsage(err)
+	}
+	return &t, nil
 }
 
 // newScheduleListCmd is `chiffon schedule list`.
