@@ -16,6 +16,7 @@ var funcs = template.FuncMap{
 	"ago":      ago,
 	"abs":      func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05 UTC") },
 	"iso":      func(t time.Time) string { return t.UTC().Format(time.RFC3339) },
+	"isoMilli": func(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05.000Z07:00") },
 	"elapsed":  elapsed,
 	"bytes":    humanBytes,
 	"final":    func(s task.State) bool { return s.Final() },

@@ -2,18 +2,85 @@
 // follows the task's event stream (progress, step, state, and the output tail,
 // kept to its last 64 KiB), a batch's page the batch's (each agent's state,
 // progress and task), each reloads once its approval is decided, the home
-// page refreshes its lists, and the submit form shows the parameters' inputs
-// of the work type chosen.
+// page refreshes its lists, and the submit and schedule forms show the
+// parameters' inputs of the work type chosen. A task's page also keeps its
+// steps and its time so far up to date, and its output box at the last line
+// unless the reader scrolled up.
 "use strict";
 (function () {
   const TAIL = 64 * 1024;
 
-  function followTask(el) {
+  // goDuration writes ms as Go's time.Duration does, to the second: "1h2m3s".
+  function goDuration(ms) {
+    let s = Math.max(0, Math.round(ms / 1000));
+    if (s < 60) { return s + "s"; }
+    const h = Math.floor(s / 3600), m = Math.floor((s % 3600) / 60);
+    s %= 60;
+    return (h ? h + "h" + m + "m" : m + "m") + s + "s";
+  }
+
+  // agoText says how long before now (ms) a time was, as the server's pages do.
+  function agoText(ms) {
+    const s = Math.floor(Math.max(0, ms) / 1000);
+    if (s < 60) { return s + "s ago"; }
+    if (s < 3600) { return Math.floor(s / 60) + "m ago"; }
+    return Math.floor(s / 3600) + "h ago";
+  }
+
+  // tickElapsed shows the task's time so far each second, on the server's clock
+  // (the page says when it was made), until stop is called with the end.
+  function tickElapsed() {
+    const el = document.getElementById("elapsed");
+    if (!el || el.dataset.end) { return function () {}; }
+    const start = Date.parse(el.dataset.start);
+    const skew = Date.parse(el.dataset.now) - Date.now();
+    const show = function (end) { el.textContent = goDuration(end - start); };
+    const timer = setInterval(function () { show(Date.now() + skew); }, 1000);
+    return function (end) { clearInterval(timer); show(end); };
+  }
+
+  // showStep shows a status's step in the steps list: the step of its number
+  // changes, or a new one is added at the end, as the server keeps them.
+  function showStep(st, at) {
+    const list = document.getElementById("steps");
+    if (!list || !st.step || !st.step.name) { return; }
+    const n = String(st.step.number);
+    let li = Array.from(list.children).find(function (e) { return e.dataset.number === n; });
+    if (!li) {
+      li = document.createElement("li");
+      li.dataset.number = n;
+      const status = document.createElement("span"), name = document.createElement("span"), time = document.createElement("time");
+      name.className = "step-name"; time.className = "muted";
+      li.append(status, " ", name, " ", time);
+      list.append(li);
+      document.getElementById("steps-section").hidden = false;
+    }
+    const status = li.querySelector(".step-status") || li.querySelector("span");
+    status.className = "step-status " + st.status; status.textContent = st.status;
+    li.querySelector(".step-name").textContent = st.step.name;
+    const time = li.querySelector("time");
+    time.dateTime = at; time.title = at; time.textContent = agoText(Date.now() - Date.parse(at));
+  }
+
+  // followOutput keeps the output box at its last line, on load and as output
+  // comes, unless the reader scrolled up: it follows again once they are back
+  // at the bottom. It returns what to call after output is added.
+  function followOutput(out) {
+    if (!out) { return function () {}; }
+    let follow = true;
+    const atBottom = function () { return out.scrollTop + out.clientHeight >= out.scrollHeight - 4; };
+    out.scrollTop = out.scrollHeight;
+    out.addEventListener("scroll", function () { follow = atBottom(); });
+    return function () { if (follow) { out.scrollTop = out.scrollHeight; } };
+  }
+
+  function followTask(el, grew) {
     const out = document.getElementById("output");
     const bar = document.getElementById("progress");
     const pct = document.getElementById("percent");
     const step = document.getElementById("step");
     const state = document.getElementById("state");
+    const stopElapsed = tickElapsed();
     let shownEnd = Number(el.dataset.tailEnd || 0); // the output's bytes shown end here
     const enc = new TextEncoder();
     const src = new EventSource(el.dataset.events); // it resumes with Last-Event-ID
@@ -29,6 +96,7 @@
         bar.value = st.progress_percent; bar.textContent = st.progress_percent + "%";
         pct.textContent = st.progress_percent + "%";
         if (st.step && st.step.name) { step.textContent = st.step.name; }
+        showStep(st, ev.at);
         const text = st.step && st.step.output;
         if (text && ev.output_offset !== undefined) {
           const bytes = enc.encode(text);
@@ -38,13 +106,15 @@
             out.textContent += new TextDecoder().decode(bytes.subarray(from));
             shownEnd = end;
             if (out.textContent.length > TAIL * 2) { out.textContent = out.textContent.slice(-TAIL); }
-            out.scrollTop = out.scrollHeight;
+            grew();
           }
         }
       }
       // A decision on its approval, or an end: the server's page shows it.
       const decided = el.dataset.awaiting === "true" && ev.state && ev.state !== "awaiting_approval";
-      if (decided || ev.type === "result" || ["succeeded", "failed", "cancelled", "error", "rejected"].includes(ev.state)) {
+      const ended = ev.type === "result" || ["succeeded", "failed", "cancelled", "error", "rejected"].includes(ev.state);
+      if (ended) { stopElapsed(Date.parse(ev.at)); }
+      if (decided || ended) {
         src.close();
         setTimeout(function () { location.reload(); }, 300); // the result, from the server
       }
@@ -142,12 +212,13 @@
 
   document.addEventListener("DOMContentLoaded", function () {
     const task = document.getElementById("task");
-    if (task && task.dataset.final !== "true") { followTask(task); }
+    const grew = followOutput(document.getElementById("output"));
+    if (task && task.dataset.final !== "true") { followTask(task, grew); }
     const batch = document.getElementById("batch");
     if (batch && batch.dataset.final !== "true") { followBatch(batch); }
     const r = document.querySelector("[data-refresh]");
     if (r) { refresh(r); }
-    const submit = document.getElementById("submit-form");
-    if (submit) { followChoice(submit); }
+    const choice = document.querySelector("form[data-choose]");
+    if (choice) { followChoice(choice); }
   });
 })();
