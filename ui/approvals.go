@@ -1,11 +1,14 @@
 package ui
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"maps"
 	"net/http"
 	"net/url"
+	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/chiffon-dev/chiffon/api"
@@ -15,6 +18,21 @@ import (
 // approvalListSize is how many tasks waiting for approval the home page lists:
 // the newest.
 const approvalListSize = 50
+
+// batchScanSize is how many of the newest batches the home page looks through
+// for those waiting for approval: the API lists batches without a state
+// filter, and a batch waits for a yes soon after it is made.
+const batchScanSize = 200
+
+// waitingBatches are the batches that wait for an operator's approval among
+// the newest batchScanSize, newest first.
+func (u *UI) waitingBatches(ctx context.Context, sess *session) ([]*api.Batch, error) {
+	var list []*api.Batch
+	if err := u.call(ctx, sess, http.MethodGet, "/api/v1/batches?limit="+strconv.Itoa(batchScanSize), nil, &list); err != nil {
+		return nil, err
+	}
+	return slices.DeleteFunc(list, func(b *api.Batch) bool { return !batchWaits(b) }), nil
+}
 
 // decide approves (approve) or rejects the task or batch (kind: "tasks" or
 // "batches") the path's {id} names, with the form's note, through the API, and

@@ -101,6 +101,7 @@ func (u *UI) home(w http.ResponseWriter, r *http.Request, sess *session) {
 	var waiting []*task.Task
 	waitingErr := u.call(r.Context(), sess, http.MethodGet,
 		"/api/v1/tasks?state="+string(task.StateAwaitingApproval)+"&limit="+strconv.Itoa(approvalListSize), nil, &waiting)
+	waitingBatches, waitingBatchesErr := u.waitingBatches(r.Context(), sess)
 	var c counters
 	for _, a := range agents {
 		if a.State == "online" {
@@ -140,6 +141,10 @@ func (u *UI) home(w http.ResponseWriter, r *http.Request, sess *session) {
 	}
 	if waitingErr != nil {
 		data["WaitingProblem"] = waitingErr.Error()
+	}
+	data["WaitingBatches"] = waitingBatches
+	if waitingBatchesErr != nil {
+		data["WaitingBatchesProblem"] = waitingBatchesErr.Error()
 	}
 	u.render(w, http.StatusOK, "home", sess, data)
 }
