@@ -74,8 +74,9 @@ func New(opts Options) (*UI, error) {
 	u := &UI{api: opts.API, path: opts.Path, auth: opts.Authenticate, secure: opts.Secure, log: opts.Logger,
 		sessions: newSessions(opts.SessionTTL), pages: map[string]*template.Template{}}
 	for _, name := range []string{"login", "home", "tasks", "task", "agents", "agent", "submit", "error",
-		"batches", "batch", "schedules", "remove"} {
-		t, err := template.New("base.html").Funcs(funcs).ParseFS(templateFS, "templates/base.html", "templates/partials.html", "templates/"+name+".html")
+		"batches", "batch", "schedules", "remove", "schedule"} {
+		t, err := template.New("base.html").Funcs(funcs).ParseFS(templateFS, "templates/base.html", "templates/partials.html",
+			"templates/workfields.html", "templates/"+name+".html")
 		if err != nil {
 			return nil, fmt.Errorf("ui: template %s: %w", name, err)
 		}
@@ -111,6 +112,10 @@ func New(opts Options) (*UI, error) {
 	m.HandleFunc("GET /schedules", u.signedIn(u.schedules))
 	m.HandleFunc("POST /schedules/{name}/pause", u.signedIn(u.pauseSchedule(true)))
 	m.HandleFunc("POST /schedules/{name}/resume", u.signedIn(u.pauseSchedule(false)))
+	m.HandleFunc("GET /schedules/new", u.signedIn(u.newSchedulePage))
+	m.HandleFunc("POST /schedules/new", u.signedIn(u.addSchedule))
+	m.HandleFunc("GET /schedules/{name}/edit", u.signedIn(u.editSchedulePage))
+	m.HandleFunc("POST /schedules/{name}/edit", u.signedIn(u.editSchedule))
 	m.HandleFunc("GET /schedules/{name}/remove", u.signedIn(u.removePage))
 	m.HandleFunc("POST /schedules/{name}/remove", u.signedIn(u.removeSchedule))
 	u.mux = m
