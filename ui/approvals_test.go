@@ -313,9 +313,11 @@ func TestBatchApprovePostsTheBatchEndpoint(t *testing.T) {
 }
 
 // TestHomeListsTasksAwaitingApproval: the home page starts with the tasks that
-// wait for approval (the API's list of that state), how many, and each one's
-// link, work, why and expiry; they count as neither running nor queued. The
-// task list's state filter offers the new states.
+// wait for approval (the API's list of that state) and the batches (those of
+// the API's batch list that wait), how many, and each one's link, work, why
+// and expiry (a batch's agents too), but not the batch that runs; they count
+// as neither running nor queued. The task list's state filter offers the new
+// states.
 func TestHomeListsTasksAwaitingApproval(t *testing.T) {
 	srv, _ := newServer(t, "/")
 	c := browserClient(t)
@@ -325,12 +327,17 @@ func TestHomeListsTasksAwaitingApproval(t *testing.T) {
 	if i < 0 || i > strings.Index(home, `id="counters"`) {
 		t.Fatalf("no approvals above the counters:\n%s", home)
 	}
-	for _, want := range []string{`<h2 id="approvals-title">Waiting for approval <span class="badge" id="approvals-count">1</span></h2>`,
+	for _, want := range []string{`<h2 id="approvals-title">Waiting for approval <span class="badge" id="approvals-count">2</span></h2>`,
+		`<tr data-batch="` + fakeWaitingBatchID + `">`, `<a href="/batches/` + fakeWaitingBatchID + `">batch <code>88888888</code></a>`,
+		`<td>2</td>`,
 		`<a href="/tasks/` + fakeWaitingTaskID + `"><code>66666666</code></a>`, "code/deploy", fakeWhy,
 		`<time datetime="` + fakeExpiry.Format(time.RFC3339) + `"`, ">in 1h</time>"} {
 		if !strings.Contains(home[i:], want) {
 			t.Errorf("the home page's approvals lack %s:\n%s", want, home[i:])
 		}
+	}
+	if strings.Contains(home, `data-batch="`+fakeBatchID+`"`) {
+		t.Errorf("the running batch is listed as waiting for approval")
 	}
 	for _, want := range []string{`<span class="n">0</span> tasks running`, `<span class="n">0</span> queued`, "No task is running or queued."} {
 		if !strings.Contains(home, want) {

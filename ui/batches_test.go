@@ -50,7 +50,7 @@ func fakeBatch(finished bool) *api.Batch {
 func fleetAPI() *http.ServeMux {
 	m := http.NewServeMux()
 	m.HandleFunc("GET /api/v1/batches", func(w http.ResponseWriter, _ *http.Request) {
-		_ = json.NewEncoder(w).Encode([]*api.Batch{fakeBatch(false)})
+		_ = json.NewEncoder(w).Encode([]*api.Batch{fakeWaitingBatch(), fakeBatch(false)})
 	})
 	m.HandleFunc("GET /api/v1/batches/"+fakeBatchID, func(w http.ResponseWriter, _ *http.Request) {
 		_ = json.NewEncoder(w).Encode(fakeBatch(false))

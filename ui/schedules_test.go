@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/chiffon-dev/chiffon/api"
+	"github.com/chiffon-dev/chiffon/orchestrator/task"
 )
 
 // fakeSchedules are the fake API's schedules: nightly, active, which made the
@@ -23,6 +24,9 @@ func fakeSchedules() []*api.Schedule {
 		{ScheduleSpec: api.ScheduleSpec{Name: "nightly", Cron: "0 3 * * *", CatchUp: api.CatchUpNone,
 			Batch: &api.BatchRequest{ToAgent: "code", WorkType: "echo"}},
 			Last: &api.Firing{At: fakeFireTime, BatchID: fakeBatchID}, Next: &next},
+		{ScheduleSpec: api.ScheduleSpec{Name: "greeter", Cron: "@every 10m", TZ: "Europe/Paris", CatchUp: api.CatchUpAll, Paused: true,
+			Task: &api.SubmitRequest{ToAgent: "code", WorkType: "form", Hints: &task.Hints{MaxDurationSeconds: 30, AgentID: "code-1"},
+				Parameters: map[string]any{"n": 5.0, "verbose": true, "name": "Ada", "tags": []any{"a", "b"}, "extra": map[string]any{"k": 1.0}}}}},
 	}
 }
 
@@ -63,6 +67,25 @@ func scheduleRoutes(m *http.ServeMux) {
 			_ = json.NewEncoder(w).Encode(s)
 		}))
 	}
+	m.HandleFunc("POST /api/v1/schedules", func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Authorization") != "Bearer "+operatorToken {
+			api.WriteError(w, http.StatusForbidden, "forbidden", "", "operators only")
+			return
+		}
+		var spec api.ScheduleSpec
+		dec := json.NewDecoder(r.Body)
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&spec); err != nil {
+			api.WriteError(w, http.StatusBadRequest, "invalid_json", "", err.Error())
+			return
+		}
+		if spec.Task != nil && spec.Task.WorkType == "nosuch" {
+			api.WriteError(w, http.StatusUnprocessableEntity, "unknown_work_type", "work_type", "no agent of code offers nosuch")
+			return
+		}
+		w.WriteHeader(http.StatusCreated)
+		_ = json.NewEncoder(w).Encode(&api.Schedule{ScheduleSpec: spec})
+	})
 	m.HandleFunc("DELETE /api/v1/schedules/{name}", operator(func(w http.ResponseWriter, _ *http.Request, _ *api.Schedule) {
 		w.WriteHeader(http.StatusNoContent)
 	}))
@@ -95,7 +118,7 @@ func TestSchedulesPageActionsAreForOperators(t *testing.T) {
 				t.Errorf("operator %v: the page shows %s: %v", who.operator, a, !who.operator)
 			}
 		}
-		if who.operator && strings.Count(page, `name="csrf" value="`+csrf+`"`) != 1+2 { // sign-out, and a pause or resume each
+		if who.operator && strings.Count(page, `name="csrf" value="`+csrf+`"`) != 1+3 { // sign-out, and a pause or resume each
 			t.Errorf("the operator's forms do not all carry the CSRF token:\n%s", page)
 		}
 		resp, confirm := get(t, c, srv.URL+"/schedules/nightly/remove")
