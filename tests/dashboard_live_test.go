@@ -146,7 +146,7 @@ func scrollState(d *dash) string {
 
 // An operator adds a schedule from the Schedules page's form, typed inputs and
 // all, and the API lists it with its parameters typed; edited on the page, the
-// API has the new cron and parameters. A batch that waits for approval is in
+// API has the new cron and parameters. The form fits a phone. A batch that waits for approval is in
 // the home page's approvals box.
 func TestDashboardAddsAScheduleAndListsABatchAwaitingApproval(t *testing.T) {
 	chromiumPath(t)
@@ -202,6 +202,13 @@ func TestDashboardAddsAScheduleAndListsABatchAwaitingApproval(t *testing.T) {
 		t.Fatal(err)
 	}
 	assertSchedule(t, s, "30 4 * * *", `{"level":"low","loud":true,"n":7,"name":"Ada"}`)
+	d.do("the form on a phone", chromedp.EmulateViewport(390, 844), chromedp.Navigate(d.base+"schedules/new?target=code/greet"),
+		chromedp.WaitVisible(chromedp.CSS("#param-n")))
+	d.shot("schedule-new-390")
+	if w := eval[int](d, "document.documentElement.scrollWidth"); w > 390 {
+		t.Errorf("on a 390 px screen the schedule form is %d px wide", w)
+	}
+	d.do("back to a wide screen", chromedp.EmulateViewport(1280, 900))
 
 	b, err := d.client.CreateBatch(ctx, api.BatchRequest{ToAgent: "code", WorkType: "count", Parameters: map[string]any{"n": 1}})
 	if err != nil {
