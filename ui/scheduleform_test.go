@@ -24,7 +24,7 @@ func (l *apiLog) callsOf(call string) []string {
 	return out
 }
 
-// order is the API's calls that are not reads, in order.
+// changes are the API's calls that are not reads, in order.
 func (l *apiLog) changes() []string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
