@@ -149,3 +149,34 @@ func TestBatchRoutesTakeShortIDsAndPrefixes(t *testing.T) {
 	_, err = c.Batch(ctx, "deadbeef")
 	wantAPIError(t, "batch deadbeef", err, http.StatusNotFound, "not_found")
 }
+
+// TestStandbyTakesShortIDs: a standby finds the task a short id or a prefix
+// names in the store, for its reads, and the leader for what it forwards (a
+// cancel).
+func TestStandbyTakesShortIDs(t *testing.T) {
+	e, a, b, ag := newGroup(t)
+	ctx := context.Background()
+	tk, err := e.client(a).Submit(ctx, api.SubmitRequest{ToAgent: envelope.Code, WorkType: "echo"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := ag.next()
+	ag.ack(w)
+	cb := e.client(b)
+	short, prefix := task.ShortID(tk.ID), tk.ID[:task.MinPrefixLen+5]
+	if got, err := cb.Get(ctx, short); err != nil || got.ID != tk.ID {
+		t.Fatalf("GET %s through the standby: %+v %v", short, got, err)
+	}
+	if h, err := cb.History(ctx, prefix); err != nil || len(h) == 0 {
+		t.Fatalf("history of %s through the standby: %v %v", prefix, h, err)
+	}
+	wantAPIError(t, "GET deadbeef through the standby", get(cb, "deadbeef"), http.StatusNotFound, "not_found")
+	got, err := cb.Cancel(ctx, short, "")
+	if err != nil || got.ID != tk.ID || !got.CancelRequested {
+		t.Fatalf("cancel %s through the standby: %+v %v", short, got, err)
+	}
+	ag.result(w, envelope.ResultCancelled, 130, "", nil)
+	if end := waitFinal(t, a, tk.ID); end.State != task.StateCancelled {
+		t.Fatalf("ended %s, want cancelled", end.State)
+	}
+}
