@@ -14,6 +14,9 @@ type APIErrorDetail struct {
 	// Field is an object such as the parameters: "/n".
 	Pointer string `json:"pointer,omitempty"`
 	Message string `json:"message"`
+	// Candidates are the whole ids a short id or a prefix names, when it names
+	// more than one (code ambiguous_id).
+	Candidates []string `json:"candidates,omitempty"`
 }
 
 // DecisionRequest is the optional body of an approval or a rejection.

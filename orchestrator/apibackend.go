@@ -79,6 +79,11 @@ func (b apiBackend) WaitWritten(id string) {
 	}
 }
 
+// BatchIDs returns the ids of the batches a short id or a prefix names.
+func (b apiBackend) BatchIDs(part string, limit int) ([]string, error) {
+	return b.fleet.BatchIDs(part, limit)
+}
+
 // BatchChanges returns a channel closed at the next change of a batch.
 func (b apiBackend) BatchChanges() <-chan struct{} { return b.fleet.Changes() }
 

@@ -463,7 +463,7 @@ func TestDashboardFollowsABatchAndPausesASchedule(t *testing.T) {
 	d.shot("batch-task")
 	d.do("the batches", chromedp.Navigate(d.base+"batches"), chromedp.WaitVisible(chromedp.CSS("#batches")))
 	d.shot("batches")
-	if body := d.pageText(); !strings.Contains(body, b.ID[:8]) || !strings.Contains(body, "1 succeeded") {
+	if body := d.pageText(); !strings.Contains(body, task.ShortID(b.ID)) || !strings.Contains(body, "1 succeeded") {
 		t.Errorf("the Batches page lacks the batch:\n%s", body)
 	}
 	// An agent named and never heard from is a row of its own, with no task.

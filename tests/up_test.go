@@ -95,7 +95,7 @@ func TestUpServesTheCLI(t *testing.T) {
 		t.Fatalf("submit --wait did not report the task: %s", got.stderr)
 	}
 
-	if got := cli("tasks"); got.code != 0 || !strings.Contains(got.stdout, id[1]) || !strings.Contains(got.stdout, "succeeded") {
+	if got := cli("tasks"); got.code != 0 || !strings.Contains(got.stdout, id[1][28:]) /* its short id */ || !strings.Contains(got.stdout, "succeeded") {
 		t.Fatalf("tasks: exit %d:\n%s%s", got.code, got.stdout, got.stderr)
 	}
 	if got := cli("tasks", "--state", "failed", "--json"); got.code != 0 || strings.TrimSpace(got.stdout) != "[]" {

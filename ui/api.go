@@ -20,6 +20,8 @@ type apiError struct {
 	// field and pointer name what a refused request got wrong, when the API
 	// says: "parameters" and "/n".
 	field, pointer string
+	// candidates are the whole ids an ambiguous short id or prefix names.
+	candidates []string
 }
 
 func (e *apiError) Error() string { return fmt.Sprintf("%d %s: %s", e.status, e.code, e.message) }
@@ -97,7 +99,8 @@ func (u *UI) call(ctx context.Context, sess *session, method, path string, in, o
 	if rec.status < 200 || rec.status > 299 {
 		var e api.ErrorBody
 		_ = json.Unmarshal(rec.body.Bytes(), &e)
-		return &apiError{status: rec.status, code: e.Error.Code, message: e.Error.Message, field: e.Error.Field, pointer: e.Error.Pointer}
+		return &apiError{status: rec.status, code: e.Error.Code, message: e.Error.Message, field: e.Error.Field, pointer: e.Error.Pointer,
+			candidates: e.Error.Candidates}
 	}
 	if out == nil {
 		return nil

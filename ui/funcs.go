@@ -29,6 +29,7 @@ var funcs = template.FuncMap{
 	"started":  targetStarted,
 	"counts":   countList,
 	"what":     eventWhat,
+	"short":    task.ShortID,
 }
 
 // dict makes a map of its key, value pairs, to pass several values to a

@@ -93,6 +93,7 @@ func New(opts Options) (*UI, error) {
 	m.HandleFunc("POST /logout", u.signedIn(u.logout))
 	m.HandleFunc("GET /{$}", u.signedIn(u.home))
 	m.HandleFunc("GET /tasks", u.signedIn(u.tasks))
+	m.HandleFunc("GET /tasks/find", u.signedIn(u.findTask))
 	m.HandleFunc("GET /tasks/{id}", u.signedIn(u.task))
 	m.HandleFunc("GET /tasks/{id}/output", u.signedIn(u.output))
 	m.HandleFunc("GET /tasks/{id}/events", u.signedIn(u.events))

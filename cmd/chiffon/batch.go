@@ -68,9 +68,10 @@ func newBatchesCmd() *cobra.Command {
 	var (
 		cf    clientFlags
 		limit int
+		wide  bool
 	)
 	cmd := &cobra.Command{
-		Use:   "batches [--limit N]",
+		Use:   "batches [--limit N] [--wide]",
 		Short: "List batches, newest first, with their agents counted by state",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -88,20 +89,21 @@ func newBatchesCmd() *cobra.Command {
 			if cf.jsonOut {
 				return printJSON(cmd.OutOrStdout(), bs)
 			}
-			return printBatchTable(cmd.OutOrStdout(), bs, time.Now())
+			return printBatchTable(cmd.OutOrStdout(), bs, time.Now(), wide)
 		},
 	}
 	cf.add(cmd)
 	cmd.Flags().IntVar(&limit, "limit", 50, "at most this many batches")
+	addWideFlag(cmd, &wide)
 	return cmd
 }
 
-// printBatchTable is the table of `chiffon batches`.
-func printBatchTable(w io.Writer, bs []*api.Batch, now time.Time) error {
+// printBatchTable is the table of `chiffon batches`; wide shows whole ids.
+func printBatchTable(w io.Writer, bs []*api.Batch, now time.Time, wide bool) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "ID\tSTATE\tWORK\tTARGETS\tCREATED")
 	for _, b := range bs {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s ago\n", b.ID, b.State, workText(b.ToAgent, b.WorkType), countsText(b.Counts), age(now, b.CreatedAt))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s ago\n", listID(b.ID, wide), b.State, workText(b.ToAgent, b.WorkType), countsText(b.Counts), age(now, b.CreatedAt))
 	}
 	return tw.Flush()
 }

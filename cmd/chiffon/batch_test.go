@@ -508,9 +508,12 @@ func TestBatchesLists(t *testing.T) {
 		t.Fatalf("table:\n%s", out)
 	}
 	for i, want := range []string{"running    infra/patch  1 running, 1 waiting, 1 offline", "succeeded  infra/patch  2 succeeded, 1 offline"} {
-		if !strings.Contains(lines[i+1], batchID+"  "+want) || !strings.HasSuffix(lines[i+1], " ago") {
+		if !strings.HasPrefix(lines[i+1], batchID[len(batchID)-8:]+"  "+want) || !strings.HasSuffix(lines[i+1], " ago") { // the short id
 			t.Errorf("row %d %q, want %q", i+1, lines[i+1], want)
 		}
+	}
+	if code, out, _ = runCLI(t, "", append([]string{"batches", "--wide"}, server...)...); code != 0 || !strings.Contains(out, batchID+"  running") {
+		t.Errorf("--wide: exit %d:\n%s", code, out)
 	}
 	code, out, _ = runCLI(t, "", append([]string{"batches", "--json"}, server...)...)
 	var bs []api.Batch

@@ -16,6 +16,7 @@ import (
 	"io"
 	"log/slog"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -184,6 +185,28 @@ func (s *Store) Tasks(keep func(*task.Task) bool, limit int) ([]*task.Task, erro
 	if limit > 0 && len(out) > limit {
 		out = out[:limit]
 	}
+	return out, err
+}
+
+// TaskIDs returns the ids of the stored tasks that part names, in order, at
+// most limit (0: all). It reads keys only: a prefix of an id seeks to its keys,
+// a short id scans every task's key (expired ones are skipped).
+func (s *Store) TaskIDs(part string, limit int) ([]string, error) {
+	scan := []byte("t/")
+	if strings.Contains(part, "-") {
+		scan = taskKey(part) // only a prefix has a '-'
+	}
+	var out []string
+	err := s.db.View(func(txn *badger.Txn) error {
+		it := txn.NewIterator(badger.IteratorOptions{Prefix: scan})
+		defer it.Close()
+		for it.Rewind(); it.Valid() && (limit <= 0 || len(out) < limit); it.Next() {
+			if id := string(it.Item().Key()[2:]); task.MatchesID(id, part) {
+				out = append(out, id)
+			}
+		}
+		return nil
+	})
 	return out, err
 }
 

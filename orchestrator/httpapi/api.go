@@ -125,7 +125,7 @@ func (a *API) routes(metrics http.Handler) *http.ServeMux {
 	// reads come from the store.
 	route("POST /api/v1/tasks", operatorOnly(a.leaderOnly(a.apiSubmit)))
 	route("GET /api/v1/tasks", a.apiList)
-	route("GET /api/v1/tasks/{id}", withTask(func(w http.ResponseWriter, _ *http.Request, id string) {
+	route("GET /api/v1/tasks/{id}", a.withTask(func(w http.ResponseWriter, _ *http.Request, id string) {
 		t, err := a.core.Task(id)
 		if err != nil {
 			writeTaskErr(w, err)
@@ -133,12 +133,12 @@ func (a *API) routes(metrics http.Handler) *http.ServeMux {
 		}
 		writeJSON(w, http.StatusOK, t)
 	}))
-	route("GET /api/v1/tasks/{id}/output", withTask(a.apiOutput))
-	route("GET /api/v1/tasks/{id}/events", a.streams.Stream(withTask(a.serveEvents)))
-	route("GET /api/v1/tasks/{id}/history", withTask(a.apiHistory))
-	route("POST /api/v1/tasks/{id}/cancel", operatorOnly(a.leaderOnly(withTask(a.apiCancel))))
-	route("POST /api/v1/tasks/{id}/approve", operatorOnly(a.leaderOnly(withTask(a.apiDecide(true)))))
-	route("POST /api/v1/tasks/{id}/reject", operatorOnly(a.leaderOnly(withTask(a.apiDecide(false)))))
+	route("GET /api/v1/tasks/{id}/output", a.withTask(a.apiOutput))
+	route("GET /api/v1/tasks/{id}/events", a.streams.Stream(a.withTask(a.serveEvents)))
+	route("GET /api/v1/tasks/{id}/history", a.withTask(a.apiHistory))
+	route("POST /api/v1/tasks/{id}/cancel", operatorOnly(a.leaderOnly(a.withTask(a.apiCancel))))
+	route("POST /api/v1/tasks/{id}/approve", operatorOnly(a.leaderOnly(a.withTask(a.apiDecide(true)))))
+	route("POST /api/v1/tasks/{id}/reject", operatorOnly(a.leaderOnly(a.withTask(a.apiDecide(false)))))
 	route("GET /api/v1/agents", a.leaderOnly(func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, http.StatusOK, a.core.Agents()) }))
 	route("GET /api/v1/work-types", a.leaderOnly(func(w http.ResponseWriter, _ *http.Request) {
 		writeJSON(w, http.StatusOK, a.core.WorkTypes())

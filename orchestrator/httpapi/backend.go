@@ -55,6 +55,9 @@ type Fleet interface {
 	CreateBatch(ctx context.Context, req api.BatchRequest, caller string) (*api.Batch, error)
 	// Batches lists up to limit batches (0: the default), newest first.
 	Batches(limit int) ([]*api.Batch, error)
+	// BatchIDs returns the ids of the batches that part, a short id or a prefix
+	// (task.ParseIDRef), names, in order, at most limit (0: all).
+	BatchIDs(part string, limit int) ([]string, error)
 	// GetBatch returns batch id, or task.ErrNotFound.
 	GetBatch(id string) (*api.Batch, error)
 	// DecideBatch approves or rejects batch id, with a note; for a batch that
@@ -81,6 +84,9 @@ type Store interface {
 	Task(id string) (*task.Task, error)
 	// Events calls fn with each stored event of task id after seq after, in order.
 	Events(id string, after int64, fn func(*task.Event) error) error
+	// TaskIDs returns the ids of the stored tasks that part, a short id or a
+	// prefix, names (task.Store.TaskIDs).
+	TaskIDs(part string, limit int) ([]string, error)
 	// WriteOutput writes task id's stored output to w.
 	WriteOutput(id string, w io.Writer) (int64, error)
 }

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/chiffon-dev/chiffon/api"
-	"github.com/chiffon-dev/chiffon/envelope"
 	"github.com/chiffon-dev/chiffon/orchestrator/task"
 )
 
@@ -88,12 +87,12 @@ func (a *API) apiBatches(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, list)
 }
 
-// withBatch reads the batch the {id} path value names.
+// withBatch reads the batch the {id} path value names: its id, its short id or
+// a prefix of it.
 func (a *API) withBatch(h func(http.ResponseWriter, *http.Request, *api.Batch)) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		id, ok := envelope.ParseID(r.PathValue("id"))
+		id, ok := resolveID(w, r.PathValue("id"), "batch", a.fleet.BatchIDs)
 		if !ok {
-			writeError(w, http.StatusBadRequest, "invalid_field", "id", "must be a batch id (a UUID)")
 			return
 		}
 		b, err := a.fleet.GetBatch(id)

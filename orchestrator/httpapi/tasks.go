@@ -11,18 +11,6 @@ import (
 	"github.com/chiffon-dev/chiffon/orchestrator/task"
 )
 
-// withTask checks the {id} path value is a task id.
-func withTask(h func(http.ResponseWriter, *http.Request, string)) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
-		id, ok := envelope.ParseID(r.PathValue("id"))
-		if !ok {
-			writeError(w, http.StatusBadRequest, "invalid_field", "id", "must be a task id (a UUID)")
-			return
-		}
-		h(w, r, id)
-	}
-}
-
 func (a *API) apiSubmit(w http.ResponseWriter, r *http.Request) {
 	var req api.SubmitRequest
 	if !decodeBody(w, r, &req) {

@@ -168,6 +168,24 @@ func (s *Store) Tasks(keep func(*task.Task) bool, limit int) ([]*task.Task, erro
 	return out, nil
 }
 
+// TaskIDs returns the ids of the stored tasks that part names, in order, at
+// most limit (0: all). It reads every record, as Tasks does.
+func (s *Store) TaskIDs(part string, limit int) ([]string, error) {
+	tasks, err := s.Tasks(func(t *task.Task) bool { return task.MatchesID(t.ID, part) }, 0)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]string, 0, len(tasks))
+	for _, t := range tasks {
+		out = append(out, t.ID)
+	}
+	slices.Sort(out)
+	if limit > 0 && len(out) > limit {
+		out = out[:limit]
+	}
+	return out, nil
+}
+
 // markers returns the time of every finish marker, by task id.
 func (s *Store) markers(ctx context.Context) (map[string]time.Time, error) {
 	vals, err := s.lastValues(ctx, s.prefix+".f.*")

@@ -188,6 +188,24 @@ func (s *Store) Tasks(keep func(*task.Task) bool, limit int) ([]*task.Task, erro
 	return out, nil
 }
 
+// TaskIDs returns the ids of the stored tasks that part names, in order, at
+// most limit (0: all), scanning every id.
+func (s *Store) TaskIDs(part string, limit int) ([]string, error) {
+	s.mu.Lock()
+	var out []string
+	for id := range s.tasks.byID {
+		if st := s.tasks.live(id); st != nil && st.record != nil && task.MatchesID(id, part) {
+			out = append(out, id)
+		}
+	}
+	s.mu.Unlock()
+	slices.Sort(out)
+	if limit > 0 && len(out) > limit {
+		out = out[:limit]
+	}
+	return out, nil
+}
+
 // Unfinished returns the tasks not in a final state, oldest first.
 func (s *Store) Unfinished() ([]*task.Task, error) {
 	tasks, err := s.Tasks(func(t *task.Task) bool { return !t.State.Final() }, 0)

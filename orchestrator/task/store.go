@@ -51,6 +51,11 @@ type Store interface {
 	// first by CreatedAt, at most limit of them (0: all). keep may change the task
 	// it is given; the list holds it as changed.
 	Tasks(keep func(*Task) bool, limit int) ([]*Task, error)
+	// TaskIDs returns the ids of the stored tasks that part names (MatchesID;
+	// part as ParseIDRef returns it), in order, at most limit of them (0: all):
+	// how a short id or a prefix finds its task. It reads what Tasks reads, so
+	// the retention bounds it; a store may scan every id.
+	TaskIDs(part string, limit int) ([]string, error)
 	// Unfinished returns the tasks whose record is not in a final state, oldest
 	// first: the tasks an orchestrator resumes when it opens.
 	Unfinished() ([]*Task, error)

@@ -44,6 +44,7 @@ func Run(t *testing.T, open Open) {
 		{"RecordsPutReadListDelete", testRecordsPutReadListDelete},
 		{"RecordsSurviveRetention", testRecordsSurviveRetention},
 		{"RecordAfterCloseFails", testRecordAfterCloseFails},
+		{"TaskIDsByShortIDOrPrefix", testTaskIDsByShortIDOrPrefix},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, open) })
@@ -390,12 +391,15 @@ func testFinishedTaskExpires(t *testing.T, open Open) {
 	const retention = 2 * time.Second // Badger expires keys on whole seconds
 	s := openStore(t, open, retention)
 	running, done := newTask(1, task.StateRunning), newTask(2, task.StateRunning)
-	for _, tk := range []*task.Task{running, done} {
+	unread := newTask(3, task.StateRunning) // ends first; only TaskIDs looks for it
+	for _, tk := range []*task.Task{running, unread, done} {
 		tk.CreatedAt = time.Now()
 		save(t, s, &task.Write{ID: tk.ID, Task: tk, Events: []*task.Event{event(1, "a")}, Output: task.Piece{Data: "out"}})
 	}
-	done.State = task.StateSucceeded
-	save(t, s, &task.Write{ID: done.ID, Task: done, Events: []*task.Event{event(2, "end")}})
+	for _, tk := range []*task.Task{unread, done} {
+		tk.State = task.StateSucceeded
+		save(t, s, &task.Write{ID: tk.ID, Task: tk, Events: []*task.Event{event(2, "end")}})
+	}
 	if _, err := s.Task(done.ID); err != nil {
 		t.Fatalf("finished task gone at once: %v", err)
 	}
@@ -410,6 +414,7 @@ func testFinishedTaskExpires(t *testing.T, open Open) {
 		}
 		time.Sleep(50 * time.Millisecond) // polling for the expiry, within the deadline
 	}
+	wantTaskIDs(t, s, "task-00", running.ID)
 	list, err := s.Tasks(nil, 0)
 	if err != nil || len(list) != 1 || list[0].ID != running.ID {
 		t.Fatalf("list %v %v, want only the running task", list, err)
