@@ -95,8 +95,13 @@ func submitTask(cmd *cobra.Command, c *client.Client, req api.SubmitRequest, jso
 		if jsonOut {
 			return printJSON(cmd.OutOrStdout(), task)
 		}
-		_, err := fmt.Fprintln(cmd.OutOrStdout(), task.ID)
-		return err
+		if _, err := fmt.Fprintln(cmd.OutOrStdout(), task.ID); err != nil {
+			return err
+		}
+		if hint := approvalHint(task); hint != "" {
+			fmt.Fprintln(cmd.ErrOrStderr(), hint)
+		}
+		return nil
 	}
 	if !jsonOut {
 		fmt.Fprintln(cmd.ErrOrStderr(), "task", task.ID)
