@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -62,12 +61,15 @@ func awaitEnd(ctx context.Context, c *client.Client, t *task.Task, wait time.Dur
 	wctx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
 	err := c.Events(wctx, t.ID, func(*task.Event) error { return nil })
-	if err != nil && !errors.Is(err, context.DeadlineExceeded) {
+	if err != nil && wctx.Err() == nil {
 		return t, false, err
 	}
-	now, gerr := c.Get(ctx, t.ID)
-	if gerr != nil {
-		return t, false, gerr
+	// Past --wait, or interrupted: the task as it is now, asked even after a Ctrl-C.
+	gctx, gcancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer gcancel()
+	now, err := c.Get(gctx, t.ID)
+	if err != nil {
+		return t, false, err
 	}
 	return now, now.State.Final(), nil
 }
