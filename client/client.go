@@ -76,14 +76,20 @@ func (c *Client) do(ctx context.Context, method, path string, body any) (*http.R
 	}
 	if resp.StatusCode >= 400 {
 		defer resp.Body.Close()
-		var eb api.ErrorBody
-		b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<16))
-		if json.Unmarshal(b, &eb) != nil || eb.Error.Message == "" {
-			eb.Error.Message = strings.TrimSpace(string(b))
-		}
-		return nil, &APIError{Status: resp.StatusCode, APIErrorDetail: eb.Error}
+		return nil, readAPIError(resp)
 	}
 	return resp, nil
+}
+
+// readAPIError reads the error answer resp: the API's error body, or else the
+// text of the answer (such as a proxy's, or Go's to plain HTTP on an HTTPS port).
+func readAPIError(resp *http.Response) *APIError {
+	var eb api.ErrorBody
+	b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<16))
+	if json.Unmarshal(b, &eb) != nil || eb.Error.Message == "" {
+		eb.Error.Message = strings.TrimSpace(string(b))
+	}
+	return &APIError{Status: resp.StatusCode, APIErrorDetail: eb.Error}
 }
 
 func (c *Client) getJSON(ctx context.Context, method, path string, body, out any) error {
@@ -309,9 +315,7 @@ func (c *Client) events(ctx context.Context, id string, last *int64, fn func(*ta
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		var eb api.ErrorBody
-		_ = json.NewDecoder(resp.Body).Decode(&eb)
-		return false, &APIError{Status: resp.StatusCode, APIErrorDetail: eb.Error}
+		return false, readAPIError(resp)
 	}
 	final := false
 	err = readSSE(resp.Body, 4<<20, func(_, data string) error {

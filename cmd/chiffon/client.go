@@ -25,6 +25,10 @@ const DefaultDataDir = "chiffon-data"
 // variable as their own data dir.
 const clientDataDirEnv = "CHIFFON_DATA_DIR"
 
+// apiTokenFileEnv names the file of the API token, for client commands as for the
+// orchestrator, which reads it as its --api-token-file.
+const apiTokenFileEnv = "CHIFFON_API_TOKEN_FILE"
+
 // Files `chiffon up` writes into its data dir for the client commands.
 const (
 	apiURLFile   = "api.url"
@@ -44,17 +48,18 @@ type clientFlags struct {
 }
 
 // add defines the client flags on cmd and wraps its RunE so that an unreachable
-// server is reported with the ways to point the CLI at one, and a parameter error
+// server is reported with the ways to point the CLI at one, a certificate or
+// scheme it cannot use with what to change, and a parameter error
 // exits with exitParamError. Call it after RunE is set.
 func (f *clientFlags) add(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&f.server, "server", "", "orchestrator API URL (env CHIFFON_SERVER; default from the data dir's api.url, else http://127.0.0.1:8080)")
-	cmd.Flags().StringVar(&f.tokenFile, "api-token-file", "", "file holding the API token (env CHIFFON_API_TOKEN holds the token itself; default the data dir's secrets/api.token)")
+	cmd.Flags().StringVar(&f.tokenFile, "api-token-file", "", "file holding the API token (env CHIFFON_API_TOKEN holds the token itself, "+apiTokenFileEnv+" names a file; default the data dir's secrets/api.token)")
 	cmd.Flags().StringVar(&f.caFile, "api-ca-file", "", "PEM file of the CA to trust for an https server, instead of the system's (env CHIFFON_API_CA_FILE)")
 	cmd.Flags().StringVar(&f.dataDir, "data-dir", "", "data dir of a chiffon up, where its api.url and secrets/api.token are (env "+clientDataDirEnv+"; default ./"+DefaultDataDir+")")
 	cmd.Flags().BoolVar(&f.jsonOut, "json", false, "print JSON; errors too, as JSON on stderr")
 	run := cmd.RunE
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
-		return explainParams(explainUnreachable(run(cmd, args)))
+		return explainParams(explainConnection(explainUnreachable(run(cmd, args))))
 	}
 }
 
@@ -127,10 +132,17 @@ func (f *clientFlags) token() (string, error) {
 	if tok := os.Getenv("CHIFFON_API_TOKEN"); tok != "" {
 		return strings.TrimSpace(tok), nil
 	}
+	if file := os.Getenv(apiTokenFileEnv); file != "" {
+		tok, err := broker.ReadTokenFile(file)
+		if err != nil {
+			return "", fmt.Errorf("%s: %w", apiTokenFileEnv, err)
+		}
+		return tok, nil
+	}
 	dir, _ := f.upDataDir()
 	tok, err := broker.ReadTokenFile(filepath.Join(dir, apiTokenFile))
 	if errors.Is(err, os.ErrNotExist) {
-		return "", fmt.Errorf("no API token in %s: pass --api-token-file or set CHIFFON_API_TOKEN, or --data-dir (%s) naming the data dir of a `chiffon up`", dir, clientDataDirEnv)
+		return "", fmt.Errorf("no API token in %s: pass --api-token-file, set CHIFFON_API_TOKEN or "+apiTokenFileEnv+", or --data-dir (%s) naming the data dir of a `chiffon up`", dir, clientDataDirEnv)
 	}
 	return tok, err
 }

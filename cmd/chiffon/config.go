@@ -25,16 +25,18 @@ func newConfigCmd() *cobra.Command {
 	var kind string
 	check := &cobra.Command{
 		Use:   "check FILE...",
-		Short: "Validate agent or orchestrator config files, naming the key of each error",
+		Short: "Validate agent, orchestrator or broker config files, naming the key of each error",
 		Long: `Reads each file strictly (unknown keys are errors) and checks every value. The kind
-is told by the file (an agent config has a "type" key) unless --kind says it. Token
+is told by the file (an agent config has a "type" key; the broker's, such as the
+broker.conf chiffon init writes, is a nats-server config, read as chiffon broker
+--config reads it, with its TLS files) unless --kind says it. Token
 files that cannot be read here, and commands of subprocess work types not found on this
 host's PATH, are reported as warnings: they may live on another host.
 Exits 0 when every file is valid, 1 when any is not, 2 on a usage error.`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if kind != "" && kind != "agent" && kind != "orchestrator" {
-				return usagef("--kind must be agent or orchestrator")
+			if kind != "" && kind != "agent" && kind != "orchestrator" && kind != "broker" {
+				return usagef("--kind must be agent, orchestrator or broker")
 			}
 			ok := true
 			for _, path := range args {
@@ -46,7 +48,7 @@ Exits 0 when every file is valid, 1 when any is not, 2 on a usage error.`,
 			return nil
 		},
 	}
-	check.Flags().StringVar(&kind, "kind", "", "agent or orchestrator (default: told by the file)")
+	check.Flags().StringVar(&kind, "kind", "", "agent, orchestrator or broker (default: told by the file)")
 	cmd.AddCommand(check)
 	return cmd
 }
@@ -67,6 +69,11 @@ func checkConfigFile(w io.Writer, path, kind string) bool {
 		err        error
 	)
 	switch kind {
+	case "broker":
+		if desc, err = broker.CheckServerFile(path); err != nil {
+			fmt.Fprintf(w, "%s: broker config: %v\n", path, err)
+			return false
+		}
 	case "agent":
 		var c agent.Config
 		if c, err = agent.LoadConfig(path); err == nil {
@@ -175,15 +182,22 @@ func addNATSFiles(files map[string]string, c broker.NATSConfig) {
 	}
 }
 
-// configKind tells an agent config (it has a type key) from an orchestrator's.
+// configKind tells an agent config (it has a type key) from an orchestrator's,
+// and both from the broker's (a nats-server config).
 func configKind(path string) (string, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return "", err
 	}
 	var top map[string]any
-	if err := yaml.Unmarshal(b, &top); err != nil {
-		return "", fmt.Errorf("not YAML: %v", err)
+	if err := yaml.Unmarshal(b, &top); err != nil || filepath.Ext(path) == ".conf" {
+		// The broker's config is nats-server's own format, not YAML.
+		if broker.LooksLikeServerFile(path) {
+			return "broker", nil
+		}
+		if err != nil {
+			return "", fmt.Errorf("not YAML: %v (nor a nats-server config, as the broker's broker.conf is)", err)
+		}
 	}
 	if _, ok := top["type"]; ok {
 		return "agent", nil

@@ -12,21 +12,27 @@ import (
 	"github.com/spf13/cobra"
 )
 
-// followTask shows a task's events until it ends, then prints its output (or, with
-// --json, the final task) and returns the task's exit code.
+// followTask shows a task's events until it ends, and its output as it comes (or,
+// with --json, the events and then the final task), and returns the task's exit
+// code.
 func followTask(cmd *cobra.Command, c *client.Client, id string, jsonOut bool) error {
 	ctx := cmd.Context()
 	view := newProgressView(jsonOut, cmd.OutOrStdout(), cmd.ErrOrStderr())
+	var live liveOutput
 	err := c.Events(ctx, id, func(e *task.Event) error {
 		if !jsonOut && e.Type == task.EventState && e.State == task.StateAwaitingApproval &&
 			strings.HasPrefix(e.Message, "awaiting approval") {
 			fmt.Fprintf(cmd.ErrOrStderr(), "%s; waiting until an operator runs chiffon approve %s (or reject)\n", e.Message, id)
 		}
+		if !jsonOut {
+			view.output(live.event(e))
+		}
 		view.event(e)
 		return nil
 	})
-	view.close()
 	if err != nil {
+		view.output(live.takeHeld())
+		view.close()
 		if errors.Is(err, context.Canceled) {
 			return exitCode(exitNotFinished, fmt.Errorf("stopped watching; the task goes on: chiffon watch %s", id))
 		}
@@ -34,14 +40,19 @@ func followTask(cmd *cobra.Command, c *client.Client, id string, jsonOut bool) e
 	}
 	task, err := c.Get(context.WithoutCancel(ctx), id)
 	if err != nil {
+		view.close()
 		return err
 	}
 	if jsonOut {
+		view.close()
 		if err := printJSON(cmd.OutOrStdout(), task); err != nil {
 			return err
 		}
 	} else {
-		if _, err := c.Output(ctx, id, cmd.OutOrStdout()); err != nil {
+		rest, err := live.rest(ctx, c, task)
+		view.output(rest)
+		view.close() // the summary starts a line of its own
+		if err != nil {
 			return err
 		}
 		fmt.Fprintln(cmd.ErrOrStderr(), summary(task))

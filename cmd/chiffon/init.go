@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"path/filepath"
 	"strings"
 
@@ -190,6 +191,21 @@ func parseInitClients(specs []string, agents []site.Agent) ([]site.Client, error
 	return out, nil
 }
 
+// apiAddr is the address clients reach the API of l by: its listen address, or
+// for a wildcard one (every address) the first name in the API's certificate,
+// else 127.0.0.1.
+func apiAddr(l *site.Layout) string {
+	host, port, err := net.SplitHostPort(l.Listen)
+	if err != nil || !site.IsWildcard(host) {
+		return l.Listen
+	}
+	host = "127.0.0.1"
+	if len(l.Spec.APIHosts) > 0 {
+		host = l.Spec.APIHosts[0]
+	}
+	return net.JoinHostPort(host, port)
+}
+
 // printInitSummary says what init wrote, which files each host needs and how
 // to start the site.
 func printInitSummary(w io.Writer, l *site.Layout, st *site.Secrets) {
@@ -207,7 +223,7 @@ func printInitSummary(w io.Writer, l *site.Layout, st *site.Secrets) {
 	}
 	for _, orch := range l.Orchestrators {
 		if orch.Advertise == "" {
-			fmt.Fprintf(w, "  %-23s orchestrator (API %s://%s%s)\n", orch.File, scheme, l.Listen, ca)
+			fmt.Fprintf(w, "  %-23s orchestrator (API %s://%s%s)\n", orch.File, scheme, apiAddr(l), ca)
 			continue
 		}
 		fmt.Fprintf(w, "  %-23s member of group %s, tasks in JetStream on 3 replicas (API %s, listening on %s%s)\n",

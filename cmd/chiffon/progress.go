@@ -16,9 +16,12 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// progressView shows a task's events as they arrive.
+// progressView shows a task's events as they arrive, and its output beside them.
 type progressView interface {
 	event(e *task.Event)
+	// output prints a piece of the task's output (to stdout), around the view's
+	// own lines.
+	output(b []byte)
 	// close ends the view, such as by finishing the bar's line.
 	close()
 }
@@ -26,6 +29,7 @@ type progressView interface {
 // newProgressView picks the view: JSON lines with --json, a redrawn bar on a terminal,
 // plain lines into a pipe or file.
 func newProgressView(jsonOut bool, stdout, stderr io.Writer) progressView {
+	out := outputLines{w: stdout, shared: sameFile(stdout, stderr)}
 	switch {
 	case jsonOut:
 		enc := json.NewEncoder(stdout)
@@ -33,9 +37,49 @@ func newProgressView(jsonOut bool, stdout, stderr io.Writer) progressView {
 		return jsonView{enc}
 	case isTerminal(stderr):
 		f := stderr.(*os.File)
-		return &barView{w: stderr, columns: func() int { return terminalColumns(f) }}
+		return &barView{w: stderr, out: out, columns: func() int { return terminalColumns(f) }}
 	default:
-		return &lineView{w: stderr}
+		return &lineView{w: stderr, out: out}
+	}
+}
+
+// sameFile reports whether a and b are one open file, such as the same terminal, or
+// one pipe for stdout and stderr (2>&1): the task's output and the view's lines then
+// share its lines.
+func sameFile(a, b io.Writer) bool {
+	fa, ok := a.(*os.File)
+	fb, ok2 := b.(*os.File)
+	if !ok || !ok2 {
+		return false
+	}
+	sa, err := fa.Stat()
+	sb, err2 := fb.Stat()
+	return err == nil && err2 == nil && os.SameFile(sa, sb)
+}
+
+// outputLines is where a view prints the task's output, and whether the last
+// byte printed left a line open there.
+type outputLines struct {
+	w io.Writer
+	// shared says the view's own lines go to the same file as the output.
+	shared  bool
+	midLine bool
+}
+
+func (o *outputLines) write(b []byte) {
+	if len(b) == 0 {
+		return
+	}
+	_, _ = o.w.Write(b)
+	o.midLine = b[len(b)-1] != '\n'
+}
+
+// endLine ends, on the view's writer w, a line of output left open on the same
+// file, so that the view's next line starts a line of its own.
+func (o *outputLines) endLine(w io.Writer) {
+	if o.shared && o.midLine {
+		fmt.Fprintln(w)
+		o.midLine = false
 	}
 }
 
@@ -51,7 +95,10 @@ func isTerminal(w io.Writer) bool {
 type jsonView struct{ enc *json.Encoder }
 
 func (v jsonView) event(e *task.Event) { _ = v.enc.Encode(e) }
-func (jsonView) close()                {}
+
+// output prints nothing: the events carry the output.
+func (jsonView) output([]byte) {}
+func (jsonView) close()        {}
 
 // progressState is what the bar and the plain lines show.
 type progressState struct {
@@ -79,29 +126,38 @@ func (p *progressState) apply(e *task.Event) (changed bool) {
 	return changed
 }
 
-// lineView prints one line per change of state, percent or step.
+// lineView prints one line per change of state, percent or step, and the output
+// as it comes.
 type lineView struct {
-	w  io.Writer
-	st progressState
+	w   io.Writer
+	out outputLines
+	st  progressState
 }
 
 func (v *lineView) event(e *task.Event) {
 	if e.Type == task.EventRetry && e.Error != nil {
+		v.out.endLine(v.w)
 		fmt.Fprintf(v.w, "%s retry after %d: %s\n", e.At.Local().Format(time.TimeOnly), e.Error.Code, e.Error.Message)
 	}
 	if !v.st.apply(e) {
 		return
 	}
+	v.out.endLine(v.w)
 	fmt.Fprintf(v.w, "%s %-10s %3d%%  %s\n", e.At.Local().Format(time.TimeOnly), v.st.state, v.st.percent, v.st.step)
 }
 
-func (*lineView) close() {}
+func (v *lineView) output(b []byte) { v.out.write(b) }
+
+func (v *lineView) close() { v.out.endLine(v.w) }
 
 // barView redraws one line: a bar, the percent, the state and the step name. Each
 // frame is fitted to the terminal's width: a line that wrapped would leave its first
 // rows behind, as "\r" and erase-line redraw only the row the cursor is on.
 type barView struct {
-	w io.Writer
+	w   io.Writer
+	out outputLines
+	// drawn says a frame is on the cursor's line of w.
+	drawn bool
 	// columns returns the terminal's width, asked at each frame so that a resized
 	// terminal is followed; nil or a result below 1 means 80.
 	columns func() int
@@ -111,9 +167,14 @@ type barView struct {
 const barWidth = 30
 
 func (v *barView) event(e *task.Event) {
-	if !v.st.apply(e) {
-		return
+	if v.st.apply(e) {
+		v.draw()
 	}
+}
+
+// draw draws the frame on a line of its own.
+func (v *barView) draw() {
+	v.out.endLine(v.w)
 	cols := 0
 	if v.columns != nil {
 		cols = v.columns()
@@ -122,6 +183,23 @@ func (v *barView) event(e *task.Event) {
 		cols = 80
 	}
 	fmt.Fprint(v.w, "\r\033[K"+v.frame(cols))
+	v.drawn = true
+}
+
+// output prints b above the bar: on the same terminal the bar's line is erased,
+// b printed from its start, and the bar drawn again below it.
+func (v *barView) output(b []byte) {
+	if len(b) == 0 {
+		return
+	}
+	redraw := v.drawn && v.out.shared
+	if redraw {
+		fmt.Fprint(v.w, "\r\033[K")
+	}
+	v.out.write(b)
+	if redraw {
+		v.draw()
+	}
 }
 
 // frame is the line drawn on a terminal cols wide. It leaves the last column free
@@ -172,4 +250,10 @@ func terminalColumns(f *os.File) int {
 	return n
 }
 
-func (v *barView) close() { fmt.Fprintln(v.w) }
+// close ends the bar's line, or a line of output left open on the terminal.
+func (v *barView) close() {
+	if v.drawn || v.out.shared && v.out.midLine {
+		fmt.Fprintln(v.w)
+	}
+	v.drawn, v.out.midLine = false, false
+}

@@ -31,8 +31,10 @@ JSON value as it is; --params-json gives them all as one object. A value the sch
 refuses exits 65 and submits nothing. --hint takes max_duration_seconds, max_memory_mb and
 agent_id (to pin the task to one agent).
 
-With --wait it shows live progress (a bar on a terminal, plain lines into a pipe, JSON
-lines with --json), prints the output, and exits with the task's exit code.
+Without --wait, a task that waits for an operator's yes is said so on stderr, with
+the chiffon approve line. With --wait it shows live progress (a bar on a terminal,
+plain lines into a pipe, JSON lines with --json), prints the output as it comes
+(whole lines, above the bar on a terminal), and exits with the task's exit code.
 
 ` + followExitCodes + `
 
@@ -95,8 +97,13 @@ func submitTask(cmd *cobra.Command, c *client.Client, req api.SubmitRequest, jso
 		if jsonOut {
 			return printJSON(cmd.OutOrStdout(), task)
 		}
-		_, err := fmt.Fprintln(cmd.OutOrStdout(), task.ID)
-		return err
+		if _, err := fmt.Fprintln(cmd.OutOrStdout(), task.ID); err != nil {
+			return err
+		}
+		if hint := approvalHint(task); hint != "" {
+			fmt.Fprintln(cmd.ErrOrStderr(), hint)
+		}
+		return nil
 	}
 	if !jsonOut {
 		fmt.Fprintln(cmd.ErrOrStderr(), "task", task.ID)
