@@ -15,6 +15,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/chiffon-dev/chiffon/api"
@@ -22,14 +23,25 @@ import (
 	"github.com/chiffon-dev/chiffon/orchestrator/webhook"
 )
 
-// Client talks to an orchestrator's HTTP API.
+// Client talks to an orchestrator's HTTP API, or to any orchestrator of a group
+// (see servers.go). Do not copy a Client once used.
 type Client struct {
 	// BaseURL is the API's root, such as "http://127.0.0.1:8080".
 	BaseURL string
+	// Servers are the API roots of the other orchestrators of BaseURL's group:
+	// a request that one cannot take goes to the next.
+	Servers []string
+	// Patience is how long a write goes on trying while no orchestrator can
+	// take it (each refuses the connection or answers 503, as during a
+	// takeover); 0 tries each once. Reads try each once.
+	Patience time.Duration
 	// Token is the API bearer token.
 	Token string
 	// HTTP is the HTTP client to use; nil means http.DefaultClient.
 	HTTP *http.Client
+
+	// last is the index in servers() of the one that answered last.
+	last atomic.Int32
 }
 
 // APIError is an error answer of the API.
@@ -49,28 +61,31 @@ func (e *APIError) Error() string {
 	return fmt.Sprintf("%s (HTTP %d)", e.Message, e.Status)
 }
 
+// do sends a request to the group's orchestrators (send) and turns an error
+// answer into an *APIError.
 func (c *Client) do(ctx context.Context, method, path string, body any) (*http.Response, error) {
-	var rd io.Reader
+	var b []byte
 	if body != nil {
-		b, err := json.Marshal(body)
+		var err error
+		if b, err = json.Marshal(body); err != nil {
+			return nil, err
+		}
+	}
+	resp, err := c.send(ctx, method, func(server string) (*http.Request, error) {
+		var rd io.Reader
+		if b != nil {
+			rd = bytes.NewReader(b)
+		}
+		req, err := http.NewRequestWithContext(ctx, method, server+path, rd)
 		if err != nil {
 			return nil, err
 		}
-		rd = bytes.NewReader(b)
-	}
-	req, err := http.NewRequestWithContext(ctx, method, strings.TrimSuffix(c.BaseURL, "/")+path, rd)
-	if err != nil {
-		return nil, err
-	}
-	req.Header.Set("Authorization", "Bearer "+c.Token)
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	hc := c.HTTP
-	if hc == nil {
-		hc = http.DefaultClient
-	}
-	resp, err := hc.Do(req)
+		req.Header.Set("Authorization", "Bearer "+c.Token)
+		if body != nil {
+			req.Header.Set("Content-Type", "application/json")
+		}
+		return req, nil
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -296,7 +311,8 @@ func (e *streamError) Error() string { return e.err.Error() }
 func (e *streamError) Unwrap() error { return e.err }
 
 func (c *Client) events(ctx context.Context, id string, last *int64, fn func(*task.Event) error) (bool, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimSuffix(c.BaseURL, "/")+"/api/v1/tasks/"+url.PathEscape(id)+"/events", nil)
+	server := c.order()[0]
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, server+"/api/v1/tasks/"+url.PathEscape(id)+"/events", nil)
 	if err != nil {
 		return false, err
 	}
@@ -311,9 +327,13 @@ func (c *Client) events(ctx context.Context, id string, last *int64, fn func(*ta
 	}
 	resp, err := hc.Do(req)
 	if err != nil {
+		c.moveOn(server)
 		return false, &streamError{err: err}
 	}
 	defer resp.Body.Close()
+	if resp.StatusCode >= 500 {
+		c.moveOn(server)
+	}
 	if resp.StatusCode != http.StatusOK {
 		return false, readAPIError(resp)
 	}

@@ -267,9 +267,12 @@ func (s *sseStream) read(t *testing.T) []task.Event {
 
 // A leader that stalls past its lease (its store's writer blocked, so that it
 // cannot renew) sends nothing to an agent once the lease has lapsed by its own
-// clock, even before it learns it lost the lead; when it goes on it steps down.
+// clock, even before it learns it lost the lead; when it goes on it steps down,
+// and a submit that met the lapsed lease is answered 503 with Retry-After
+// (nothing stored: try again), not 500.
 func TestGroupStalledLeaderSendsNothing(t *testing.T) {
 	e, a, b, ag := newGroup(t)
+	ca := e.client(a)
 	tk := submit(t, a, nil)
 	w := ag.next()
 	ag.ack(w)
@@ -278,6 +281,14 @@ func TestGroupStalledLeaderSendsNothing(t *testing.T) {
 	release := orchestrator.StallStoreWriter(a)
 	defer release()
 	waitRole(t, b, "leader")
+	submitted := make(chan *http.Response, 1)
+	go func() {
+		resp, err := rawPost(ca, "/api/v1/tasks", `{"to_agent":"code","work_type":"echo"}`)
+		if err != nil {
+			t.Errorf("submit to the stalled leader: %v", err)
+		}
+		submitted <- resp
+	}()
 	// a still runs its core: it has not been told. A cancel would go to the
 	// agent at once; it must not.
 	go func() { _, _ = a.Cancel(context.Background(), tk.ID, "from a stalled leader") }()
@@ -296,6 +307,34 @@ func TestGroupStalledLeaderSendsNothing(t *testing.T) {
 	}
 	release()
 	waitRole(t, a, "standby")
+	select {
+	case resp := <-submitted:
+		if resp == nil {
+			return
+		}
+		if resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") == "" {
+			t.Fatalf("a submit that met the lapsed lease: %s, Retry-After %q; want 503 with Retry-After", resp.Status, resp.Header.Get("Retry-After"))
+		}
+	case <-time.After(wait):
+		t.Fatal("the submit to the stalled leader got no answer")
+	}
+}
+
+// rawPost posts body to path of c's server and returns the answer, its body
+// read.
+func rawPost(c *client.Client, path, body string) (*http.Response, error) {
+	req, err := http.NewRequest(http.MethodPost, c.BaseURL+path, strings.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Authorization", "Bearer "+c.Token)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := c.HTTP.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	return resp, resp.Body.Close()
 }
 
 // A standby with no leader to forward to answers 503, and says so.
@@ -312,6 +351,10 @@ func TestGroupForwardWithoutLeaderIs503(t *testing.T) {
 	var ae *client.APIError
 	if !errors.As(err, &ae) || ae.Status != http.StatusServiceUnavailable {
 		t.Fatalf("submit with no leader to forward to: %v, want 503", err)
+	}
+	resp, err := rawPost(e.client(b), "/api/v1/tasks", `{"to_agent":"code","work_type":"echo"}`)
+	if err != nil || resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") == "" {
+		t.Fatalf("the standby's 503: %v %v, Retry-After %q; want it", resp, err, resp.Header.Get("Retry-After"))
 	}
 }
 

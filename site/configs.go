@@ -1,6 +1,7 @@
 package site
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"os"
@@ -52,7 +53,7 @@ func (l *Layout) writeOrchConfig(st *Secrets, orch OrchestratorFile, allowed []m
 	}
 	edits := append(natsEdits(st.NATSConfig(orchID, l.NATS, l.SecretsDir)),
 		yamlEdit{l.onHost(APIToken), []string{"api_token_file"}},
-		yamlEdit{l.Listen, []string{"http", "listen"}},
+		yamlEdit{cmp.Or(orch.Listen, l.Listen), []string{"http", "listen"}},
 		yamlEdit{orch.DataDir, []string{"data_dir"}},
 		yamlEdit{allowed, []string{"agents"}})
 	if l.Spec.APIHosts != nil {

@@ -67,6 +67,9 @@ type OrchestratorFile struct {
 	File string
 	// DataDir is its data dir on its host.
 	DataDir string
+	// Listen is its HTTP API's address, http.listen: --listen, or for a
+	// second orchestrator on the same host the next free port after it.
+	Listen string
 	// Advertise is a group member's API URL, its ha.advertise_url; "" alone.
 	Advertise string
 }
@@ -117,11 +120,16 @@ func (o Options) Layout() (*Layout, error) {
 }
 
 // layoutGroup makes the orchestrators a group, each on its host with its
-// advertised API address, the API's certificate naming every host.
+// advertised API address, the API's certificate naming every host. The
+// orchestrators that share a host listen on ports one apart, from --listen's.
 func (l *Layout) layoutGroup(hosts []string) error {
-	_, port, err := net.SplitHostPort(l.Listen)
+	listenHost, portText, err := net.SplitHostPort(l.Listen)
 	if err != nil {
 		return fmt.Errorf("--listen %q: %v", l.Listen, err)
+	}
+	base, err := strconv.Atoi(portText)
+	if err != nil {
+		return fmt.Errorf("--listen %q: the port must be a number", l.Listen)
 	}
 	scheme := "http"
 	if l.Spec.APIHosts != nil {
@@ -130,11 +138,14 @@ func (l *Layout) layoutGroup(hosts []string) error {
 		scheme = "https"
 	}
 	l.Orchestrators = l.Orchestrators[:0]
+	onHost := map[string]int{}
 	for i := range l.HA.Orchestrators {
 		name := "orchestrator-" + strconv.Itoa(i+1)
+		port := strconv.Itoa(base + onHost[hosts[i]])
+		onHost[hosts[i]]++
 		l.Spec.Orchestrators = append(l.Spec.Orchestrators, name)
 		l.Orchestrators = append(l.Orchestrators, OrchestratorFile{File: name + ".yaml", DataDir: filepath.Join(l.DataRoot, name),
-			Advertise: scheme + "://" + net.JoinHostPort(hosts[i], port)})
+			Listen: net.JoinHostPort(listenHost, port), Advertise: scheme + "://" + net.JoinHostPort(hosts[i], port)})
 	}
 	return nil
 }

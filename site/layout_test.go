@@ -166,3 +166,29 @@ func TestLayoutPutsTheSecretsUnderDirUnlessTold(t *testing.T) {
 		t.Errorf("SecretsDir %q, %v; want /etc/chiffon", l.SecretsDir, err)
 	}
 }
+
+// TestLayoutGivesOrchestratorsOnOneHostTheirOwnPorts: orchestrators of a group
+// that share a host listen, and are advertised, on ports one apart; those on
+// hosts of their own keep --listen's port.
+func TestLayoutGivesOrchestratorsOnOneHostTheirOwnPorts(t *testing.T) {
+	for _, tc := range []struct {
+		hosts []string
+		want  []string
+	}{
+		{[]string{"nas.lan", "nas.lan", "pi.lan"}, []string{
+			"0.0.0.0:8080 https://nas.lan:8080", "0.0.0.0:8081 https://nas.lan:8081", "0.0.0.0:8080 https://pi.lan:8080"}},
+		{[]string{"a.lan", "b.lan"}, []string{"0.0.0.0:8080 https://a.lan:8080", "0.0.0.0:8080 https://b.lan:8080"}},
+	} {
+		l, err := group(len(tc.hosts), func(o *Options) { o.HA.OrchestratorHosts = tc.hosts }).Layout()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, o := range l.Orchestrators {
+			got = append(got, o.Listen+" "+o.Advertise)
+		}
+		if !slices.Equal(got, tc.want) {
+			t.Errorf("hosts %v: orchestrators\n  %s\nwant\n  %s", tc.hosts, strings.Join(got, "\n  "), strings.Join(tc.want, "\n  "))
+		}
+	}
+}

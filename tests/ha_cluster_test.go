@@ -193,6 +193,20 @@ work_types:
       properties:
         n: {type: integer}
         sleep: {type: string}
+  gated:
+    shell: |
+      echo started
+      while [ ! -e "$CHIFFON_PARAM_GATE" ]; do sleep 0.05; done
+      echo done
+      exit "$CHIFFON_PARAM_CODE"
+    env: [PATH]
+    timeout: 2m
+    schema:
+      type: object
+      required: [gate, code]
+      properties:
+        gate: {type: string}
+        code: {type: integer}
 `, id, s.natsSection(), s.secret(id+".token"), s.secret(id+".orchestrator.token"),
 		filepath.Join(s.dir, "data", id), relHeartbeat, relKeepalive, indent(workScript, "      "), s.runsFile)
 	s.write(id+".yaml", cfg)

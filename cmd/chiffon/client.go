@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/chiffon-dev/chiffon/broker"
 	"github.com/chiffon-dev/chiffon/client"
@@ -52,7 +53,7 @@ type clientFlags struct {
 // scheme it cannot use with what to change, and a parameter error
 // exits with exitParamError. Call it after RunE is set.
 func (f *clientFlags) add(cmd *cobra.Command) {
-	cmd.Flags().StringVar(&f.server, "server", "", "orchestrator API URL (env CHIFFON_SERVER; default from the data dir's api.url, else http://127.0.0.1:8080)")
+	cmd.Flags().StringVar(&f.server, "server", "", "orchestrator API URL, or the comma-separated URLs of a group's orchestrators, tried in turn (env CHIFFON_SERVER; default from the data dir's api.url, else http://127.0.0.1:8080)")
 	cmd.Flags().StringVar(&f.tokenFile, "api-token-file", "", "file holding the API token (env CHIFFON_API_TOKEN holds the token itself, "+apiTokenFileEnv+" names a file; default the data dir's secrets/api.token)")
 	cmd.Flags().StringVar(&f.caFile, "api-ca-file", "", "PEM file of the CA to trust for an https server, instead of the system's (env CHIFFON_API_CA_FILE)")
 	cmd.Flags().StringVar(&f.dataDir, "data-dir", "", "data dir of a chiffon up, where its api.url and secrets/api.token are (env "+clientDataDirEnv+"; default ./"+DefaultDataDir+")")
@@ -94,9 +95,7 @@ func (f *clientFlags) client() (*client.Client, error) {
 	if server == "" {
 		server = "http://127.0.0.1:8080"
 	}
-	if !strings.Contains(server, "://") {
-		server = "http://" + server
-	}
+	servers := serverURLs(server)
 	token, err := f.token()
 	if err != nil {
 		return nil, err
@@ -105,7 +104,31 @@ func (f *clientFlags) client() (*client.Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &client.Client{BaseURL: server, Token: token, HTTP: hc}, nil
+	return &client.Client{BaseURL: servers[0], Servers: servers[1:], Patience: clientPatience, Token: token, HTTP: hc}, nil
+}
+
+// clientPatience is how long a command goes on trying while no orchestrator
+// can take its request (refused connections, 503 during a takeover): a group's
+// lease is 5 s by default, and a standby takes over within it.
+const clientPatience = 30 * time.Second
+
+// serverURLs splits a --server list at its commas; a URL without a scheme is
+// http://.
+func serverURLs(list string) []string {
+	var out []string
+	for _, s := range strings.Split(list, ",") {
+		if s = strings.TrimSpace(s); s == "" {
+			continue
+		}
+		if !strings.Contains(s, "://") {
+			s = "http://" + s
+		}
+		out = append(out, s)
+	}
+	if len(out) == 0 {
+		out = []string{"http://127.0.0.1:8080"}
+	}
+	return out
 }
 
 // httpClient returns an HTTP client trusting only the CA of --api-ca-file (or

@@ -53,11 +53,25 @@ func writeRequestErr(w http.ResponseWriter, err error) {
 			api.APIErrorDetail{Code: we.Code, Field: we.Field, Pointer: we.Pointer, Message: we.Message})
 	case errors.Is(err, api.ErrTooLarge):
 		writeError(w, http.StatusRequestEntityTooLarge, "too_large", "parameters", err.Error())
-	case errors.Is(err, api.ErrClosed):
-		writeError(w, http.StatusServiceUnavailable, "unavailable", "", err.Error())
+	case unavailable(err):
+		writeUnavailable(w, err.Error())
 	default:
 		writeError(w, http.StatusInternalServerError, "internal", "", err.Error())
 	}
+}
+
+// unavailable reports whether err says this orchestrator cannot act now, but
+// another (or it, later) can: it closed, or it does not lead. Nothing was
+// stored.
+func unavailable(err error) bool {
+	return errors.Is(err, api.ErrClosed) || errors.Is(err, task.ErrNotLeader)
+}
+
+// writeUnavailable answers 503 with Retry-After: nothing was done, and the
+// request may be sent again (to this orchestrator or another of its group).
+func writeUnavailable(w http.ResponseWriter, msg string) {
+	w.Header().Set("Retry-After", "1")
+	writeError(w, http.StatusServiceUnavailable, "unavailable", "", msg)
 }
 
 // writeDecodeErr answers a body that is not a valid submission, naming the field.
@@ -97,6 +111,10 @@ func jsonKind(k string) string {
 func writeTaskErr(w http.ResponseWriter, err error) {
 	if errors.Is(err, task.ErrNotFound) {
 		writeError(w, http.StatusNotFound, "not_found", "id", "no such task")
+		return
+	}
+	if unavailable(err) {
+		writeUnavailable(w, err.Error())
 		return
 	}
 	writeError(w, http.StatusInternalServerError, "internal", "", err.Error())

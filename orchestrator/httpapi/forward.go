@@ -39,7 +39,7 @@ const (
 const forwardTimeout = 30 * time.Second
 
 // forwardedHeaders are the answer's headers a standby passes on.
-var forwardedHeaders = []string{"Content-Type", "Location", "WWW-Authenticate"}
+var forwardedHeaders = []string{"Content-Type", "Location", "Retry-After", "WWW-Authenticate"}
 
 // leaderOnly serves h when this orchestrator runs the core, and forwards the
 // request to the leader otherwise.
@@ -76,8 +76,7 @@ func (a *API) forward(w http.ResponseWriter, r *http.Request) {
 	resp, err := call.Next(ctx)
 	switch {
 	case errors.Is(err, nats.ErrNoResponders):
-		w.Header().Set("Retry-After", "1")
-		writeError(w, http.StatusServiceUnavailable, "unavailable", "", "no orchestrator of the group leads at the moment; try again")
+		writeUnavailable(w, "no orchestrator of the group leads at the moment; try again")
 		return
 	case errors.Is(err, context.DeadlineExceeded):
 		writeError(w, http.StatusGatewayTimeout, "unavailable", "",
@@ -143,7 +142,7 @@ func (a *API) AnswerForwarded(msg *nats.Msg) {
 
 func (a *API) serveForwarded(w *bufferedResponse, msg *nats.Msg) {
 	if !a.serving() { // the lead moved on: never forward again
-		writeError(w, http.StatusServiceUnavailable, "unavailable", "", "no orchestrator of the group leads at the moment; try again")
+		writeUnavailable(w, "no orchestrator of the group leads at the moment; try again")
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), forwardTimeout)

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/chiffon-dev/chiffon/orchestrator/task"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/nats-io/nuid"
@@ -17,7 +18,7 @@ import (
 
 // ErrNotLeader is the error of a write by a store that has joined an election
 // (Elect) and does not lead: the write was not stored.
-var ErrNotLeader = errors.New("jsstore: this orchestrator does not lead: write not stored")
+var ErrNotLeader = fmt.Errorf("jsstore: %w", task.ErrNotLeader)
 
 // Why a store stops leading, as OnLose is told.
 var (

@@ -112,9 +112,7 @@ func Open(nc *nats.Conn, opts Options) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("jsstore: %w", err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
-	defer cancel()
-	stream, err := js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
+	stream, err := createStream(js, opts, jetstream.StreamConfig{
 		Name:               opts.Stream,
 		Subjects:           []string{opts.Prefix + ".>"},
 		Storage:            jetstream.FileStorage,
@@ -143,6 +141,31 @@ func Open(nc *nats.Conn, opts Options) (*Store, error) {
 		go s.sweeper(sctx)
 	}
 	return s, nil
+}
+
+// joinPatience is how long Open waits for the servers of a cluster to be up
+// and joined, when too few are for the stream's replicas: the hosts of a site
+// boot in any order.
+var joinPatience = 60 * time.Second
+
+// createStream creates or updates the stream, waiting up to joinPatience while
+// the cluster has too few servers joined for its replicas (10005).
+func createStream(js jetstream.JetStream, opts Options, cfg jetstream.StreamConfig) (jetstream.Stream, error) {
+	deadline := time.Now().Add(joinPatience)
+	wait := 250 * time.Millisecond
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
+		stream, err := js.CreateOrUpdateStream(ctx, cfg)
+		cancel()
+		var apiErr *jetstream.APIError
+		if err == nil || !errors.As(err, &apiErr) || apiErr.ErrorCode != 10005 || time.Now().Add(wait).After(deadline) {
+			return stream, err
+		}
+		opts.Logger.Info("waiting for the JetStream cluster's servers to join, for the stream's replicas",
+			"stream", opts.Stream, "replicas", opts.Replicas, "err", err)
+		time.Sleep(wait)
+		wait = min(2*wait, 2*time.Second)
+	}
 }
 
 // openError says why the stream could not be made, with a hint for the usual

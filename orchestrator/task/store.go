@@ -11,6 +11,12 @@ import (
 // ErrNotFound is returned for a task, or a record, the store does not hold.
 var ErrNotFound = errors.New("task not found")
 
+// ErrNotLeader is a store's refusal of a write while this orchestrator does not
+// lead its group (the lease lapsed, or another took over): nothing was stored.
+// The API answers it 503 with Retry-After: a client tries again, and meets the
+// orchestrator that leads.
+var ErrNotLeader = errors.New("this orchestrator does not lead: write not stored")
+
 // ErrEmptyRecord is returned by PutRecord for empty, non-nil data: nil deletes a
 // record, and a record is never empty (JetStream's store marks a deleted record
 // with an empty message).
