@@ -69,8 +69,7 @@ func TestApprovalHoldsATaskUntilApproved(t *testing.T) {
 		}
 		noWork(t, a, 200*time.Millisecond)
 
-		vc := *c
-		vc.Token = viewer
+		vc := &client.Client{BaseURL: c.BaseURL, Token: viewer, HTTP: c.HTTP}
 		var ae *client.APIError
 		if _, err := vc.Decide(ctx, tk.ID, true, ""); !errors.As(err, &ae) || ae.Status != http.StatusForbidden {
 			t.Fatalf("a viewer's approval: %v, want 403", err)

@@ -111,7 +111,8 @@ func newStoreEnv(t *testing.T, kind string, agentIDs ...string) *env {
 		NATS:    broker.NATSConfig{URLs: []string{e.srv.ClientURL()}},
 		DataDir: t.TempDir(), APIToken: broker.NewToken(),
 		Timeouts: policy.TimeoutConfig{Ack: 2 * time.Second, Inactivity: 2 * time.Second,
-			DeadlineGrace: 10 * time.Millisecond, Control: 2 * time.Second, InstanceProbe: 50 * time.Millisecond},
+			DeadlineGrace: 10 * time.Millisecond, Control: 2 * time.Second, InstanceProbe: 50 * time.Millisecond,
+			Registration: time.Nanosecond}, // no wait for the agents: tests that want one set it
 		Retry:   policy.RetryConfig{Initial: 10 * time.Millisecond, Max: time.Second},
 		Breaker: policy.BreakerConfig{OpenFor: 300 * time.Millisecond},
 		Store:   orchestrator.StoreConfig{Kind: kind},

@@ -72,6 +72,10 @@ type Core struct {
 	leading func() bool
 	// catalog is the latest snapshot of the agents' catalogue (catalog.go).
 	catalog atomic.Pointer[catalog]
+	// registerBy ends the wait for the configured agents to register
+	// (registration.go); registered routes the queued tasks again then.
+	registerBy time.Time
+	registered *time.Timer
 
 	// The core's subscriptions (see subscribe); after Close, subsClosed.
 	subsMu     sync.Mutex
@@ -156,6 +160,7 @@ func (o *Core) Start(extra map[string]nats.MsgHandler) error {
 	if err := o.initMetrics(); err != nil {
 		return err
 	}
+	o.awaitRegistrations()
 	if err := o.recover(); err != nil {
 		return err
 	}
@@ -184,6 +189,9 @@ func (o *Core) Close() {
 		}
 		for _, a := range o.agents {
 			a.stopTimers()
+		}
+		if o.registered != nil {
+			o.registered.Stop()
 		}
 		o.emit(Event{Kind: Stopped})
 	})

@@ -169,6 +169,9 @@ type followUp struct {
 	r     *run
 	ev    event
 	drain envelope.AgentType
+	// every routes each of drain's queued tasks again, even while no agent
+	// has room (the registration wait ended: registration.go).
+	every bool
 }
 
 // then queues f for runNext.
@@ -185,7 +188,7 @@ func (o *Core) runNext() {
 		case f.r != nil:
 			o.route(f.r)
 		default:
-			o.drainQueue(f.drain)
+			o.drainQueue(f.drain, f.every)
 		}
 	}
 	o.next = o.next[:0]
@@ -193,8 +196,11 @@ func (o *Core) runNext() {
 
 // drain routes the queued tasks of typ while agents have room, now or, while
 // deliver works, after the effects being carried out.
-func (o *Core) drain(typ envelope.AgentType) {
-	o.then(followUp{drain: typ})
+func (o *Core) drain(typ envelope.AgentType) { o.drainWith(followUp{drain: typ}) }
+
+// drainWith queues f, a drain, and runs it unless deliver is at work.
+func (o *Core) drainWith(f followUp) {
+	o.then(f)
 	if !o.busy {
 		o.busy = true
 		o.runNext()

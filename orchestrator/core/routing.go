@@ -71,11 +71,17 @@ func (o *Core) pick(r *run) pickResult {
 		candidates = append(candidates, a)
 	}
 	if typeOnline && !offered {
+		if o.awaitingAgents(t.ToAgent, pinned) {
+			return pickResult{queue: true} // one still to come may offer it
+		}
 		// Agents of the type are here and none offers the work type: waiting and
 		// retrying would only end the same way, later.
 		return pickResult{err: errcodes.NewUnsupportedWorkType(t.WorkType, o.offeredWorkTypes(t.ToAgent)), failFast: true}
 	}
 	if len(candidates) == 0 {
+		if len(u.open)+len(u.tooSmall)+len(u.asking) == 0 && o.awaitingAgents(t.ToAgent, pinned) {
+			return pickResult{queue: true}
+		}
 		return u.noCandidate(t, pinned, size.n)
 	}
 	return o.leastLoaded(r, candidates)
@@ -269,10 +275,10 @@ func (o *Core) enqueue(r *run, head bool) {
 	}
 }
 
-// drainQueue routes queued tasks of typ, in order, while agents have room. A task
-// that cannot go yet (pinned to a busy agent, held back by a rate limit) keeps its
-// place.
-func (o *Core) drainQueue(typ envelope.AgentType) {
+// drainQueue routes queued tasks of typ, in order, while agents have room (with
+// every, each of them). A task that cannot go yet (pinned to a busy agent, held
+// back by a rate limit) keeps its place.
+func (o *Core) drainQueue(typ envelope.AgentType, every bool) {
 	q := o.queues[typ]
 	if len(q) == 0 || o.closed {
 		return
@@ -286,7 +292,7 @@ func (o *Core) drainQueue(typ envelope.AgentType) {
 	var stuck map[string]bool
 	sizeMatters := o.sizeLimited(typ)
 	for i, id := range q {
-		if !o.hasRoom(typ) {
+		if !every && !o.hasRoom(typ) {
 			// Nothing more can go now: keep the rest without routing each of them,
 			// which made a long queue cost O(len(queue)) per finished task.
 			kept = append(kept, q[i:]...)

@@ -38,6 +38,7 @@ func (c Policy) WithDefaults() Policy {
 	def(&c.Timeouts.DeadlineGrace, DefaultDeadlineGrace)
 	def(&c.Timeouts.Control, DefaultControlTimeout)
 	def(&c.Timeouts.InstanceProbe, DefaultInstanceProbe)
+	def(&c.Timeouts.Registration, DefaultRegistration)
 	def(&c.Retry.Initial, DefaultRetryInitial)
 	def(&c.Retry.Max, DefaultRetryMax)
 	def(&c.Breaker.OpenFor, DefaultBreakerOpenFor)
@@ -93,7 +94,7 @@ func (c Policy) Validate() error {
 	}{
 		{"timeouts.ack", c.Timeouts.Ack}, {"timeouts.inactivity", c.Timeouts.Inactivity},
 		{"timeouts.deadline_grace", c.Timeouts.DeadlineGrace}, {"timeouts.control", c.Timeouts.Control},
-		{"timeouts.instance_probe", c.Timeouts.InstanceProbe},
+		{"timeouts.instance_probe", c.Timeouts.InstanceProbe}, {"timeouts.registration", c.Timeouts.Registration},
 		{"retry.initial", c.Retry.Initial}, {"retry.max", c.Retry.Max},
 		{"breaker.open_for", c.Breaker.OpenFor},
 	}

@@ -56,6 +56,13 @@ type TimeoutConfig struct {
 	// only one with its id waits for other answers, once that process has
 	// answered; 0 means 500 ms.
 	InstanceProbe time.Duration `yaml:"instance_probe"`
+	// Registration is how long a core that has just started (the orchestrator
+	// started, or took over its group's lead) waits for the configured agents
+	// of a type to register: meanwhile a task that no online agent can take
+	// waits in the queue instead of spending a retry on 5002 (or failing on
+	// 5006 while an agent that may offer its work type is still to come).
+	// 0 means 10 s.
+	Registration time.Duration `yaml:"registration"`
 }
 
 // RetryConfig is the retry policy for the retryable codes 5001, 5002 and 5005.
@@ -84,6 +91,7 @@ const (
 	DefaultInactivityTimeout = 30 * time.Second
 	DefaultDeadlineGrace     = 5 * time.Second
 	DefaultControlTimeout    = 5 * time.Second
+	DefaultRegistration      = 10 * time.Second
 	DefaultMaxRetries        = 3
 	DefaultRetryInitial      = time.Second
 	DefaultRetryMax          = time.Minute
