@@ -9,7 +9,8 @@ import (
 
 // BatchTargets lists the agents req matches now, by id: the online ones
 // offering its work type with no state yet (they get a task), the others with
-// theirs (offline, unsupported, unknown).
+// theirs (offline, unsupported, unknown, or registering: configured and not
+// registered with this core yet).
 func (o *Core) BatchTargets(req *api.BatchRequest) ([]api.BatchTarget, error) {
 	var out []api.BatchTarget
 	if err := o.call(func() { out = o.batchTargets(req) }); err != nil {
@@ -39,11 +40,17 @@ func (o *Core) batchTargets(req *api.BatchRequest) []api.BatchTarget {
 		}
 		out = append(out, t)
 	}
-	for _, c := range o.cfg.Agents { // configured, never heard from
-		if named[c.ID] || len(req.Agents) == 0 && len(req.Labels) == 0 && c.Type == req.ToAgent && o.agents[c.ID] == nil {
-			delete(named, c.ID)
-			out = append(out, api.BatchTarget{AgentID: c.ID, State: api.TargetUnknown})
+	for _, c := range o.cfg.Agents {
+		never := o.agents[c.ID] == nil
+		if !named[c.ID] && (len(req.Agents) > 0 || len(req.Labels) > 0 || c.Type != req.ToAgent || !never) {
+			continue
 		}
+		delete(named, c.ID)
+		t := api.BatchTarget{AgentID: c.ID, State: api.TargetUnknown} // named, of another type or labels
+		if never {
+			t.State = api.TargetRegistering // configured, not registered yet
+		}
+		out = append(out, t)
 	}
 	for id := range named {
 		out = append(out, api.BatchTarget{AgentID: id, State: api.TargetUnknown})
