@@ -250,7 +250,8 @@ func TestSubmitAllWithNoAgentSaysSo(t *testing.T) {
 // batchStreamAPI answers a POST of a batch, and streams the events of
 // connection n (from 0) as events(n) gives them; GET of the batch answers
 // get(n) for its n-th call.
-func batchStreamAPI(t *testing.T, rec *recorder, events func(n int) []*api.Batch, get func(n int) *api.Batch) []string {
+func batchStreamAPI(t *testing.T, rec *recorder, events func(n int) []*api.Batch, get func(n int) *api.Batch,
+	more ...func(*http.ServeMux)) []string {
 	t.Helper()
 	var mu sync.Mutex
 	streams, gets := 0, 0
@@ -288,6 +289,9 @@ func batchStreamAPI(t *testing.T, rec *recorder, events func(n int) []*api.Batch
 		}
 		writeAPIJSON(w, http.StatusOK, get(n))
 	})
+	for _, add := range more {
+		add(mux)
+	}
 	return serveAPI(t, mux)
 }
 
@@ -558,6 +562,8 @@ func TestBatchLiveViewRedrawsInPlace(t *testing.T) {
 // holding it).
 func TestBatchWaitEndsAtTheFinalEvent(t *testing.T) {
 	clearClientEnv(t)
+	defer func(d time.Duration) { batchOutputWait = d }(batchOutputWait)
+	batchOutputWait = 100 * time.Millisecond // the fake serves no task output
 	server := serveAPI(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		writeSSE(w, testBatch(api.BatchSucceeded, "succeeded", "succeeded", true))
 		select {
