@@ -357,3 +357,29 @@ func TestTaskOfADerivedIDIsMadeOnce(t *testing.T) {
 	}
 	noWork(t, a, 100*time.Millisecond)
 }
+
+// TestBatchOfNamedAgentsHasThemAlone: a batch that names one agent of three
+// online ones has that one alone, whatever order the registry is read in (it
+// once let the agents read after the named one was found in).
+func TestBatchOfNamedAgentsHasThemAlone(t *testing.T) {
+	e := newEnv(t, "code-1", "code-2", "code-3")
+	o := e.open()
+	for _, id := range []string{"code-1", "code-2", "code-3"} {
+		a := e.fakeAgent(id)
+		a.listen()
+		a.register(2)
+		agentState(t, o, id, "online")
+	}
+	for range 20 { // the registry's order is a map's: try it often
+		for _, id := range []string{"code-1", "code-2", "code-3"} {
+			b, err := o.CreateBatch(context.Background(), api.BatchRequest{ToAgent: envelope.Code, WorkType: "echo",
+				Agents: []string{id}, Parameters: map[string]any{"text": "hi"}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := targetStates(b); len(got) != 1 || got[id] != api.TargetWaiting {
+				t.Fatalf("a batch of %s has targets %v", id, got)
+			}
+		}
+	}
+}

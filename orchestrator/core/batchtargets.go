@@ -22,12 +22,13 @@ func (o *Core) BatchTargets(req *api.BatchRequest) ([]api.BatchTarget, error) {
 // batchTargets is BatchTargets on the loop.
 func (o *Core) batchTargets(req *api.BatchRequest) []api.BatchTarget {
 	var out []api.BatchTarget
-	named := map[string]bool{}
+	// pinned are the agents req names; named those of them not listed yet.
+	pinned, named := map[string]bool{}, map[string]bool{}
 	for _, id := range req.Agents {
-		named[id] = true
+		pinned[id], named[id] = true, true
 	}
 	for _, a := range o.agents {
-		if a.typ != req.ToAgent || len(named) > 0 && !named[a.id] || !hasLabels(a.labels, req.Labels) {
+		if a.typ != req.ToAgent || len(pinned) > 0 && !pinned[a.id] || !hasLabels(a.labels, req.Labels) {
 			continue
 		}
 		delete(named, a.id)
