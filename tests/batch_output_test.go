@@ -3,10 +3,13 @@ package tests
 import (
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -170,14 +173,40 @@ func TestBatchWaitsForAgentsThatRegisterAfterIt(t *testing.T) {
 	}
 }
 
-// TestBatchRightAfterUpSucceeds: the batch of the issue, made at once after
-// chiffon up said it is up, succeeds on infra-1 and prints its output.
+// TestBatchRightAfterUpSucceeds: the batch of the issue, made as soon as the
+// API of chiffon up answers, before its agents are all online, succeeds on
+// infra-1 and prints its output. The CLI finds the API from the run of up
+// before, on the same port, so it reaches it while up still starts.
 func TestBatchRightAfterUpSucceeds(t *testing.T) {
 	dir := t.TempDir()
-	startUp(t, dir)
+	port := strconv.Itoa(freePort(t))
+	stop, _ := startUp(t, dir, "--http-port", port)
+	if end := stop(); end.code != 0 {
+		t.Fatalf("the first chiffon up: exit %d\n%s", end.code, end.stderr)
+	}
+	up := exec.Command(chiffonBin, "up", "--nats-port", "0", "--http-port", port)
+	up.Dir = dir
+	if err := up.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = up.Process.Signal(syscall.SIGINT)
+		_ = up.Wait()
+	})
+	deadline := time.Now().Add(30 * time.Second)
+	for chiffonIn(t, dir, nil, "", "batches").code != 0 { // the API answers
+		if time.Now().After(deadline) {
+			t.Fatal("the API of chiffon up did not answer in 30s")
+		}
+	}
 	got := chiffonIn(t, dir, nil, "", "submit", "--to", "infra", "--work-type", "echo", "--param", "message=hi", "--all", "--wait")
 	if got.code != 0 || got.stdout != "infra-1: hi\n" {
 		t.Fatalf("submit --all --wait: exit %d, stdout %q\n%s", got.code, got.stdout, got.stderr)
 	}
-	t.Logf("submit --all --wait right after up:\n%s", got.stderr)
+	m := regexp.MustCompile(`batch (\S+): 1 agent`).FindStringSubmatch(got.stderr)
+	if m == nil {
+		t.Fatalf("no batch id in:\n%s", got.stderr)
+	}
+	b := chiffonIn(t, dir, nil, "", "batch", m[1], "--json")
+	t.Logf("made while infra-1 registered: %v\n%s", strings.Contains(b.stdout, "register_until"), got.stderr)
 }
