@@ -190,7 +190,7 @@ func selectorText(req *api.BatchRequest) string {
 // what goes on, what went well, what did not, what got no task.
 var targetOrder = []string{
 	string(task.StateRunning), string(task.StateDispatched), string(task.StatePending),
-	api.TargetWaiting, string(task.StateSucceeded), string(task.StateFailed),
+	api.TargetWaiting, api.TargetRegistering, string(task.StateSucceeded), string(task.StateFailed),
 	string(task.StateError), string(task.StateCancelled), api.TargetSkipped,
 	api.TargetOffline, api.TargetUnknown, api.TargetUnsupported,
 }
@@ -217,13 +217,22 @@ func countsText(counts map[string]int) string {
 	return strings.Join(parts, ", ")
 }
 
-// noTask lists, on w, the agents of b that get no task, and why.
+// noTask lists, on w, the agents of b that get no task, and why, and those it
+// waits for to register.
 func noTask(w io.Writer, b *api.Batch) {
 	var skipped []api.BatchTarget
+	var registering []string
 	for _, t := range b.Targets {
-		if t.TaskID == "" {
+		switch {
+		case t.State == api.TargetRegistering:
+			registering = append(registering, t.AgentID)
+		case t.TaskID == "":
 			skipped = append(skipped, t)
 		}
+	}
+	if len(registering) > 0 && b.RegisterUntil != nil {
+		fmt.Fprintf(w, "waiting until %s for %s to register: %s\n", b.RegisterUntil.Local().Format(time.TimeOnly),
+			plural(len(registering), "agent"), strings.Join(registering, ", "))
 	}
 	if len(skipped) == 0 {
 		return
