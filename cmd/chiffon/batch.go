@@ -371,6 +371,9 @@ func yesNo(b bool) string {
 // submitBatch makes batch req and prints its id, or its JSON; with wait it
 // follows it to its end (its output grouped per agent with group).
 func submitBatch(cmd *cobra.Command, c *client.Client, req api.BatchRequest, jsonOut, wait, group bool) error {
+	if group && !wait {
+		return usagef("--group is for --wait")
+	}
 	b, err := c.CreateBatch(cmd.Context(), req)
 	if err != nil {
 		return err

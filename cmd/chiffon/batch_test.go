@@ -222,6 +222,8 @@ func TestSubmitAllUsageErrorsNameTheFlag(t *testing.T) {
 		{"a bad label", []string{"--label", "=x"}, "--label"},
 		{"a bad agent id", []string{"--agents", "a,bad id"}, "--agents: agents[1]:"},
 		{"a bad agent type", []string{"--all", "--to", "toaster"}, "--to: must be one of"},
+		{"--group without a batch", []string{"--group", "--wait"}, "--group is for a batch"},
+		{"--group without --wait", []string{"--all", "--group"}, "--group is for --wait"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
