@@ -123,10 +123,16 @@ func (f *Fleet) registeringAgents(b *api.Batch) (map[string]string, error) {
 		if t.State != "" {
 			continue
 		}
+		// Refused now, it gets no task: the batch, made, is not refused whole
+		// as it would have been had the agent been there.
 		tr := b.TaskFor(t.AgentID)
-		if err := f.core.CheckWorkType(&tr); err != nil {
-			out[t.AgentID] = api.TargetUnsupported
-		} else if err := f.core.CheckSize(&tr); err != nil {
+		err := f.core.CheckWorkType(&tr)
+		if err == nil {
+			err = f.core.CheckSize(&tr)
+		}
+		if err != nil {
+			f.log.Warn("batch: an agent that registered late refuses its task; it gets none",
+				"batch_id", b.ID, "agent_id", t.AgentID, "err", err)
 			out[t.AgentID] = api.TargetUnsupported
 		}
 	}

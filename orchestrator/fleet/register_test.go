@@ -65,3 +65,43 @@ func TestAGraceOfZeroMakesARegisteringAgentUnknown(t *testing.T) {
 		t.Fatalf("batch %+v (%v), want code-1 unknown and the batch failed", b, err)
 	}
 }
+
+// TestALateAgentThatRefusesItsTaskGetsNone: an agent that registers late and
+// whose catalogue refuses the batch's request is unsupported, and the batch
+// ends failed, instead of trying to make the task forever.
+func TestALateAgentThatRefusesItsTaskGetsNone(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	core := newFakeCore("code-1")
+	core.setTarget("code-1", api.TargetRegistering)
+	core.refuses = "code-1"
+	f := New(Params{Core: core, Store: &memRecords{}, RegisterGrace: time.Hour})
+	if err := f.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer f.Stop()
+	b, err := f.CreateBatch(api.BatchRequest{ToAgent: envelope.Code, WorkType: "build"}, "tester")
+	if err != nil {
+		t.Fatal(err)
+	}
+	core.setTarget("code-1", "")
+	deadline := time.After(10 * time.Second)
+	for {
+		changed := f.Changes()
+		f.AgentOnline("code-1")
+		got, err := f.GetBatch(b.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.FinishedAt != nil {
+			if got.State != api.BatchFailed || got.Targets[0].State != api.TargetUnsupported {
+				t.Fatalf("batch ended %s with %+v, want failed, code-1 unsupported", got.State, got.Targets)
+			}
+			return
+		}
+		select {
+		case <-changed:
+		case <-deadline:
+			t.Fatalf("the batch did not end: %+v", got.Targets)
+		}
+	}
+}
