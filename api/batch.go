@@ -102,6 +102,9 @@ const (
 	TargetWaiting = "waiting"
 	// TargetSkipped: its task was not started, for stop_on_failure.
 	TargetSkipped = "skipped"
+	// TargetRegistering: a configured agent that has not registered yet; the
+	// batch waits for it until RegisterUntil, then it is unknown.
+	TargetRegistering = "registering"
 )
 
 // Batch is a batch as stored and shown.
@@ -120,6 +123,9 @@ type Batch struct {
 	Approval *task.Approval `json:"approval,omitempty"`
 	// CreatedBy names the API token that made it, or the schedule.
 	CreatedBy string `json:"created_by,omitempty"`
+	// RegisterUntil is set while targets were registering when the batch was
+	// made: the end of the grace it waits for their agents (register_grace).
+	RegisterUntil *time.Time `json:"register_until,omitempty"`
 	// Counts counts the targets by state.
 	Counts     map[string]int `json:"counts"`
 	CreatedAt  time.Time      `json:"created_at"`
@@ -132,8 +138,8 @@ type BatchTarget struct {
 	// TaskID is the task it gets (made when there is room); none for an agent
 	// that gets none.
 	TaskID string `json:"task_id,omitempty"`
-	// State is its task's state, or offline, unknown, unsupported, waiting or
-	// skipped.
+	// State is its task's state, or offline, unknown, unsupported, waiting,
+	// skipped or registering.
 	State           string `json:"state"`
 	ProgressPercent int    `json:"progress_percent"`
 }
@@ -146,7 +152,7 @@ func (t *BatchTarget) Started() bool {
 // Final reports whether the target is done with: its task ended, or it will
 // get none.
 func (t *BatchTarget) Final() bool {
-	return t.TaskID == "" || t.State == TargetSkipped || task.State(t.State).Final()
+	return t.TaskID == "" && t.State != TargetRegistering || t.State == TargetSkipped || task.State(t.State).Final()
 }
 
 // Count sets b.Counts from its targets.

@@ -64,7 +64,8 @@ func noWork(t *testing.T, a *fakeAgent, d time.Duration) {
 
 // TestBatchRunsOnEveryMatchingAgent: a batch over the code agents makes one task
 // for each online one, pinned to it, and lists the one that went offline and the
-// configured one never heard from, without tasks; it ends failed (not every agent
+// configured one never heard from, without tasks (that one unknown once the
+// register grace is over); it ends failed (not every agent
 // ran it), and a batch.finished receiver gets it. A label selector keeps the
 // agents that carry the label.
 func TestBatchRunsOnEveryMatchingAgent(t *testing.T) {
@@ -83,6 +84,7 @@ func TestBatchRunsOnEveryMatchingAgent(t *testing.T) {
 	t.Cleanup(srv.Close)
 	e := newEnv(t, "code-1", "code-2", "code-3", "code-4")
 	e.cfg.Webhooks = []orchestrator.WebhookConfig{{URL: srv.URL, Events: []string{webhook.BatchFinished}, Secret: "s"}}
+	e.cfg.Batches.RegisterGrace = 300 * time.Millisecond // code-4 is waited for that long
 	o := e.open()
 	a1, a2, a3 := e.fakeAgent("code-1"), e.fakeAgent("code-2"), e.fakeAgent("code-3")
 	a1.labels = map[string]string{"site": "attic"}
@@ -99,7 +101,7 @@ func TestBatchRunsOnEveryMatchingAgent(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := map[string]string{"code-1": api.TargetWaiting, "code-2": api.TargetWaiting,
-		"code-3": api.TargetOffline, "code-4": api.TargetUnknown}
+		"code-3": api.TargetOffline, "code-4": api.TargetRegistering}
 	if got := targetStates(b); len(got) != 4 || got["code-3"] != want["code-3"] || got["code-4"] != want["code-4"] {
 		t.Fatalf("targets %v, want %v", got, want)
 	}
@@ -354,4 +356,30 @@ func TestTaskOfADerivedIDIsMadeOnce(t *testing.T) {
 		t.Fatalf("work_request %s %s, want %s %s", w.req.TaskID, w.env.RequestID, id, rid)
 	}
 	noWork(t, a, 100*time.Millisecond)
+}
+
+// TestBatchOfNamedAgentsHasThemAlone: a batch that names one agent of three
+// online ones has that one alone, whatever order the registry is read in (it
+// once let the agents read after the named one was found in).
+func TestBatchOfNamedAgentsHasThemAlone(t *testing.T) {
+	e := newEnv(t, "code-1", "code-2", "code-3")
+	o := e.open()
+	for _, id := range []string{"code-1", "code-2", "code-3"} {
+		a := e.fakeAgent(id)
+		a.listen()
+		a.register(2)
+		agentState(t, o, id, "online")
+	}
+	for range 20 { // the registry's order is a map's: try it often
+		for _, id := range []string{"code-1", "code-2", "code-3"} {
+			b, err := o.CreateBatch(context.Background(), api.BatchRequest{ToAgent: envelope.Code, WorkType: "echo",
+				Agents: []string{id}, Parameters: map[string]any{"text": "hi"}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := targetStates(b); len(got) != 1 || got[id] == "" {
+				t.Fatalf("a batch of %s has targets %v", id, got)
+			}
+		}
+	}
 }

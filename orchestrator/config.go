@@ -65,6 +65,8 @@ type Config struct {
 	// task says so (output_capped). 0 means 64 MiB, the agent's own default
 	// max_output_bytes, so that only an agent that ignores its cap meets this one.
 	MaxOutputBytes int64 `yaml:"max_output_bytes"`
+	// Batches holds what batches wait for.
+	Batches BatchesConfig `yaml:"batches"`
 
 	// APIToken and each AgentConfig's tokens may be set directly (by tests or an
 	// embedding program) instead of naming files.
@@ -112,6 +114,22 @@ func (c UIConfig) validate() error {
 	return nil
 }
 
+// BatchesConfig holds what batches wait for.
+type BatchesConfig struct {
+	// RegisterGrace is how long a new batch waits for its configured agents
+	// that have not registered yet (just after chiffon up, say): one that
+	// registers in time gets its task, one that does not is unknown. 0 means
+	// DefaultRegisterGrace; at most MaxRegisterGrace.
+	RegisterGrace time.Duration `yaml:"register_grace"`
+}
+
+// DefaultRegisterGrace is BatchesConfig.RegisterGrace's default, and
+// MaxRegisterGrace its bound: a batch's targets are not left waiting for long.
+const (
+	DefaultRegisterGrace = 15 * time.Second
+	MaxRegisterGrace     = 10 * time.Minute
+)
+
 // DefaultRetention is Config.Retention's default.
 const DefaultRetention = 7 * 24 * time.Hour
 
@@ -121,6 +139,9 @@ func (c Config) WithDefaults() Config {
 	c.Timeouts, c.Retry, c.Breaker, c.MaxOutputBytes = lc.Timeouts, lc.Retry, lc.Breaker, lc.MaxOutputBytes
 	if c.Retention == 0 {
 		c.Retention = DefaultRetention
+	}
+	if c.Batches.RegisterGrace == 0 {
+		c.Batches.RegisterGrace = DefaultRegisterGrace
 	}
 	if c.HA.Lease == 0 {
 		c.HA.Lease = DefaultLease
@@ -209,6 +230,10 @@ func (c Config) Validate() error {
 	}
 	if c.Retention < 0 {
 		return bad("retention", "must not be negative, got %s", c.Retention)
+	}
+	if g := c.Batches.RegisterGrace; g < 0 || g > MaxRegisterGrace {
+		return bad("batches.register_grace", "must be from 0 (the default, %s) to %s, got %s",
+			DefaultRegisterGrace, MaxRegisterGrace, g)
 	}
 	return c.lifecycle().Validate() // it names the key
 }

@@ -65,6 +65,9 @@ func TestConfigErrorsNameTheKey(t *testing.T) {
 		base + "http:\n  limits: {max_streams_per_token: -1}\n": "http.limits.max_streams_per_token",
 		base + "http:\n  limits: {max_streams: -1}\n":           "http.limits.max_streams",
 		base + "http:\n  limits: {max_conns: 5}\n":              "max_conns",
+		// Batches.
+		base + "batches:\n  register_grace: -1s\n": "batches.register_grace",
+		base + "batches:\n  register_grace: 11m\n": "batches.register_grace",
 	}
 	for in, key := range cases {
 		_, err := orchestrator.ParseConfig([]byte(in))
@@ -89,6 +92,9 @@ func TestDefaults(t *testing.T) {
 		MaxStreamsPerToken: 128, MaxStreams: 512}
 	if c.HTTP.Limits != want {
 		t.Fatalf("http.limits defaults %+v, want %+v", c.HTTP.Limits, want)
+	}
+	if c.Batches.RegisterGrace != orchestrator.DefaultRegisterGrace {
+		t.Fatalf("batches.register_grace defaults to %s", c.Batches.RegisterGrace)
 	}
 	set := httplimit.Limits{ReadTimeout: time.Second, MaxStreams: 3}
 	if got := (orchestrator.Config{HTTP: orchestrator.HTTPConfig{Limits: set}}).WithDefaults().HTTP.Limits; got.ReadTimeout != time.Second || got.MaxStreams != 3 || got.IdleTimeout != 60*time.Second {

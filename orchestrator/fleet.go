@@ -24,7 +24,8 @@ var (
 
 // newFleet makes o's fleet, stopped.
 func (o *Orchestrator) newFleet() *fleet.Fleet {
-	p := fleet.Params{Core: fleetCore{o}, Store: o.st, Log: o.log, TooLarge: core.ErrTooLarge}
+	p := fleet.Params{Core: fleetCore{o}, Store: o.st, Log: o.log, TooLarge: core.ErrTooLarge,
+		RegisterGrace: o.cfg.Batches.RegisterGrace}
 	if o.hooks != nil { // a nil *webhook.Dispatcher is not a nil fleet.Hooks
 		p.Hooks = o.hooks
 	}
@@ -143,9 +144,13 @@ func (c fleetCore) BatchTargets(req *api.BatchRequest) ([]api.BatchTarget, error
 	return r.BatchTargets(req)
 }
 
-// fleetReader wakes the runner of a batch one of whose tasks ended.
+// fleetReader wakes the runner of a batch one of whose tasks ended, and the
+// runners when an agent comes online (one may wait for it to register).
 func (o *Orchestrator) fleetReader(ev core.Event) {
-	if ev.Kind == core.TaskEnded && ev.Task.BatchID != "" {
+	switch {
+	case ev.Kind == core.TaskEnded && ev.Task.BatchID != "":
 		o.fleet.TaskEnded(ev.Task.BatchID)
+	case ev.Kind == core.AgentOnline:
+		o.fleet.AgentOnline(ev.AgentID)
 	}
 }

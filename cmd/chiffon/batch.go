@@ -22,11 +22,11 @@ import (
 // one: submit --all).
 func newBatchCmd() *cobra.Command {
 	var (
-		cf   clientFlags
-		wait bool
+		cf          clientFlags
+		wait, group bool
 	)
 	cmd := &cobra.Command{
-		Use:   "batch ID [--wait]",
+		Use:   "batch ID [--wait [--group]] | batch retry ID",
 		Short: "Show a batch (a task on each matching agent): its state and each agent's task",
 		Long: `Shows a batch, made by submit --all or by a schedule: its state, what it runs and on
 which agents, then one row per agent with the state and progress of its task.
@@ -36,7 +36,9 @@ is a task waiting for room under --max-parallel.
 
 With --wait it follows the batch to its end as submit --all --wait does (a live line
 per agent on a terminal, a line per change into a pipe, JSON lines with --json) and
-exits with the batch's state.
+exits with the batch's state. Each agent's output goes to stdout as it comes, each
+line prefixed with the agent's id ("infra-1: ..."), or with --group agent by agent
+once the batch ended; a table of the agents (state, exit code, duration) ends it.
 
 ` + batchExitCodes,
 		Args: cobra.ExactArgs(1),
@@ -45,8 +47,11 @@ exits with the batch's state.
 			if err != nil {
 				return err
 			}
+			if group && !wait {
+				return usagef("--group is for --wait")
+			}
 			if wait {
-				return followBatch(cmd, c, args[0], cf.jsonOut)
+				return followBatch(cmd, c, args[0], cf.jsonOut, group)
 			}
 			b, err := c.Batch(cmd.Context(), args[0])
 			if err != nil {
@@ -60,6 +65,8 @@ exits with the batch's state.
 	}
 	cf.add(cmd)
 	cmd.Flags().BoolVar(&wait, "wait", false, "follow the batch to its end and exit 0 only if it succeeded")
+	addGroupFlag(cmd.Flags(), &group)
+	cmd.AddCommand(newBatchRetryCmd())
 	return cmd
 }
 
@@ -185,7 +192,7 @@ func selectorText(req *api.BatchRequest) string {
 // what goes on, what went well, what did not, what got no task.
 var targetOrder = []string{
 	string(task.StateRunning), string(task.StateDispatched), string(task.StatePending),
-	api.TargetWaiting, string(task.StateSucceeded), string(task.StateFailed),
+	api.TargetWaiting, api.TargetRegistering, string(task.StateSucceeded), string(task.StateFailed),
 	string(task.StateError), string(task.StateCancelled), api.TargetSkipped,
 	api.TargetOffline, api.TargetUnknown, api.TargetUnsupported,
 }
@@ -212,13 +219,22 @@ func countsText(counts map[string]int) string {
 	return strings.Join(parts, ", ")
 }
 
-// noTask lists, on w, the agents of b that get no task, and why.
+// noTask lists, on w, the agents of b that get no task, and why, and those it
+// waits for to register.
 func noTask(w io.Writer, b *api.Batch) {
 	var skipped []api.BatchTarget
+	var registering []string
 	for _, t := range b.Targets {
-		if t.TaskID == "" {
+		switch {
+		case t.State == api.TargetRegistering:
+			registering = append(registering, t.AgentID)
+		case t.TaskID == "":
 			skipped = append(skipped, t)
 		}
+	}
+	if len(registering) > 0 && b.RegisterUntil != nil {
+		fmt.Fprintf(w, "waiting until %s for %s to register: %s\n", b.RegisterUntil.Local().Format(time.TimeOnly),
+			plural(len(registering), "agent"), strings.Join(registering, ", "))
 	}
 	if len(skipped) == 0 {
 		return
@@ -248,7 +264,14 @@ type batchFlags struct {
 	agents        []string
 	maxParallel   int
 	stopOnFailure bool
-	flags         *pflag.FlagSet
+	// group is --group, of submit: set by addGroupFlag.
+	group bool
+	flags *pflag.FlagSet
+}
+
+// addGroupFlag defines --group, of following a batch, on f.
+func addGroupFlag(f *pflag.FlagSet, group *bool) {
+	f.BoolVar(group, "group", false, "with a batch and --wait: each agent's output at the end, agent by agent, not line by line as it comes")
 }
 
 // add defines the batch flags on f.
@@ -268,7 +291,7 @@ func (bf *batchFlags) batch() bool { return bf.all || len(bf.labels) > 0 || len(
 // none, and checks it; a mistake is a usage error naming the flag.
 func (bf *batchFlags) request(task api.SubmitRequest) (*api.BatchRequest, error) {
 	if !bf.batch() {
-		for _, name := range []string{"max-parallel", "stop-on-failure"} {
+		for _, name := range []string{"max-parallel", "stop-on-failure", "group"} {
 			if bf.flags.Changed(name) {
 				return nil, usagef("--" + name + " is for a batch: add --all, --label or --agents")
 			}
@@ -348,8 +371,11 @@ func yesNo(b bool) string {
 }
 
 // submitBatch makes batch req and prints its id, or its JSON; with wait it
-// follows it to its end.
-func submitBatch(cmd *cobra.Command, c *client.Client, req api.BatchRequest, jsonOut, wait bool) error {
+// follows it to its end (its output grouped per agent with group).
+func submitBatch(cmd *cobra.Command, c *client.Client, req api.BatchRequest, jsonOut, wait, group bool) error {
+	if group && !wait {
+		return usagef("--group is for --wait")
+	}
 	b, err := c.CreateBatch(cmd.Context(), req)
 	if err != nil {
 		return err
@@ -366,7 +392,7 @@ func submitBatch(cmd *cobra.Command, c *client.Client, req api.BatchRequest, jso
 	if !jsonOut {
 		fmt.Fprintf(stderr, "batch %s: %s\n", b.ID, plural(len(b.Targets), "agent"))
 	}
-	return followBatch(cmd, c, b.ID, jsonOut)
+	return followBatch(cmd, c, b.ID, jsonOut, group)
 }
 
 // plural is n things, such as "1 agent" or "3 agents".

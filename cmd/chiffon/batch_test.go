@@ -222,6 +222,8 @@ func TestSubmitAllUsageErrorsNameTheFlag(t *testing.T) {
 		{"a bad label", []string{"--label", "=x"}, "--label"},
 		{"a bad agent id", []string{"--agents", "a,bad id"}, "--agents: agents[1]:"},
 		{"a bad agent type", []string{"--all", "--to", "toaster"}, "--to: must be one of"},
+		{"--group without a batch", []string{"--group", "--wait"}, "--group is for a batch"},
+		{"--group without --wait", []string{"--all", "--group"}, "--group is for --wait"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -250,7 +252,8 @@ func TestSubmitAllWithNoAgentSaysSo(t *testing.T) {
 // batchStreamAPI answers a POST of a batch, and streams the events of
 // connection n (from 0) as events(n) gives them; GET of the batch answers
 // get(n) for its n-th call.
-func batchStreamAPI(t *testing.T, rec *recorder, events func(n int) []*api.Batch, get func(n int) *api.Batch) []string {
+func batchStreamAPI(t *testing.T, rec *recorder, events func(n int) []*api.Batch, get func(n int) *api.Batch,
+	more ...func(*http.ServeMux)) []string {
 	t.Helper()
 	var mu sync.Mutex
 	streams, gets := 0, 0
@@ -288,6 +291,9 @@ func batchStreamAPI(t *testing.T, rec *recorder, events func(n int) []*api.Batch
 		}
 		writeAPIJSON(w, http.StatusOK, get(n))
 	})
+	for _, add := range more {
+		add(mux)
+	}
 	return serveAPI(t, mux)
 }
 
@@ -561,6 +567,8 @@ func TestBatchLiveViewRedrawsInPlace(t *testing.T) {
 // holding it).
 func TestBatchWaitEndsAtTheFinalEvent(t *testing.T) {
 	clearClientEnv(t)
+	defer func(d time.Duration) { batchOutputWait = d }(batchOutputWait)
+	batchOutputWait = 100 * time.Millisecond // the fake serves no task output
 	server := serveAPI(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		writeSSE(w, testBatch(api.BatchSucceeded, "succeeded", "succeeded", true))
 		select {

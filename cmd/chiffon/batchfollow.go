@@ -36,12 +36,28 @@ var (
 	batchGiveUp   = 2 * time.Minute
 )
 
-// followBatch shows batch id as it changes until it ends, then prints a
-// summary and returns the exit code of its state.
-func followBatch(cmd *cobra.Command, c *client.Client, id string, jsonOut bool) error {
-	view := newBatchView(jsonOut, cmd.OutOrStdout(), cmd.ErrOrStderr())
-	b, err := watchBatch(cmd.Context(), c, id, view.batch)
+// followBatch shows batch id as it changes until it ends, and each agent's
+// output on stdout, as it comes by lines prefixed with the agent's id, or with
+// group agent by agent at the end; then it prints a table of the agents and a
+// summary, and returns the exit code of the batch's state. With jsonOut it
+// prints the batch as JSON lines, and no output.
+func followBatch(cmd *cobra.Command, c *client.Client, id string, jsonOut, group bool) error {
+	// Output lines between the redrawn lines of the live view would break it.
+	view := newBatchView(jsonOut, group, cmd.OutOrStdout(), cmd.ErrOrStderr())
+	see := view.batch
+	var output *batchOutput
+	if !jsonOut {
+		output = newBatchOutput(cmd.Context(), c, cmd.OutOrStdout(), group)
+		see = func(b *api.Batch) {
+			view.batch(b)
+			output.batch(b)
+		}
+	}
+	b, err := watchBatch(cmd.Context(), c, id, see)
 	view.close()
+	if err != nil && output != nil {
+		output.stop()
+	}
 	var lost *lostError
 	switch {
 	case errors.Is(err, context.Canceled):
@@ -52,6 +68,7 @@ func followBatch(cmd *cobra.Command, c *client.Client, id string, jsonOut bool) 
 		return err
 	}
 	if !jsonOut {
+		output.finish(b, cmd.ErrOrStderr())
 		fmt.Fprintln(cmd.ErrOrStderr(), batchSummary(b))
 	}
 	if code := batchExitCode(b); code != 0 {
@@ -185,14 +202,15 @@ type batchView interface {
 }
 
 // newBatchView picks the view: JSON lines with --json, one live line per agent
-// on a terminal, a plain line per change of an agent's state into a pipe.
-func newBatchView(jsonOut bool, stdout, stderr io.Writer) batchView {
+// on a terminal when redraw allows it, else a plain line per change of an
+// agent's state.
+func newBatchView(jsonOut, redraw bool, stdout, stderr io.Writer) batchView {
 	switch {
 	case jsonOut:
 		enc := json.NewEncoder(stdout)
 		enc.SetEscapeHTML(false)
 		return batchJSONView{enc}
-	case isTerminal(stderr):
+	case redraw && isTerminal(stderr):
 		f := stderr.(*os.File)
 		return &batchLiveView{w: stderr, columns: func() int { return terminalColumns(f) }, rows: func() int { return terminalRows(f) }}
 	default:

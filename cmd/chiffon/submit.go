@@ -45,9 +45,11 @@ agents that carry every label given, --agents a,b those named; either implies --
 once one did not succeed. --hint agent_id is refused with a batch. The agents that get
 no task (offline, unknown, or not offering the work type) are listed on stderr.
 
-With --all --wait it follows the batch: one live line per agent (agent, state,
-progress, task) on a terminal, a line per change of an agent's state into a pipe, a
-JSON line per change of the batch with --json; then a summary of the agents by state.
+With --all --wait it follows the batch: a line per change of an agent's state (with
+--group, one live line per agent on a terminal), a JSON line per change of the batch
+with --json; each agent's output on stdout as it comes, its lines prefixed with the
+agent's id, or with --group agent by agent at the end; then a table of the agents
+(state, exit code, duration) and a summary.
 See also chiffon batch ID and chiffon batches.
 
 ` + batchExitCodes,
@@ -73,7 +75,7 @@ See also chiffon batch ID and chiffon batches.
 			}
 			if batch != nil {
 				batch.Parameters = req.Parameters
-				return submitBatch(cmd, c, *batch, cf.jsonOut, wait)
+				return submitBatch(cmd, c, *batch, cf.jsonOut, wait, bf.group)
 			}
 			return submitTask(cmd, c, req, cf.jsonOut, wait)
 		},
@@ -83,6 +85,7 @@ See also chiffon batch ID and chiffon batches.
 	f := cmd.Flags()
 	f.BoolVar(&wait, "wait", false, "follow the task (or batch) to its end and exit with its exit code")
 	bf.add(f)
+	addGroupFlag(f, &bf.group)
 	return cmd
 }
 

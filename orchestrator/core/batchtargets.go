@@ -9,7 +9,8 @@ import (
 
 // BatchTargets lists the agents req matches now, by id: the online ones
 // offering its work type with no state yet (they get a task), the others with
-// theirs (offline, unsupported, unknown).
+// theirs (offline, unsupported, unknown, or registering: configured and not
+// registered with this core yet).
 func (o *Core) BatchTargets(req *api.BatchRequest) ([]api.BatchTarget, error) {
 	var out []api.BatchTarget
 	if err := o.call(func() { out = o.batchTargets(req) }); err != nil {
@@ -21,12 +22,13 @@ func (o *Core) BatchTargets(req *api.BatchRequest) ([]api.BatchTarget, error) {
 // batchTargets is BatchTargets on the loop.
 func (o *Core) batchTargets(req *api.BatchRequest) []api.BatchTarget {
 	var out []api.BatchTarget
-	named := map[string]bool{}
+	// pinned are the agents req names; named those of them not listed yet.
+	pinned, named := map[string]bool{}, map[string]bool{}
 	for _, id := range req.Agents {
-		named[id] = true
+		pinned[id], named[id] = true, true
 	}
 	for _, a := range o.agents {
-		if a.typ != req.ToAgent || len(named) > 0 && !named[a.id] || !hasLabels(a.labels, req.Labels) {
+		if a.typ != req.ToAgent || len(pinned) > 0 && !pinned[a.id] || !hasLabels(a.labels, req.Labels) {
 			continue
 		}
 		delete(named, a.id)
@@ -39,11 +41,17 @@ func (o *Core) batchTargets(req *api.BatchRequest) []api.BatchTarget {
 		}
 		out = append(out, t)
 	}
-	for _, c := range o.cfg.Agents { // configured, never heard from
-		if named[c.ID] || len(req.Agents) == 0 && len(req.Labels) == 0 && c.Type == req.ToAgent && o.agents[c.ID] == nil {
-			delete(named, c.ID)
-			out = append(out, api.BatchTarget{AgentID: c.ID, State: api.TargetUnknown})
+	for _, c := range o.cfg.Agents {
+		never := o.agents[c.ID] == nil
+		if !named[c.ID] && (len(req.Agents) > 0 || len(req.Labels) > 0 || c.Type != req.ToAgent || !never) {
+			continue
 		}
+		delete(named, c.ID)
+		t := api.BatchTarget{AgentID: c.ID, State: api.TargetUnknown} // named, of another type or labels
+		if never {
+			t.State = api.TargetRegistering // configured, not registered yet
+		}
+		out = append(out, t)
 	}
 	for id := range named {
 		out = append(out, api.BatchTarget{AgentID: id, State: api.TargetUnknown})

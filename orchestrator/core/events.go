@@ -21,6 +21,10 @@ const (
 	// TaskDropped is a task that left without being stored: a submit whose
 	// first write failed. Nothing more comes of it.
 	TaskDropped
+	// AgentOnline is an agent that came online (AgentID): a new registration's
+	// first heartbeat, or one offline back. A batch waiting for it to register
+	// may give it its task.
+	AgentOnline
 	// Stopped is the last event: the core stopped (Close, or the lead lost),
 	// and every task still live is dropped from memory, not ended.
 	Stopped
@@ -30,6 +34,8 @@ const (
 type Event struct {
 	Kind   EventKind
 	TaskID string
+	// AgentID is AgentOnline's agent.
+	AgentID string
 	// Event is TaskStep's task event.
 	Event *task.Event
 	// Task is the task for TaskAwaitsApproval and TaskEnded, as the core

@@ -273,9 +273,13 @@ func (o *Core) register(typ envelope.AgentType, reg *envelope.Register, declared
 	o.drain(a.typ)
 }
 
-// seen marks a online and restarts its offline timer.
+// seen marks a online and restarts its offline timer; a that was not online
+// is told to the readers (AgentOnline).
 func (o *Core) seen(a *agentEntry, now time.Time) {
 	a.lastSeen = now
+	if !a.online {
+		defer o.emit(Event{Kind: AgentOnline, AgentID: a.id})
+	}
 	a.online = true
 	if a.offline != nil {
 		a.offline.Stop()

@@ -35,10 +35,17 @@ const (
 	batchBusy batchEvent = "busy"
 	// batchDone: every target is done with: its task ended, or it gets none.
 	batchDone batchEvent = "done"
+	// batchAgentCame: the agent of a registering target registered (or the
+	// core knows it otherwise now).
+	batchAgentCame batchEvent = "agent came"
+	// batchGraceOver: targets are registering and the batch's register grace
+	// is over.
+	batchGraceOver batchEvent = "grace over"
 )
 
 // batchEvents lists every batch event.
-var batchEvents = []batchEvent{batchApprovalOpen, batchApprovalExpired, batchRoom, batchBusy, batchDone}
+var batchEvents = []batchEvent{batchApprovalOpen, batchApprovalExpired, batchRoom, batchBusy, batchDone,
+	batchAgentCame, batchGraceOver}
 
 // batchStates lists every state a batch's record can be in when its runner
 // looks; awaiting_approval is a running record whose approval waits.
@@ -61,6 +68,9 @@ const (
 	BatchWait
 	// BatchStop ends the runner: the batch's end is stored.
 	BatchStop
+	// BatchStoreTargets stores the view's targets as the batch's: registering
+	// ones were settled.
+	BatchStoreTargets
 )
 
 // BatchEffect is one thing the runner does, in order.
@@ -71,8 +81,9 @@ type BatchEffect struct {
 }
 
 // batchRow is one row of the machine: from a batch's view as seen, the effects.
-// It may change the view (a rejection, skipped targets).
-type batchRow func(view *api.Batch, now time.Time) []BatchEffect
+// It may change the view (a rejection, skipped targets, registering targets
+// settled); agents is DecideBatch's.
+type batchRow func(view *api.Batch, agents map[string]string, now time.Time) []BatchEffect
 
 // batchKey names a row.
 type batchKey struct {
@@ -89,35 +100,48 @@ var batchRows = map[batchKey]batchRow{
 	{api.BatchAwaitingApproval, batchRoom}:            lookLater,
 	{api.BatchAwaitingApproval, batchBusy}:            lookLater,
 	{api.BatchAwaitingApproval, batchDone}:            lookLater,
+	{api.BatchAwaitingApproval, batchAgentCame}:       lookLater,
+	{api.BatchAwaitingApproval, batchGraceOver}:       lookLater,
 
 	{api.BatchRunning, batchApprovalOpen}:    lookLater,
 	{api.BatchRunning, batchApprovalExpired}: lookLater,
 	{api.BatchRunning, batchRoom}:            startTasks,
 	{api.BatchRunning, batchBusy}:            waitForATask,
 	{api.BatchRunning, batchDone}:            endBatch,
+	{api.BatchRunning, batchAgentCame}:       admitAgents,
+	{api.BatchRunning, batchGraceOver}:       giveUpOnAgents,
 
 	{api.BatchSucceeded, batchApprovalOpen}:    stopBatch,
 	{api.BatchSucceeded, batchApprovalExpired}: stopBatch,
 	{api.BatchSucceeded, batchRoom}:            stopBatch,
 	{api.BatchSucceeded, batchBusy}:            stopBatch,
 	{api.BatchSucceeded, batchDone}:            stopBatch,
+	{api.BatchSucceeded, batchAgentCame}:       stopBatch,
+	{api.BatchSucceeded, batchGraceOver}:       stopBatch,
 
 	{api.BatchFailed, batchApprovalOpen}:    stopBatch,
 	{api.BatchFailed, batchApprovalExpired}: stopBatch,
 	{api.BatchFailed, batchRoom}:            stopBatch,
 	{api.BatchFailed, batchBusy}:            stopBatch,
 	{api.BatchFailed, batchDone}:            stopBatch,
+	{api.BatchFailed, batchAgentCame}:       stopBatch,
+	{api.BatchFailed, batchGraceOver}:       stopBatch,
 
 	{api.BatchRejected, batchApprovalOpen}:    stopBatch,
 	{api.BatchRejected, batchApprovalExpired}: stopBatch,
 	{api.BatchRejected, batchRoom}:            stopBatch,
 	{api.BatchRejected, batchBusy}:            stopBatch,
 	{api.BatchRejected, batchDone}:            stopBatch,
+	{api.BatchRejected, batchAgentCame}:       stopBatch,
+	{api.BatchRejected, batchGraceOver}:       stopBatch,
 }
 
 // DecideBatch returns b's view at now, given its tasks by id (a task not made
-// yet is absent), and what b's runner does next. b itself is not changed.
-func DecideBatch(b *api.Batch, tasks map[string]*task.Task, now time.Time) (api.Batch, []BatchEffect) {
+// yet is absent) and what the core says now of its registering targets' agents
+// (agents, by id: "" for one that gets a task, else the target's state, as
+// Core.BatchTargets gives them; absent: not asked), and what b's runner does
+// next. b itself is not changed.
+func DecideBatch(b *api.Batch, tasks map[string]*task.Task, agents map[string]string, now time.Time) (api.Batch, []BatchEffect) {
 	state := b.State
 	if a := b.Approval; a != nil && a.State == task.ApprovalWaiting && state == api.BatchRunning {
 		state = api.BatchAwaitingApproval
@@ -125,15 +149,15 @@ func DecideBatch(b *api.Batch, tasks map[string]*task.Task, now time.Time) (api.
 	view := *b
 	view.Targets = slices.Clone(b.Targets)
 	ViewBatch(&view, tasks)
-	row, ok := batchRows[batchKey{state, observeBatch(&view, now)}]
+	row, ok := batchRows[batchKey{state, observeBatch(&view, agents, now)}]
 	if !ok { // a state no row knows: a record from a later release
-		return view, lookLater(&view, now)
+		return view, lookLater(&view, agents, now)
 	}
-	return view, row(&view, now)
+	return view, row(&view, agents, now)
 }
 
-// observeBatch is the event a view shows.
-func observeBatch(view *api.Batch, now time.Time) batchEvent {
+// observeBatch is the event a view shows, given DecideBatch's agents.
+func observeBatch(view *api.Batch, agents map[string]string, now time.Time) batchEvent {
 	switch {
 	case view.State == api.BatchAwaitingApproval && now.Before(view.Approval.ExpiresAt):
 		return batchApprovalOpen
@@ -141,6 +165,19 @@ func observeBatch(view *api.Batch, now time.Time) batchEvent {
 		return batchApprovalExpired
 	case view.State.Final():
 		return batchDone
+	}
+	registering := false
+	for _, t := range view.Targets {
+		if t.State != api.TargetRegistering {
+			continue
+		}
+		if s, ok := agents[t.AgentID]; ok && s != api.TargetRegistering {
+			return batchAgentCame
+		}
+		registering = true
+	}
+	if registering && (view.RegisterUntil == nil || !now.Before(*view.RegisterUntil)) {
+		return batchGraceOver
 	}
 	running := 0
 	for _, t := range view.Targets {
@@ -185,11 +222,17 @@ func ViewBatch(b *api.Batch, tasks map[string]*task.Task) {
 	}
 	if failed && b.StopOnFailure {
 		for i := range b.Targets {
-			if t := &b.Targets[i]; t.State == api.TargetWaiting {
+			if t := &b.Targets[i]; t.State == api.TargetWaiting || t.State == api.TargetRegistering {
 				t.State = api.TargetSkipped
 			}
 		}
 	}
+	settle(b)
+}
+
+// settle counts b's targets and, once every one is done with, ends b
+// succeeded or failed.
+func settle(b *api.Batch) {
 	b.Count()
 	done, ok := true, true
 	for _, t := range b.Targets {
@@ -205,12 +248,12 @@ func ViewBatch(b *api.Batch, tasks map[string]*task.Task) {
 }
 
 // awaitApproval waits for the operator's answer, at most until it expires.
-func awaitApproval(view *api.Batch, now time.Time) []BatchEffect {
+func awaitApproval(view *api.Batch, _ map[string]string, now time.Time) []BatchEffect {
 	return []BatchEffect{{Kind: BatchWait, After: view.Approval.ExpiresAt.Sub(now)}}
 }
 
 // expireApproval rejects a batch nobody approved in time.
-func expireApproval(view *api.Batch, now time.Time) []BatchEffect {
+func expireApproval(view *api.Batch, _ map[string]string, now time.Time) []BatchEffect {
 	a := *view.Approval
 	a.State, a.DecidedAt = task.ApprovalExpired, &now
 	view.Approval = &a
@@ -232,7 +275,7 @@ func RejectBatch(b *api.Batch, now time.Time) {
 
 // startTasks makes the waiting targets' tasks while max_parallel leaves room,
 // in the order of the targets, then waits for one to end.
-func startTasks(view *api.Batch, _ time.Time) []BatchEffect {
+func startTasks(view *api.Batch, _ map[string]string, now time.Time) []BatchEffect {
 	running := 0
 	for _, t := range view.Targets {
 		if t.Started() && !t.Final() {
@@ -250,26 +293,77 @@ func startTasks(view *api.Batch, _ time.Time) []BatchEffect {
 		out = append(out, BatchEffect{Kind: BatchMakeTask, AgentID: t.AgentID})
 		running++
 	}
-	return append(out, BatchEffect{Kind: BatchWait})
+	return append(out, waitFor(view, now))
 }
 
 // waitForATask waits for one of the batch's tasks to end.
-func waitForATask(*api.Batch, time.Time) []BatchEffect {
-	return []BatchEffect{{Kind: BatchWait}}
+func waitForATask(view *api.Batch, _ map[string]string, now time.Time) []BatchEffect {
+	return []BatchEffect{waitFor(view, now)}
+}
+
+// waitFor waits for one of the batch's tasks to end (or an agent to register,
+// which wakes the runner too), at most until the register grace ends while
+// targets are registering.
+func waitFor(view *api.Batch, now time.Time) BatchEffect {
+	for _, t := range view.Targets {
+		if t.State == api.TargetRegistering && view.RegisterUntil != nil {
+			return BatchEffect{Kind: BatchWait, After: max(view.RegisterUntil.Sub(now), time.Millisecond)}
+		}
+	}
+	return BatchEffect{Kind: BatchWait}
+}
+
+// admitAgents settles the registering targets whose agents the core knows now:
+// one that gets a task waits for room, as the others did; one offline or
+// unsupported gets none. The targets are stored, then the batch goes on.
+func admitAgents(view *api.Batch, agents map[string]string, now time.Time) []BatchEffect {
+	for i := range view.Targets {
+		t := &view.Targets[i]
+		s, ok := agents[t.AgentID]
+		switch {
+		case t.State != api.TargetRegistering || !ok || s == api.TargetRegistering:
+		case s == "":
+			t.TaskID, t.State = derivedID("batch-task", view.ID, t.AgentID), api.TargetWaiting
+		default:
+			t.State = s
+		}
+	}
+	return goOn(view, agents, now)
+}
+
+// giveUpOnAgents makes the targets still registering when the grace is over
+// unknown, stores the targets, and goes on.
+func giveUpOnAgents(view *api.Batch, agents map[string]string, now time.Time) []BatchEffect {
+	for i := range view.Targets {
+		if t := &view.Targets[i]; t.State == api.TargetRegistering {
+			t.State = api.TargetUnknown
+		}
+	}
+	return goOn(view, agents, now)
+}
+
+// goOn stores a view whose targets a row settled, then ends the batch if
+// every target is done with, or starts what has room.
+func goOn(view *api.Batch, agents map[string]string, now time.Time) []BatchEffect {
+	settle(view)
+	if view.State.Final() {
+		return endBatch(view, agents, now)
+	}
+	return append([]BatchEffect{{Kind: BatchStoreTargets}}, startTasks(view, agents, now)...)
 }
 
 // endBatch stores a batch whose targets are all done with as finished.
-func endBatch(view *api.Batch, now time.Time) []BatchEffect {
+func endBatch(view *api.Batch, _ map[string]string, now time.Time) []BatchEffect {
 	view.FinishedAt = &now
 	return []BatchEffect{{Kind: BatchStoreEnd}, {Kind: BatchStop}}
 }
 
 // stopBatch ends the runner of a batch whose end is stored.
-func stopBatch(*api.Batch, time.Time) []BatchEffect {
+func stopBatch(*api.Batch, map[string]string, time.Time) []BatchEffect {
 	return []BatchEffect{{Kind: BatchStop}}
 }
 
 // lookLater is the row of a pair observeBatch never gives: look again later.
-func lookLater(*api.Batch, time.Time) []BatchEffect {
+func lookLater(*api.Batch, map[string]string, time.Time) []BatchEffect {
 	return []BatchEffect{{Kind: BatchWait, After: Retry}}
 }

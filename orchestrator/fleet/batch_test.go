@@ -6,6 +6,7 @@ package fleet
 
 import (
 	"reflect"
+	"slices"
 	"testing"
 	"time"
 
@@ -66,60 +67,61 @@ type batchMachineRow struct {
 	state   api.BatchState // the view's
 	targets []string       // the view's target states, a b c
 	effects []BatchEffect
+	agents  map[string]string // DecideBatch's
 }
 
 var batchMachineRows = []batchMachineRow{
 	// awaiting_approval
 	{"approval open: wait until it expires", btAwaiting(btNow.Add(time.Hour)), nil,
 		api.BatchAwaitingApproval, []string{"waiting", "waiting", "waiting"},
-		[]BatchEffect{{Kind: BatchWait, After: time.Hour}}},
+		[]BatchEffect{{Kind: BatchWait, After: time.Hour}}, nil},
 	{"approval expired: rejected, every target skipped, end stored", btAwaiting(btNow), nil,
-		api.BatchRejected, []string{"skipped", "skipped", "skipped"}, []BatchEffect{storeEnd, stopRunner}},
+		api.BatchRejected, []string{"skipped", "skipped", "skipped"}, []BatchEffect{storeEnd, stopRunner}, nil},
 
 	// running
 	{"room for all: every task made", btBatch(0, false), nil,
 		api.BatchRunning, []string{"waiting", "waiting", "waiting"},
-		[]BatchEffect{makeTask("a"), makeTask("b"), makeTask("c"), waitTask}},
+		[]BatchEffect{makeTask("a"), makeTask("b"), makeTask("c"), waitTask}, nil},
 	{"max_parallel 2: two made, in target order", btBatch(2, false), nil,
 		api.BatchRunning, []string{"waiting", "waiting", "waiting"},
-		[]BatchEffect{makeTask("a"), makeTask("b"), waitTask}},
+		[]BatchEffect{makeTask("a"), makeTask("b"), waitTask}, nil},
 	{"max_parallel 2, one ended: the third made", btBatch(2, false),
 		map[string]task.State{"a": task.StateSucceeded, "b": task.StateRunning},
-		api.BatchRunning, []string{"succeeded", "running", "waiting"}, []BatchEffect{makeTask("c"), waitTask}},
+		api.BatchRunning, []string{"succeeded", "running", "waiting"}, []BatchEffect{makeTask("c"), waitTask}, nil},
 	{"max_parallel 2, both running: busy", btBatch(2, false),
 		map[string]task.State{"a": task.StateRunning, "b": task.StateDispatched},
-		api.BatchRunning, []string{"running", "dispatched", "waiting"}, []BatchEffect{waitTask}},
+		api.BatchRunning, []string{"running", "dispatched", "waiting"}, []BatchEffect{waitTask}, nil},
 	{"stop_on_failure, one failed: the waiting one skipped, the running one finishes", btBatch(2, true),
 		map[string]task.State{"a": task.StateFailed, "b": task.StateRunning},
-		api.BatchRunning, []string{"failed", "running", "skipped"}, []BatchEffect{waitTask}},
+		api.BatchRunning, []string{"failed", "running", "skipped"}, []BatchEffect{waitTask}, nil},
 	{"stop_on_failure, one failed, the rest ended: failed", btBatch(2, true),
 		map[string]task.State{"a": task.StateFailed, "b": task.StateSucceeded},
-		api.BatchFailed, []string{"failed", "succeeded", "skipped"}, []BatchEffect{storeEnd, stopRunner}},
+		api.BatchFailed, []string{"failed", "succeeded", "skipped"}, []BatchEffect{storeEnd, stopRunner}, nil},
 	{"without stop_on_failure a failure starts the next", btBatch(2, false),
 		map[string]task.State{"a": task.StateFailed, "b": task.StateRunning},
-		api.BatchRunning, []string{"failed", "running", "waiting"}, []BatchEffect{makeTask("c"), waitTask}},
+		api.BatchRunning, []string{"failed", "running", "waiting"}, []BatchEffect{makeTask("c"), waitTask}, nil},
 	{"every task succeeded: succeeded, end stored", btBatch(0, false),
 		map[string]task.State{"a": task.StateSucceeded, "b": task.StateSucceeded, "c": task.StateSucceeded},
-		api.BatchSucceeded, []string{"succeeded", "succeeded", "succeeded"}, []BatchEffect{storeEnd, stopRunner}},
+		api.BatchSucceeded, []string{"succeeded", "succeeded", "succeeded"}, []BatchEffect{storeEnd, stopRunner}, nil},
 	{"one cancelled, the rest succeeded: failed", btBatch(0, false),
 		map[string]task.State{"a": task.StateSucceeded, "b": task.StateCancelled, "c": task.StateSucceeded},
-		api.BatchFailed, []string{"succeeded", "cancelled", "succeeded"}, []BatchEffect{storeEnd, stopRunner}},
+		api.BatchFailed, []string{"succeeded", "cancelled", "succeeded"}, []BatchEffect{storeEnd, stopRunner}, nil},
 
 	// stored ends: the runner only stops
 	{"succeeded: stop", btFinal(api.BatchSucceeded), nil, api.BatchSucceeded,
-		[]string{"waiting", "waiting", "waiting"}, []BatchEffect{stopRunner}},
+		[]string{"waiting", "waiting", "waiting"}, []BatchEffect{stopRunner}, nil},
 	{"failed: stop", btFinal(api.BatchFailed), nil, api.BatchFailed,
-		[]string{"waiting", "waiting", "waiting"}, []BatchEffect{stopRunner}},
+		[]string{"waiting", "waiting", "waiting"}, []BatchEffect{stopRunner}, nil},
 	{"rejected: stop", btFinal(api.BatchRejected), nil, api.BatchRejected,
-		[]string{"waiting", "waiting", "waiting"}, []BatchEffect{stopRunner}},
+		[]string{"waiting", "waiting", "waiting"}, []BatchEffect{stopRunner}, nil},
 }
 
 // TestBatchMachineDecidesWhatARunnerDoes runs the table.
 func TestBatchMachineDecidesWhatARunnerDoes(t *testing.T) {
-	for _, row := range batchMachineRows {
+	for _, row := range slices.Concat(batchMachineRows, registerRows) {
 		t.Run(row.name, func(t *testing.T) {
 			before := *row.batch
-			view, effects := DecideBatch(row.batch, btTasks(row.tasks), btNow)
+			view, effects := DecideBatch(row.batch, btTasks(row.tasks), row.agents, btNow)
 			if view.State != row.state {
 				t.Errorf("view state %s, want %s", view.State, row.state)
 			}
@@ -159,7 +161,7 @@ func TestBatchMachineHasARowForEveryStateAndEvent(t *testing.T) {
 			len(batchRows), len(batchStates), len(batchEvents))
 	}
 	tried := map[batchKey]bool{}
-	for _, row := range batchMachineRows {
+	for _, row := range slices.Concat(batchMachineRows, registerRows) {
 		state := row.batch.State
 		if a := row.batch.Approval; a != nil && a.State == task.ApprovalWaiting {
 			state = api.BatchAwaitingApproval
@@ -167,7 +169,7 @@ func TestBatchMachineHasARowForEveryStateAndEvent(t *testing.T) {
 		view := *row.batch
 		view.Targets = append([]api.BatchTarget(nil), row.batch.Targets...)
 		ViewBatch(&view, btTasks(row.tasks))
-		tried[batchKey{state, observeBatch(&view, btNow)}] = true
+		tried[batchKey{state, observeBatch(&view, row.agents, btNow)}] = true
 	}
 	for _, s := range []api.BatchState{api.BatchAwaitingApproval, api.BatchRunning} {
 		for _, e := range batchEvents {

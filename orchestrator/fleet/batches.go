@@ -56,6 +56,9 @@ func (f *Fleet) createBatch(req api.BatchRequest, id, schedule string, fireTime 
 	}
 	for i := range b.Targets {
 		t := &b.Targets[i]
+		if t.State == api.TargetRegistering {
+			f.awaitRegistration(b, t)
+		}
 		if t.State != "" {
 			continue
 		}
@@ -82,6 +85,17 @@ func (f *Fleet) createBatch(req api.BatchRequest, id, schedule string, fireTime 
 	view.Targets = slices.Clone(b.Targets)
 	f.batchMade(b)
 	return &view, f.refresh(&view)
+}
+
+// awaitRegistration has b wait for t's agent, configured and not registered
+// yet, for the fleet's grace; without one, t is unknown at once.
+func (f *Fleet) awaitRegistration(b *api.Batch, t *api.BatchTarget) {
+	if f.grace <= 0 {
+		t.State = api.TargetUnknown
+		return
+	}
+	until := b.CreatedAt.Add(f.grace)
+	b.RegisterUntil = &until
 }
 
 // batchApproval is the waiting approval batch b needs, or nil: its work type

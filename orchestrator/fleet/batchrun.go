@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"slices"
 	"time"
 
 	"github.com/chiffon-dev/chiffon/api"
@@ -58,9 +59,21 @@ func (f *Fleet) stepBatch(b *api.Batch, log *slog.Logger) (after time.Duration, 
 		log.Warn("batch: read its tasks", "err", err)
 		return Retry, false
 	}
-	view, effects := DecideBatch(b, tasks, time.Now().UTC())
+	agents, err := f.registeringAgents(b)
+	if err != nil {
+		log.Warn("batch: ask after its registering agents", "err", err)
+		return Retry, false
+	}
+	view, effects := DecideBatch(b, tasks, agents, time.Now().UTC())
 	for _, e := range effects {
 		switch e.Kind {
+		case BatchStoreTargets:
+			b.Targets = slices.Clone(view.Targets)
+			if err := f.putBatch(b); err != nil {
+				log.Warn("batch: store its targets", "err", err)
+				return Retry, false
+			}
+			f.changed.bump()
 		case BatchMakeTask:
 			org := task.Origin{ID: taskOf(b, e.AgentID), RequestID: derivedID("batch-request", b.ID, e.AgentID),
 				BatchID: b.ID, Schedule: b.Schedule, FireTime: b.FireTime, By: b.CreatedBy, Approval: b.Approval}
@@ -83,6 +96,47 @@ func (f *Fleet) stepBatch(b *api.Batch, log *slog.Logger) (after time.Duration, 
 		}
 	}
 	return 0, false
+}
+
+// registeringAgents asks the core what it knows now of the agents of b's
+// registering targets (DecideBatch's agents): "" for one that would get a task,
+// unsupported for one whose catalogue refuses b's request pinned to it, else
+// the target's state. Nil when no target is registering.
+func (f *Fleet) registeringAgents(b *api.Batch) (map[string]string, error) {
+	req := b.BatchRequest
+	req.Agents = nil
+	for _, t := range b.Targets {
+		if t.State == api.TargetRegistering {
+			req.Agents = append(req.Agents, t.AgentID)
+		}
+	}
+	if len(req.Agents) == 0 {
+		return nil, nil
+	}
+	targets, err := f.core.BatchTargets(&req)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]string, len(targets))
+	for _, t := range targets {
+		out[t.AgentID] = t.State
+		if t.State != "" {
+			continue
+		}
+		// Refused now, it gets no task: the batch, made, is not refused whole
+		// as it would have been had the agent been there.
+		tr := b.TaskFor(t.AgentID)
+		err := f.core.CheckWorkType(&tr)
+		if err == nil {
+			err = f.core.CheckSize(&tr)
+		}
+		if err != nil {
+			f.log.Warn("batch: an agent that registered late refuses its task; it gets none",
+				"batch_id", b.ID, "agent_id", t.AgentID, "err", err)
+			out[t.AgentID] = api.TargetUnsupported
+		}
+	}
+	return out, nil
 }
 
 // taskOf is the id of agentID's task in b.

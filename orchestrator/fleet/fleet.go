@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"sync"
+	"time"
 
 	"github.com/chiffon-dev/chiffon/api"
 )
@@ -22,6 +23,10 @@ type Params struct {
 	// TooLarge is what Core.CheckSize's refusals for size are (errors.Is): a
 	// schedule's batch refused so is skipped, not tried again.
 	TooLarge error
+	// RegisterGrace is how long a new batch waits for its targets whose agents
+	// are configured and have not registered (api.TargetRegistering); 0: they
+	// are unknown at once.
+	RegisterGrace time.Duration
 }
 
 // Hooks hands events to the webhook receivers (webhook.Dispatcher).
@@ -49,6 +54,7 @@ type Fleet struct {
 	log   *slog.Logger
 	hooks Hooks
 	large error
+	grace time.Duration
 
 	// schedMu orders the changes made here to schedules, batchMu those to
 	// batches waiting for approval.
@@ -83,7 +89,7 @@ func New(p Params) *Fleet {
 	if hooks == nil {
 		hooks = noHooks{}
 	}
-	return &Fleet{core: p.Core, st: p.Store, log: log, hooks: hooks, large: p.TooLarge}
+	return &Fleet{core: p.Core, st: p.Store, log: log, hooks: hooks, large: p.TooLarge, grace: p.RegisterGrace}
 }
 
 // Start starts a runner for each running batch and the schedules' clock. A
@@ -141,6 +147,22 @@ func (f *Fleet) TaskEnded(id string) {
 	}
 	f.mu.Unlock()
 	f.changed.bump()
+}
+
+// AgentOnline wakes the runners of the running batches: one may wait for
+// agent id, registered and online now. It never waits: the core's loop calls
+// it.
+func (f *Fleet) AgentOnline(string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if t := f.cur; t != nil {
+		for _, wake := range t.batches {
+			select {
+			case wake <- struct{}{}:
+			default:
+			}
+		}
+	}
 }
 
 // Changes returns a channel closed at the next change of a batch.

@@ -84,7 +84,20 @@ func (c *fakeCore) CheckWorkType(req *api.SubmitRequest) error {
 }
 
 func (c *fakeCore) BatchTargets(*api.BatchRequest) ([]api.BatchTarget, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	return append([]api.BatchTarget(nil), c.targets...), nil
+}
+
+// setTarget sets agent id's state as BatchTargets lists it.
+func (c *fakeCore) setTarget(id, state string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for i := range c.targets {
+		if c.targets[i].AgentID == id {
+			c.targets[i].State = state
+		}
+	}
 }
 
 func (c *fakeCore) Approval(*api.SubmitRequest, time.Time) *task.Approval { return nil }
