@@ -52,3 +52,32 @@ func TestBatchWaitsForAConfiguredAgentThatRegistersLate(t *testing.T) {
 		t.Fatalf("batch ended %s %v, want succeeded on both", end.State, end.Counts)
 	}
 }
+
+// TestBatchWaitsForAnAgentBetweenItsRegistrationAndItsFirstHeartbeat: an agent
+// that has registered but not yet sent the heartbeat that makes it routable is
+// a registering target, not an offline one: the batch gives it its task once
+// the heartbeat comes.
+func TestBatchWaitsForAnAgentBetweenItsRegistrationAndItsFirstHeartbeat(t *testing.T) {
+	e := newEnv(t, "code-1")
+	e.cfg.Batches.RegisterGrace = time.Minute
+	o := e.open()
+	a := e.fakeAgent("code-1")
+	a.listen()
+	if env := a.registerAs(a.token, 2); env.Type != envelope.TypeRegisterAck {
+		t.Fatalf("register: %s", env.Type)
+	}
+	b, err := o.CreateBatch(context.Background(), api.BatchRequest{ToAgent: envelope.Code, WorkType: "echo"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := targetStates(b); got["code-1"] != api.TargetRegistering {
+		t.Fatalf("targets %v, want code-1 registering", got)
+	}
+	a.heartbeat(2)
+	w := a.next()
+	a.ack(w)
+	a.result(w, envelope.ResultSuccess, 0, "ok", nil)
+	if end := waitBatch(t, o, b.ID); end.State != api.BatchSucceeded {
+		t.Fatalf("batch ended %s %v, want succeeded", end.State, end.Counts)
+	}
+}

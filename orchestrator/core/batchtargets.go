@@ -10,7 +10,8 @@ import (
 // BatchTargets lists the agents req matches now, by id: the online ones
 // offering its work type with no state yet (they get a task), the others with
 // theirs (offline, unsupported, unknown, or registering: configured and not
-// registered with this core yet).
+// online with this core yet, unregistered or registered with its first
+// heartbeat to come).
 func (o *Core) BatchTargets(req *api.BatchRequest) ([]api.BatchTarget, error) {
 	var out []api.BatchTarget
 	if err := o.call(func() { out = o.batchTargets(req) }); err != nil {
@@ -34,6 +35,8 @@ func (o *Core) batchTargets(req *api.BatchRequest) []api.BatchTarget {
 		delete(named, a.id)
 		t := api.BatchTarget{AgentID: a.id}
 		switch {
+		case !a.online && a.lastHB == nil:
+			t.State = api.TargetRegistering // registered, its first heartbeat to come
 		case !a.online:
 			t.State = api.TargetOffline
 		case !a.offers(req.WorkType):
