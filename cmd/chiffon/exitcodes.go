@@ -31,7 +31,7 @@ const (
 	exitTaskError     = 69  // the task ended in error: timeout, no agent, invalid, refused
 	exitTaskCancelled = 130 // the task was cancelled
 	exitTaskRejected  = 77  // the task was rejected: nobody approved it
-	exitNotFinished   = 75  // the watch stopped before the task finished
+	exitNotFinished   = 75  // the watch stopped before the task finished (Ctrl-C, or no orchestrator answered)
 )
 
 // exitParamError is the exit code of a task the work type's catalogue refuses:
@@ -46,8 +46,9 @@ const exitParamError = 65
 const followExitCodes = `Exit codes: 0 the task succeeded; 1..255 it failed with this exit code (1 also when
 the CLI itself failed); 2 a usage error; 65 a parameter the work type's schema
 refuses, or a work type no agent of the type offers: nothing was submitted; 69 the
-task ended in error (timeout, no agent, refused); 75 the wait stopped (Ctrl-C) before
-the task finished, and the task goes on; 130 the task was cancelled.`
+task ended in error (timeout, no agent, refused); 75 the wait stopped before the task
+finished (Ctrl-C, or no orchestrator of --server answered for 2 minutes: the client
+lost track), and the task goes on; 130 the task was cancelled.`
 
 // taskExitCode maps a finished task to the process exit code.
 func taskExitCode(t *task.Task) int {

@@ -4,7 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/chiffon-dev/chiffon/client"
@@ -35,6 +38,11 @@ func followTask(cmd *cobra.Command, c *client.Client, id string, jsonOut bool) e
 		view.close()
 		if errors.Is(err, context.Canceled) {
 			return exitCode(exitNotFinished, fmt.Errorf("stopped watching; the task goes on: chiffon watch %s", id))
+		}
+		if lostTrack(err) {
+			// The task's fate is unknown, not failed: say so with the code of a
+			// wait that stopped, never with an exit code a task could have.
+			return exitCode(exitNotFinished, fmt.Errorf("lost track of the task (%w); it may still run: chiffon watch %s", err, id))
 		}
 		return err
 	}
@@ -76,4 +84,17 @@ func summary(t *task.Task) string {
 		s += " in " + t.FinishedAt.Sub(t.CreatedAt).Round(time.Millisecond).String()
 	}
 	return s
+}
+
+// lostTrack reports whether err, the end of a follow, says the orchestrators
+// could not be reached (or answered 5xx) until the follow gave up, rather than
+// that the request was wrong.
+func lostTrack(err error) bool {
+	var ae *client.APIError
+	if errors.As(err, &ae) {
+		return ae.Status >= 500
+	}
+	var md *client.MaybeDoneError
+	var ne net.Error
+	return errors.As(err, &md) || errors.As(err, &ne) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNREFUSED)
 }

@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -205,4 +206,29 @@ func TestWatchPrintsOutputExactlyAcrossAResumedStream(t *testing.T) {
 		t.Fatalf("the stream was not resumed after event 2: Last-Event-ID %q", lastIDs)
 	}
 	mu.Unlock()
+}
+
+// TestAWaitThatLosesItsOrchestratorSaysSo: when every orchestrator stays away
+// until the follow gives up, submit --wait/watch exits 75 saying it lost track
+// of the task, not with an exit code the task could have had.
+func TestAWaitThatLosesItsOrchestratorSaysSo(t *testing.T) {
+	old := client.FollowGiveUp
+	client.FollowGiveUp = 300 * time.Millisecond
+	t.Cleanup(func() { client.FollowGiveUp = old })
+	var streams atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/api/v1/tasks/t1/events" && streams.Add(1) == 1 {
+			w.Header().Set("Content-Type", "text/event-stream")
+			b, _ := json.Marshal(&task.Event{Seq: 1, Type: task.EventState, State: task.StateRunning})
+			fmt.Fprintf(w, "id: 1\nevent: state\ndata: %s\n\n", b)
+			return // the stream ends; the orchestrator is gone from now on
+		}
+		writeAPIError(w, http.StatusServiceUnavailable, "unavailable", "", "no orchestrator leads")
+	}))
+	defer srv.Close()
+	t.Setenv("CHIFFON_API_TOKEN", "tok")
+	code, _, errOut := runCLI(t, "", "watch", "t1", "--server", srv.URL)
+	if code != exitNotFinished || !strings.Contains(errOut, "lost track of the task") {
+		t.Fatalf("exit %d, stderr %q; want 75, lost track", code, errOut)
+	}
 }
