@@ -129,19 +129,9 @@ func (u *UI) saveSchedule(w http.ResponseWriter, r *http.Request, sess *session,
 		u.showScheduleForm(w, r, sess, http.StatusOK, f, submitProblem{})
 		return
 	}
-	var fields []worktype.Field
-	if typ, name, ok := strings.Cut(f.Target, "/"); ok {
-		if wt := u.workType(r.Context(), sess, typ, name); wt != nil {
-			fields = worktype.Fields(wt.Parameters)
-		}
-	}
-	spec, fieldErrs, err := f.spec(fields)
-	if err != nil || len(fieldErrs) > 0 {
-		msg := "Some parameters are not what their work type takes: see below."
-		if err != nil {
-			msg = err.Error()
-		}
-		u.showScheduleForm(w, r, sess, http.StatusBadRequest, f, submitProblem{Message: msg, Fields: fieldErrs})
+	spec, fieldErrs, err := f.spec(u.paramFields(r, sess, f.Target))
+	if p, bad := formProblem(fieldErrs, err); bad {
+		u.showScheduleForm(w, r, sess, http.StatusBadRequest, f, p)
 		return
 	}
 	if f.Editing {

@@ -68,19 +68,9 @@ func (u *UI) submit(w http.ResponseWriter, r *http.Request, sess *session) {
 		u.showSubmit(w, r, sess, http.StatusOK, f, submitProblem{})
 		return
 	}
-	var fields []worktype.Field
-	if typ, name, ok := strings.Cut(f.Target, "/"); ok {
-		if wt := u.workType(r.Context(), sess, typ, name); wt != nil {
-			fields = worktype.Fields(wt.Parameters)
-		}
-	}
-	req, fieldErrs, err := f.request(fields)
-	if err != nil || len(fieldErrs) > 0 {
-		msg := "Some parameters are not what their work type takes: see below."
-		if err != nil {
-			msg = err.Error()
-		}
-		u.showSubmit(w, r, sess, http.StatusBadRequest, f, submitProblem{Message: msg, Fields: fieldErrs})
+	req, fieldErrs, err := f.request(u.paramFields(r, sess, f.Target))
+	if p, bad := formProblem(fieldErrs, err); bad {
+		u.showSubmit(w, r, sess, http.StatusBadRequest, f, p)
 		return
 	}
 	var created task.Task
@@ -94,6 +84,33 @@ func (u *UI) submit(w http.ResponseWriter, r *http.Request, sess *session) {
 		return
 	}
 	http.Redirect(w, r, u.path+"tasks/"+url.PathEscape(created.ID), http.StatusSeeOther)
+}
+
+// paramFields are the parameters of target ("agent type/work type") as its
+// schema declares them; none when the catalogue has no schema for it.
+func (u *UI) paramFields(r *http.Request, sess *session, target string) []worktype.Field {
+	typ, name, ok := strings.Cut(target, "/")
+	if !ok {
+		return nil
+	}
+	wt := u.workType(r.Context(), sess, typ, name)
+	if wt == nil {
+		return nil
+	}
+	return worktype.Fields(wt.Parameters)
+}
+
+// formProblem is what the form says when building its request failed (err) or
+// some inputs did not convert (fieldErrs); bad is false when neither.
+func formProblem(fieldErrs map[string]string, err error) (p submitProblem, bad bool) {
+	if err == nil && len(fieldErrs) == 0 {
+		return p, false
+	}
+	p = submitProblem{Message: "Some parameters are not what their work type takes: see below.", Fields: fieldErrs}
+	if err != nil {
+		p.Message = err.Error()
+	}
+	return p, true
 }
 
 // refusal is the API's refusal of a submission as the form shows it: its
