@@ -31,9 +31,9 @@ type Client struct {
 	// Servers are the API roots of the other orchestrators of BaseURL's group:
 	// a request that one cannot take goes to the next.
 	Servers []string
-	// Patience is how long a write goes on trying while no orchestrator can
-	// take it (each refuses the connection or answers 503, as during a
-	// takeover); 0 tries each once. Reads try each once.
+	// Patience is how long a write goes on trying while the orchestrators that
+	// answer say 503 (no leader yet, as during a takeover); 0 tries each once.
+	// Reads try each once, and so does a write none answers.
 	Patience time.Duration
 	// Token is the API bearer token.
 	Token string

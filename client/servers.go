@@ -55,9 +55,10 @@ func (c *Client) moveOn(server string) {
 }
 
 // send sends the request build makes for each server in turn until one takes
-// it. A write goes on trying for Patience while none can, waiting what their
-// Retry-After asks (at most 5 s) between rounds; a read tries each once, and
-// leaves waiting to its caller (a follow has its own).
+// it. A write goes on trying for Patience while those that answer say 503 (a
+// takeover under way), waiting what their Retry-After asks (at most 5 s)
+// between rounds; when none answers at all it fails at once. A read tries each
+// once, and leaves waiting to its caller (a follow has its own).
 func (c *Client) send(ctx context.Context, method string, build func(server string) (*http.Request, error)) (*http.Response, error) {
 	hc := c.HTTP
 	if hc == nil {
@@ -96,7 +97,9 @@ func (c *Client) send(ctx context.Context, method string, build func(server stri
 			}
 			return nil, &MaybeDoneError{Server: server, Err: err}
 		}
-		if time.Now().Add(wait).After(deadline) {
+		// Only an orchestrator that answered 503 asked to be tried again; when
+		// none answers at all, nothing runs there to wait for.
+		if lastResp == nil || time.Now().Add(wait).After(deadline) {
 			if lastResp != nil {
 				return lastResp, nil
 			}

@@ -107,9 +107,9 @@ func (f *clientFlags) client() (*client.Client, error) {
 	return &client.Client{BaseURL: servers[0], Servers: servers[1:], Patience: clientPatience, Token: token, HTTP: hc}, nil
 }
 
-// clientPatience is how long a command goes on trying while no orchestrator
-// can take its request (refused connections, 503 during a takeover): a group's
-// lease is 5 s by default, and a standby takes over within it.
+// clientPatience is how long a write goes on trying while the orchestrators
+// that answer say 503 (a takeover under way): a group's lease is 5 s by
+// default, and a standby takes over within it.
 const clientPatience = 30 * time.Second
 
 // serverURLs splits a --server list at its commas; a URL without a scheme is

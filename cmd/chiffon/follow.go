@@ -22,7 +22,9 @@ func followTask(cmd *cobra.Command, c *client.Client, id string, jsonOut bool) e
 	ctx := cmd.Context()
 	view := newProgressView(jsonOut, cmd.OutOrStdout(), cmd.ErrOrStderr())
 	var live liveOutput
+	followed := false // an event came: the orchestrator was reached
 	err := c.Events(ctx, id, func(e *task.Event) error {
+		followed = true
 		if !jsonOut && e.Type == task.EventState && e.State == task.StateAwaitingApproval &&
 			strings.HasPrefix(e.Message, "awaiting approval") {
 			fmt.Fprintf(cmd.ErrOrStderr(), "%s; waiting until an operator runs chiffon approve %s (or reject)\n", e.Message, id)
@@ -39,7 +41,7 @@ func followTask(cmd *cobra.Command, c *client.Client, id string, jsonOut bool) e
 		if errors.Is(err, context.Canceled) {
 			return exitCode(exitNotFinished, fmt.Errorf("stopped watching; the task goes on: chiffon watch %s", id))
 		}
-		if lostTrack(err) {
+		if followed && lostTrack(err) {
 			// The task's fate is unknown, not failed: say so with the code of a
 			// wait that stopped, never with an exit code a task could have.
 			return exitCode(exitNotFinished, fmt.Errorf("lost track of the task (%w); it may still run: chiffon watch %s", err, id))
