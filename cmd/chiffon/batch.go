@@ -5,14 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"maps"
-	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/chiffon-dev/chiffon/api"
 	"github.com/chiffon-dev/chiffon/client"
+	"github.com/chiffon-dev/chiffon/internal/taskview"
 	"github.com/chiffon-dev/chiffon/orchestrator/task"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -110,7 +109,7 @@ func printBatchTable(w io.Writer, bs []*api.Batch, now time.Time, wide bool) err
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "ID\tSTATE\tWORK\tTARGETS\tCREATED")
 	for _, b := range bs {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s ago\n", listID(b.ID, wide), b.State, workText(b.ToAgent, b.WorkType), countsText(b.Counts), age(now, b.CreatedAt))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s ago\n", listID(b.ID, wide), b.State, workText(b.ToAgent, b.WorkType), taskview.CountsText(b.Counts), age(now, b.CreatedAt))
 	}
 	return tw.Flush()
 }
@@ -132,7 +131,7 @@ func printBatch(w io.Writer, b *api.Batch) error {
 	if a := b.Approval; a != nil {
 		row("Approval", approvalText(a))
 	}
-	row("Targets", countsText(b.Counts))
+	row("Targets", taskview.CountsText(b.Counts))
 	row("Created", b.CreatedAt.Local().Format(time.DateTime))
 	if b.FinishedAt != nil {
 		row("Finished", fmt.Sprintf("%s (in %s)", b.FinishedAt.Local().Format(time.DateTime),
@@ -186,37 +185,6 @@ func selectorText(req *api.BatchRequest) string {
 		s += " labelled " + labelList(req.Labels)
 	}
 	return s
-}
-
-// targetOrder is the order the states of a batch's agents are counted in:
-// what goes on, what went well, what did not, what got no task.
-var targetOrder = []string{
-	string(task.StateRunning), string(task.StateDispatched), string(task.StatePending),
-	api.TargetWaiting, api.TargetRegistering, string(task.StateSucceeded), string(task.StateFailed),
-	string(task.StateError), string(task.StateCancelled), api.TargetSkipped,
-	api.TargetOffline, api.TargetUnknown, api.TargetUnsupported,
-}
-
-// countsText is counts by state, such as "3 succeeded, 1 offline".
-func countsText(counts map[string]int) string {
-	var parts []string
-	add := func(state string) {
-		if n := counts[state]; n > 0 {
-			parts = append(parts, fmt.Sprintf("%d %s", n, state))
-		}
-	}
-	for _, s := range targetOrder {
-		add(s)
-	}
-	for _, s := range slices.Sorted(maps.Keys(counts)) {
-		if !slices.Contains(targetOrder, s) {
-			add(s)
-		}
-	}
-	if len(parts) == 0 {
-		return "-"
-	}
-	return strings.Join(parts, ", ")
 }
 
 // noTask lists, on w, the agents of b that get no task, and why, and those it

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -10,13 +9,13 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
-	"regexp"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/chiffon-dev/chiffon/api"
+	"github.com/chiffon-dev/chiffon/internal/taskview"
 )
 
 const (
@@ -531,44 +530,12 @@ func TestBatchesLists(t *testing.T) {
 	}
 }
 
-// On a terminal each agent keeps one line, redrawn in place.
-func TestBatchLiveViewRedrawsInPlace(t *testing.T) {
-	var buf bytes.Buffer
-	v := &batchLiveView{w: &buf, columns: func() int { return 80 }}
-	v.batch(testBatch(api.BatchRunning, "running", "waiting", false))
-	first := buf.String()
-	if regexp.MustCompile(`\x1b\[\d+F`).MatchString(first) {
-		t.Fatalf("first frame moves up: %q", first)
-	}
-	if n := strings.Count(first, "\n"); n != 4 {
-		t.Fatalf("first frame has %d lines, want 4 (the batch, 3 agents): %q", n, first)
-	}
-	buf.Reset()
-	v.batch(testBatch(api.BatchRunning, "running", "waiting", false))
-	if buf.Len() != 0 {
-		t.Errorf("an unchanged batch redrawn: %q", buf.String())
-	}
-	v.batch(testBatch(api.BatchRunning, "succeeded", "running", false))
-	second := buf.String()
-	if !strings.HasPrefix(second, "\033[4F") || strings.Count(second, "\n") != 4 || !strings.Contains(second, "b  running") {
-		t.Errorf("second frame does not redraw the 4 lines in place: %q", second)
-	}
-
-	// More agents than rows: the last ones are summed up in one line.
-	buf.Reset()
-	v = &batchLiveView{w: &buf, columns: func() int { return 80 }, rows: func() int { return 4 }}
-	v.batch(testBatch(api.BatchRunning, "running", "waiting", false))
-	if got := buf.String(); strings.Count(got, "\n") != 3 || !strings.Contains(got, "… 2 more: 1 waiting, 1 offline") {
-		t.Errorf("frame on 4 rows: %q", got)
-	}
-}
-
 // The batch's final event ends the wait, even on a stream left open (a proxy
 // holding it).
 func TestBatchWaitEndsAtTheFinalEvent(t *testing.T) {
 	clearClientEnv(t)
-	defer func(d time.Duration) { batchOutputWait = d }(batchOutputWait)
-	batchOutputWait = 100 * time.Millisecond // the fake serves no task output
+	defer func(d time.Duration) { taskview.BatchOutputWait = d }(taskview.BatchOutputWait)
+	taskview.BatchOutputWait = 100 * time.Millisecond // the fake serves no task output
 	server := serveAPI(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		writeSSE(w, testBatch(api.BatchSucceeded, "succeeded", "succeeded", true))
 		select {

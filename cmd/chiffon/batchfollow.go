@@ -5,16 +5,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
-	"os"
-	"strings"
 	"time"
 
 	"github.com/chiffon-dev/chiffon/api"
 	"github.com/chiffon-dev/chiffon/client"
+	"github.com/chiffon-dev/chiffon/internal/taskview"
 	"github.com/spf13/cobra"
-	"golang.org/x/sys/unix"
 )
 
 // exitBatchFailed is the exit code of a followed batch that failed: that of a
@@ -43,20 +40,20 @@ var (
 // prints the batch as JSON lines, and no output.
 func followBatch(cmd *cobra.Command, c *client.Client, id string, jsonOut, group bool) error {
 	// Output lines between the redrawn lines of the live view would break it.
-	view := newBatchView(jsonOut, group, cmd.OutOrStdout(), cmd.ErrOrStderr())
-	see := view.batch
-	var output *batchOutput
+	view := taskview.NewBatchView(jsonOut, group, cmd.OutOrStdout(), cmd.ErrOrStderr())
+	see := view.Batch
+	var output *taskview.BatchOutput
 	if !jsonOut {
-		output = newBatchOutput(cmd.Context(), c, cmd.OutOrStdout(), group)
+		output = taskview.NewBatchOutput(cmd.Context(), c, cmd.OutOrStdout(), group)
 		see = func(b *api.Batch) {
-			view.batch(b)
-			output.batch(b)
+			view.Batch(b)
+			output.Batch(b)
 		}
 	}
 	b, err := watchBatch(cmd.Context(), c, id, see)
-	view.close()
+	view.Close()
 	if err != nil && output != nil {
-		output.stop()
+		output.Stop()
 	}
 	var lost *lostError
 	switch {
@@ -68,7 +65,7 @@ func followBatch(cmd *cobra.Command, c *client.Client, id string, jsonOut, group
 		return err
 	}
 	if !jsonOut {
-		output.finish(b, cmd.ErrOrStderr())
+		output.Finish(b, cmd.ErrOrStderr())
 		fmt.Fprintln(cmd.ErrOrStderr(), batchSummary(b))
 	}
 	if code := batchExitCode(b); code != 0 {
@@ -90,7 +87,7 @@ func batchExitCode(b *api.Batch) int {
 
 // batchSummary is the line that ends a followed batch.
 func batchSummary(b *api.Batch) string {
-	s := fmt.Sprintf("batch %s %s: %s", b.ID, b.State, countsText(b.Counts))
+	s := fmt.Sprintf("batch %s %s: %s", b.ID, b.State, taskview.CountsText(b.Counts))
 	if b.FinishedAt != nil {
 		s += " in " + b.FinishedAt.Sub(b.CreatedAt).Round(time.Millisecond).String()
 	}
@@ -192,147 +189,4 @@ func transient(err error) bool {
 		return false
 	}
 	return true
-}
-
-// batchView shows a batch as it changes.
-type batchView interface {
-	batch(b *api.Batch)
-	// close ends the view.
-	close()
-}
-
-// newBatchView picks the view: JSON lines with --json, one live line per agent
-// on a terminal when redraw allows it, else a plain line per change of an
-// agent's state.
-func newBatchView(jsonOut, redraw bool, stdout, stderr io.Writer) batchView {
-	switch {
-	case jsonOut:
-		enc := json.NewEncoder(stdout)
-		enc.SetEscapeHTML(false)
-		return batchJSONView{enc}
-	case redraw && isTerminal(stderr):
-		f := stderr.(*os.File)
-		return &batchLiveView{w: stderr, columns: func() int { return terminalColumns(f) }, rows: func() int { return terminalRows(f) }}
-	default:
-		return &batchLineView{w: stderr, now: time.Now}
-	}
-}
-
-type batchJSONView struct{ enc *json.Encoder }
-
-func (v batchJSONView) batch(b *api.Batch) { _ = v.enc.Encode(b) }
-func (batchJSONView) close()               {}
-
-// batchLineView prints a line each time an agent's state changes.
-type batchLineView struct {
-	w      io.Writer
-	now    func() time.Time
-	states map[string]string
-}
-
-func (v *batchLineView) batch(b *api.Batch) {
-	if v.states == nil {
-		v.states = map[string]string{}
-	}
-	width := agentWidth(b.Targets)
-	for _, t := range b.Targets {
-		if v.states[t.AgentID] == t.State {
-			continue
-		}
-		v.states[t.AgentID] = t.State
-		fmt.Fprintf(v.w, "%s %s\n", v.now().Local().Format(time.TimeOnly), targetLine(t, width))
-	}
-}
-
-func (*batchLineView) close() {}
-
-// batchLiveView redraws one line per agent in place, under a line of the
-// batch's state. Each line is fitted to the terminal's width and the lines to
-// its height, so that moving the cursor back up finds the first of them.
-type batchLiveView struct {
-	w io.Writer
-	// columns and rows return the terminal's size, asked at each frame; nil or a
-	// result below 1 means 80 columns and no bound on the rows.
-	columns, rows func() int
-	drawn         []string
-}
-
-func (v *batchLiveView) batch(b *api.Batch) {
-	cols, rows := 0, 0
-	if v.columns != nil {
-		cols = v.columns()
-	}
-	if v.rows != nil {
-		rows = v.rows()
-	}
-	if cols < 1 {
-		cols = 80
-	}
-	lines := v.frame(b, rows)
-	for i := range lines {
-		lines[i] = fitColumns(lines[i], cols-1)
-	}
-	if strings.Join(lines, "\n") == strings.Join(v.drawn, "\n") {
-		return
-	}
-	var sb strings.Builder
-	if len(v.drawn) > 0 {
-		fmt.Fprintf(&sb, "\033[%dF", len(v.drawn)) // to the start of the first line drawn
-	}
-	for _, l := range lines {
-		sb.WriteString("\r\033[K" + l + "\n")
-	}
-	sb.WriteString("\033[J") // what a taller frame before left below
-	fmt.Fprint(v.w, sb.String())
-	v.drawn = lines
-}
-
-// frame is the lines of b on a terminal rows high (0: unknown): the batch's
-// state and counts, then one line per agent, the last ones summed up in one
-// line when they do not fit.
-func (v *batchLiveView) frame(b *api.Batch, rows int) []string {
-	lines := []string{fmt.Sprintf("batch %s: %s", b.State, countsText(b.Counts))}
-	width := agentWidth(b.Targets)
-	targets := b.Targets
-	if room := rows - 2; rows > 0 && len(targets) > room {
-		keep := max(room-1, 0)
-		rest := map[string]int{}
-		for _, t := range targets[keep:] {
-			rest[t.State]++
-		}
-		for _, t := range targets[:keep] {
-			lines = append(lines, targetLine(t, width))
-		}
-		return append(lines, fmt.Sprintf("… %d more: %s", len(targets)-keep, countsText(rest)))
-	}
-	for _, t := range targets {
-		lines = append(lines, targetLine(t, width))
-	}
-	return lines
-}
-
-func (*batchLiveView) close() {}
-
-// targetLine is one agent of a batch: its id, state, progress and task.
-func targetLine(t api.BatchTarget, width int) string {
-	return fmt.Sprintf("%-*s  %-11s %3d%%  %s", width, t.AgentID, t.State, t.ProgressPercent, dash(t.TaskID))
-}
-
-// agentWidth is the width of the longest agent id of targets.
-func agentWidth(targets []api.BatchTarget) int {
-	w := 0
-	for _, t := range targets {
-		w = max(w, len(t.AgentID))
-	}
-	return w
-}
-
-// terminalRows is the height of the terminal f is, else $LINES, else 0.
-func terminalRows(f *os.File) int {
-	if ws, err := unix.IoctlGetWinsize(int(f.Fd()), unix.TIOCGWINSZ); err == nil && ws.Row > 0 {
-		return int(ws.Row)
-	}
-	n := 0
-	_, _ = fmt.Sscan(os.Getenv("LINES"), &n)
-	return n
 }

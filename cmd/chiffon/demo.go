@@ -15,6 +15,7 @@ import (
 	"github.com/chiffon-dev/chiffon/client"
 	"github.com/chiffon-dev/chiffon/envelope"
 	"github.com/chiffon-dev/chiffon/internal/stack"
+	"github.com/chiffon-dev/chiffon/internal/taskview"
 	"github.com/chiffon-dev/chiffon/orchestrator/task"
 	"github.com/chiffon-dev/chiffon/site"
 	"github.com/spf13/cobra"
@@ -149,10 +150,10 @@ func (p *demoPrinter) line(t envelope.AgentType, format string, args ...any) {
 // follow prints a task's progress until it ends and returns the finished task, or nil
 // when it could not be followed.
 func (p *demoPrinter) follow(ctx context.Context, c *client.Client, t *task.Task) *task.Task {
-	var st progressState
+	var st taskview.State
 	err := c.Events(ctx, t.ID, func(e *task.Event) error {
-		if st.apply(e) {
-			p.line(t.ToAgent, "%-10s %3d%%  %s", st.state, st.percent, st.step)
+		if st.Apply(e) {
+			p.line(t.ToAgent, "%-10s %3d%%  %s", st.State, st.Percent, st.Step)
 		}
 		return nil
 	})

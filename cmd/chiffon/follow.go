@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/chiffon-dev/chiffon/client"
+	"github.com/chiffon-dev/chiffon/internal/taskview"
 	"github.com/chiffon-dev/chiffon/orchestrator/task"
 	"github.com/spf13/cobra"
 )
@@ -20,8 +21,8 @@ import (
 // code.
 func followTask(cmd *cobra.Command, c *client.Client, id string, jsonOut bool) error {
 	ctx := cmd.Context()
-	view := newProgressView(jsonOut, cmd.OutOrStdout(), cmd.ErrOrStderr())
-	var live liveOutput
+	view := taskview.NewView(jsonOut, cmd.OutOrStdout(), cmd.ErrOrStderr())
+	var live taskview.LiveOutput
 	followed := false // an event came: the orchestrator was reached
 	err := c.Events(ctx, id, func(e *task.Event) error {
 		followed = true
@@ -30,14 +31,14 @@ func followTask(cmd *cobra.Command, c *client.Client, id string, jsonOut bool) e
 			fmt.Fprintf(cmd.ErrOrStderr(), "%s; waiting until an operator runs chiffon approve %s (or reject)\n", e.Message, id)
 		}
 		if !jsonOut {
-			view.output(live.event(e))
+			view.Output(live.Event(e))
 		}
-		view.event(e)
+		view.Event(e)
 		return nil
 	})
 	if err != nil {
-		view.output(live.takeHeld())
-		view.close()
+		view.Output(live.TakeHeld())
+		view.Close()
 		if errors.Is(err, context.Canceled) {
 			return exitCode(exitNotFinished, fmt.Errorf("stopped watching; the task goes on: chiffon watch %s", id))
 		}
@@ -50,18 +51,18 @@ func followTask(cmd *cobra.Command, c *client.Client, id string, jsonOut bool) e
 	}
 	task, err := c.Get(context.WithoutCancel(ctx), id)
 	if err != nil {
-		view.close()
+		view.Close()
 		return err
 	}
 	if jsonOut {
-		view.close()
+		view.Close()
 		if err := printJSON(cmd.OutOrStdout(), task); err != nil {
 			return err
 		}
 	} else {
-		rest, err := live.rest(ctx, c, task)
-		view.output(rest)
-		view.close() // the summary starts a line of its own
+		rest, err := live.Rest(ctx, c, task)
+		view.Output(rest)
+		view.Close() // the summary starts a line of its own
 		if err != nil {
 			return err
 		}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/chiffon-dev/chiffon/api"
 	"github.com/chiffon-dev/chiffon/envelope"
+	"github.com/chiffon-dev/chiffon/internal/taskview"
 	"github.com/chiffon-dev/chiffon/orchestrator/task"
 )
 
@@ -118,12 +119,12 @@ func TestProgressStopsShortOf100WhenTheTaskDidNotSucceed(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.result, func(t *testing.T) {
-			var st progressState
-			st.apply(running)
-			st.apply(&task.Event{Seq: 2, Type: task.EventResult, At: at, State: c.state,
+			var st taskview.State
+			st.Apply(running)
+			st.Apply(&task.Event{Seq: 2, Type: task.EventResult, At: at, State: c.state,
 				Result: &envelope.WorkResult{Status: c.result}})
-			if st.percent != c.want || st.state != c.state {
-				t.Fatalf("after a %s result: %d%% %s, want %d%% %s", c.result, st.percent, st.state, c.want, c.state)
+			if st.Percent != c.want || st.State != c.state {
+				t.Fatalf("after a %s result: %d%% %s, want %d%% %s", c.result, st.Percent, st.State, c.want, c.state)
 			}
 		})
 	}

@@ -9,6 +9,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/chiffon-dev/chiffon/api"
+	"github.com/chiffon-dev/chiffon/internal/taskview"
 	"github.com/chiffon-dev/chiffon/worktype"
 	"github.com/spf13/cobra"
 )
@@ -99,8 +100,8 @@ func printWorkTypeTable(w io.Writer, list []api.WorkType) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "TYPE\tNAME\tAPPROVAL\tAGENTS\tDESCRIPTION")
 	for _, wt := range list {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", wt.AgentType, printable(wt.Name), approvalCell(wt),
-			dash(compactList(wt.Agents, 30)), dash(fitColumns(firstLine(wt.Description), 60)))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", wt.AgentType, taskview.Printable(wt.Name), approvalCell(wt),
+			dash(compactList(wt.Agents, 30)), dash(taskview.FitColumns(firstLine(wt.Description), 60)))
 	}
 	return tw.Flush()
 }
@@ -122,7 +123,7 @@ func approvalCell(wt api.WorkType) string {
 func printWorkType(w io.Writer, wt *api.WorkType) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	row := func(k, v string) { fmt.Fprintf(tw, "%s:\t%s\n", k, v) }
-	row("Work type", printable(workText(wt.AgentType, wt.Name)))
+	row("Work type", taskview.Printable(workText(wt.AgentType, wt.Name)))
 	descriptionRows(tw, "Description", wt.Description)
 	row("Approval", workTypeApproval(*wt))
 	row("Agents", dash(strings.Join(wt.Agents, ", ")))
@@ -157,9 +158,9 @@ func printWorkType(w io.Writer, wt *api.WorkType) error {
 // descriptionRows writes description's lines as the rows of key, "-" when empty.
 func descriptionRows(tw io.Writer, key, description string) {
 	lines := strings.Split(strings.TrimSpace(description), "\n")
-	fmt.Fprintf(tw, "%s:\t%s\n", key, dash(printable(lines[0])))
+	fmt.Fprintf(tw, "%s:\t%s\n", key, dash(taskview.Printable(lines[0])))
 	for _, l := range lines[1:] {
-		fmt.Fprintf(tw, "\t%s\n", printable(l))
+		fmt.Fprintf(tw, "\t%s\n", taskview.Printable(l))
 	}
 }
 
@@ -199,8 +200,8 @@ func printParameters(w io.Writer, title string, schema map[string]any) error {
 		if f.Default != nil {
 			def = compactJSON(f.Default)
 		}
-		fmt.Fprintf(tw, "%s  %s\t%s\t%s\t%s\t%s\t%s\n", indent, printable(f.Name), fieldType(f), yesNo(f.Required),
-			dash(printable(worktype.Enumerate(f.Enum))), dash(printable(def)), dash(printable(f.Description)))
+		fmt.Fprintf(tw, "%s  %s\t%s\t%s\t%s\t%s\t%s\n", indent, taskview.Printable(f.Name), fieldType(f), yesNo(f.Required),
+			dash(taskview.Printable(worktype.Enumerate(f.Enum))), dash(taskview.Printable(def)), dash(taskview.Printable(f.Description)))
 	}
 	return tw.Flush()
 }

@@ -1,4 +1,4 @@
-package main
+package taskview
 
 import (
 	"bytes"
@@ -9,12 +9,12 @@ import (
 	"github.com/chiffon-dev/chiffon/orchestrator/task"
 )
 
-// liveOutput puts a task's output together from its status events, each byte once
+// LiveOutput puts a task's output together from its status events, each byte once
 // and in order, by the events' output offsets: a resumed stream that repeats bytes
 // adds nothing, and a piece that arrives past a gap waits for the gap to fill.
 // While the task runs it hands on whole lines only, so that a progress line or a
 // state line never lands in the middle of one; rest hands on the remainder.
-type liveOutput struct {
+type LiveOutput struct {
 	// placed is how many bytes of the output, from byte 0, were placed: handed on
 	// or held.
 	placed int64
@@ -25,7 +25,7 @@ type liveOutput struct {
 	aheadBytes int
 }
 
-// Bounds on what liveOutput keeps: a line longer than maxHeldLine is handed on
+// Bounds on what LiveOutput keeps: a line longer than maxHeldLine is handed on
 // unfinished, and pieces past a gap beyond maxAhead are dropped (rest fetches them).
 const (
 	maxHeldLine = 64 << 10
@@ -33,7 +33,7 @@ const (
 )
 
 // event places the output e carries and returns the whole lines it completes.
-func (o *liveOutput) event(e *task.Event) []byte {
+func (o *LiveOutput) Event(e *task.Event) []byte {
 	if e.Status == nil || e.Status.Step.Output == "" || e.OutputOffset == nil {
 		return nil
 	}
@@ -52,7 +52,7 @@ func (o *liveOutput) event(e *task.Event) []byte {
 
 // place adds data, which starts at off in the whole output, and then each piece
 // waiting ahead that the bytes placed reach.
-func (o *liveOutput) place(off int64, data string) {
+func (o *LiveOutput) place(off int64, data string) {
 	if off > o.placed {
 		o.keepAhead(off, data)
 		return
@@ -75,7 +75,7 @@ func (o *liveOutput) place(off int64, data string) {
 }
 
 // append adds the bytes of data, which starts at off <= placed, past those placed.
-func (o *liveOutput) append(off int64, data string) {
+func (o *LiveOutput) append(off int64, data string) {
 	if end := off + int64(len(data)); end > o.placed {
 		o.held = append(o.held, data[o.placed-off:]...)
 		o.placed = end
@@ -83,7 +83,7 @@ func (o *liveOutput) append(off int64, data string) {
 }
 
 // keepAhead keeps data, which starts at off past a gap, while maxAhead allows.
-func (o *liveOutput) keepAhead(off int64, data string) {
+func (o *LiveOutput) keepAhead(off int64, data string) {
 	old, ok := o.ahead[off]
 	if ok && len(old) >= len(data) || o.aheadBytes+len(data)-len(old) > maxAhead {
 		return
@@ -98,8 +98,8 @@ func (o *liveOutput) keepAhead(off int64, data string) {
 // rest returns what is left to print once t has ended: the line held, then the
 // bytes the events did not carry, read from the output endpoint when t holds more
 // than was placed (or holds its output with a gap).
-func (o *liveOutput) rest(ctx context.Context, c *client.Client, t *task.Task) ([]byte, error) {
-	out := o.takeHeld()
+func (o *LiveOutput) Rest(ctx context.Context, c *client.Client, t *task.Task) ([]byte, error) {
+	out := o.TakeHeld()
 	if t.OutputComplete && t.OutputBytes <= o.placed {
 		return out, nil
 	}
@@ -112,7 +112,7 @@ func (o *liveOutput) rest(ctx context.Context, c *client.Client, t *task.Task) (
 }
 
 // takeHeld returns the line held, unfinished, and holds nothing more.
-func (o *liveOutput) takeHeld() []byte {
+func (o *LiveOutput) TakeHeld() []byte {
 	b := o.held
 	o.held = nil
 	return b

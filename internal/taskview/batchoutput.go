@@ -1,4 +1,4 @@
-package main
+package taskview
 
 import (
 	"bytes"
@@ -14,14 +14,14 @@ import (
 	"github.com/chiffon-dev/chiffon/orchestrator/task"
 )
 
-// batchOutput shows the output of each task of a followed batch: from the
+// BatchOutput shows the output of each task of a followed batch: from the
 // moment the batch view shows the task made, its events (client.Events) give
 // its output as it is streamed, placed by its offset so that nothing is lost or
 // written twice, and once the task ended the whole output (client.Output) gives
 // what the stream did not. Each agent's output goes, by lines prefixed with the
 // agent's id, to one writer as it arrives, or with group is kept and written
 // agent by agent at the end (flush).
-type batchOutput struct {
+type BatchOutput struct {
 	c      *client.Client
 	out    io.Writer
 	group  bool
@@ -43,16 +43,16 @@ type agentOutput struct {
 	task          *task.Task
 }
 
-// newBatchOutput returns the output of a batch's tasks, written to out until
+// NewBatchOutput returns the output of a batch's tasks, written to out until
 // ctx ends or stop is called.
-func newBatchOutput(ctx context.Context, c *client.Client, out io.Writer, group bool) *batchOutput {
-	o := &batchOutput{c: c, out: out, group: group, mux: newLineMux(out), agents: map[string]*agentOutput{}}
+func NewBatchOutput(ctx context.Context, c *client.Client, out io.Writer, group bool) *BatchOutput {
+	o := &BatchOutput{c: c, out: out, group: group, mux: newLineMux(out), agents: map[string]*agentOutput{}}
 	o.ctx, o.cancel = context.WithCancel(ctx)
 	return o
 }
 
 // batch follows the output of each task of b made since the last call.
-func (o *batchOutput) batch(b *api.Batch) {
+func (o *BatchOutput) Batch(b *api.Batch) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	for _, t := range b.Targets {
@@ -75,7 +75,7 @@ func (o *batchOutput) batch(b *api.Batch) {
 
 // follow writes ao's task's output as it comes, until the task ended (then the
 // rest of its output) or the follow is stopped.
-func (o *batchOutput) follow(ao *agentOutput) {
+func (o *BatchOutput) follow(ao *agentOutput) {
 	defer func() {
 		if pw, ok := ao.w.(*prefixWriter); ok {
 			_ = pw.Close()
@@ -100,7 +100,7 @@ func (o *batchOutput) follow(ao *agentOutput) {
 }
 
 // rest writes what ao's task's whole output holds past what was written.
-func (o *batchOutput) rest(ao *agentOutput) error {
+func (o *BatchOutput) rest(ao *agentOutput) error {
 	var whole bytes.Buffer
 	if _, err := o.c.Output(o.ctx, ao.taskID, &whole); err != nil {
 		return err
@@ -123,21 +123,21 @@ func (ao *agentOutput) add(off int64, data []byte) bool {
 }
 
 // stop ends the follows and waits for them.
-func (o *batchOutput) stop() {
+func (o *BatchOutput) Stop() {
 	o.cancel()
 	o.wg.Wait()
 }
 
-// batchOutputWait bounds how long the output of a finished batch's tasks is
+// BatchOutputWait bounds how long the output of a finished batch's tasks is
 // still read: their streams end with the tasks, so only an orchestrator gone
 // away meanwhile makes the CLI wait that long.
-var batchOutputWait = 3 * time.Second
+var BatchOutputWait = 3 * time.Second
 
 // finish waits for the follows of the tasks of b, ended, at most for
-// batchOutputWait, then writes the grouped outputs (with group) and the table of
+// BatchOutputWait, then writes the grouped outputs (with group) and the table of
 // b's agents, on tableTo, naming the outputs not read to their end.
-func (o *batchOutput) finish(b *api.Batch, tableTo io.Writer) {
-	o.batch(b) // a task made and ended between two views
+func (o *BatchOutput) Finish(b *api.Batch, tableTo io.Writer) {
+	o.Batch(b) // a task made and ended between two views
 	done := make(chan struct{})
 	go func() {
 		o.wg.Wait()
@@ -145,9 +145,9 @@ func (o *batchOutput) finish(b *api.Batch, tableTo io.Writer) {
 	}()
 	select {
 	case <-done:
-	case <-time.After(batchOutputWait):
+	case <-time.After(BatchOutputWait):
 	}
-	o.stop()
+	o.Stop()
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if o.group {

@@ -1,4 +1,10 @@
-package main
+// Package taskview is how the CLI shows a task or a batch while it runs: the
+// progress views (a redrawn bar on a terminal, plain lines into a pipe, JSON
+// lines), the task's output put together from its events by offset
+// (LiveOutput), a batch's views and each agent's output prefixed with its id
+// (BatchView, BatchOutput). It reads the API through package client and
+// writes to the writers it is given.
+package taskview
 
 import (
 	"encoding/json"
@@ -16,28 +22,29 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// progressView shows a task's events as they arrive, and its output beside them.
-type progressView interface {
-	event(e *task.Event)
-	// output prints a piece of the task's output (to stdout), around the view's
+// View shows a task's events as they arrive, and its output beside them.
+type View interface {
+	// Event shows one of the task's events.
+	Event(e *task.Event)
+	// Output prints a piece of the task's output (to stdout), around the view's
 	// own lines.
-	output(b []byte)
-	// close ends the view, such as by finishing the bar's line.
-	close()
+	Output(b []byte)
+	// Close ends the view, such as by finishing the bar's line.
+	Close()
 }
 
-// newProgressView picks the view: JSON lines with --json, a redrawn bar on a terminal,
+// NewView picks the view: JSON lines with --json, a redrawn bar on a terminal,
 // plain lines into a pipe or file.
-func newProgressView(jsonOut bool, stdout, stderr io.Writer) progressView {
+func NewView(jsonOut bool, stdout, stderr io.Writer) View {
 	out := outputLines{w: stdout, shared: sameFile(stdout, stderr)}
 	switch {
 	case jsonOut:
 		enc := json.NewEncoder(stdout)
 		enc.SetEscapeHTML(false)
 		return jsonView{enc}
-	case isTerminal(stderr):
+	case IsTerminal(stderr):
 		f := stderr.(*os.File)
-		return &barView{w: stderr, out: out, columns: func() int { return terminalColumns(f) }}
+		return &barView{w: stderr, out: out, columns: func() int { return TerminalColumns(f) }}
 	default:
 		return &lineView{w: stderr, out: out}
 	}
@@ -83,7 +90,7 @@ func (o *outputLines) endLine(w io.Writer) {
 	}
 }
 
-func isTerminal(w io.Writer) bool {
+func IsTerminal(w io.Writer) bool {
 	f, ok := w.(*os.File)
 	if !ok {
 		return false
@@ -94,32 +101,32 @@ func isTerminal(w io.Writer) bool {
 
 type jsonView struct{ enc *json.Encoder }
 
-func (v jsonView) event(e *task.Event) { _ = v.enc.Encode(e) }
+func (v jsonView) Event(e *task.Event) { _ = v.enc.Encode(e) }
 
 // output prints nothing: the events carry the output.
-func (jsonView) output([]byte) {}
-func (jsonView) close()        {}
+func (jsonView) Output([]byte) {}
+func (jsonView) Close()        {}
 
-// progressState is what the bar and the plain lines show.
-type progressState struct {
-	state   task.State
-	percent int
-	step    string
+// State is what the bar and the plain lines show.
+type State struct {
+	State   task.State
+	Percent int
+	Step    string
 }
 
-func (p *progressState) apply(e *task.Event) (changed bool) {
+func (p *State) Apply(e *task.Event) (changed bool) {
 	next := *p
 	if e.State != "" {
-		next.state = e.State
+		next.State = e.State
 	}
 	if s := e.Status; s != nil {
-		next.percent = s.ProgressPercent
+		next.Percent = s.ProgressPercent
 		if s.Step.Name != "" {
-			next.step = fmt.Sprintf("step %d: %s", s.Step.Number, s.Step.Name)
+			next.Step = fmt.Sprintf("step %d: %s", s.Step.Number, s.Step.Name)
 		}
 	}
 	if e.Result != nil && e.Result.Status == envelope.ResultSuccess {
-		next.percent = 100 // a failed or cancelled task stays where it stopped
+		next.Percent = 100 // a failed or cancelled task stays where it stopped
 	}
 	changed = next != *p
 	*p = next
@@ -131,24 +138,24 @@ func (p *progressState) apply(e *task.Event) (changed bool) {
 type lineView struct {
 	w   io.Writer
 	out outputLines
-	st  progressState
+	st  State
 }
 
-func (v *lineView) event(e *task.Event) {
+func (v *lineView) Event(e *task.Event) {
 	if e.Type == task.EventRetry && e.Error != nil {
 		v.out.endLine(v.w)
 		fmt.Fprintf(v.w, "%s retry after %d: %s\n", e.At.Local().Format(time.TimeOnly), e.Error.Code, e.Error.Message)
 	}
-	if !v.st.apply(e) {
+	if !v.st.Apply(e) {
 		return
 	}
 	v.out.endLine(v.w)
-	fmt.Fprintf(v.w, "%s %-10s %3d%%  %s\n", e.At.Local().Format(time.TimeOnly), v.st.state, v.st.percent, v.st.step)
+	fmt.Fprintf(v.w, "%s %-10s %3d%%  %s\n", e.At.Local().Format(time.TimeOnly), v.st.State, v.st.Percent, v.st.Step)
 }
 
-func (v *lineView) output(b []byte) { v.out.write(b) }
+func (v *lineView) Output(b []byte) { v.out.write(b) }
 
-func (v *lineView) close() { v.out.endLine(v.w) }
+func (v *lineView) Close() { v.out.endLine(v.w) }
 
 // barView redraws one line: a bar, the percent, the state and the step name. Each
 // frame is fitted to the terminal's width: a line that wrapped would leave its first
@@ -161,13 +168,13 @@ type barView struct {
 	// columns returns the terminal's width, asked at each frame so that a resized
 	// terminal is followed; nil or a result below 1 means 80.
 	columns func() int
-	st      progressState
+	st      State
 }
 
 const barWidth = 30
 
-func (v *barView) event(e *task.Event) {
-	if v.st.apply(e) {
+func (v *barView) Event(e *task.Event) {
+	if v.st.Apply(e) {
 		v.draw()
 	}
 }
@@ -188,7 +195,7 @@ func (v *barView) draw() {
 
 // output prints b above the bar: on the same terminal the bar's line is erased,
 // b printed from its start, and the bar drawn again below it.
-func (v *barView) output(b []byte) {
+func (v *barView) Output(b []byte) {
 	if len(b) == 0 {
 		return
 	}
@@ -207,20 +214,20 @@ func (v *barView) output(b []byte) {
 // room for the step, and cuts what still does not fit.
 func (v *barView) frame(cols int) string {
 	avail := cols - 1
-	head := fmt.Sprintf("%3d%%  %-9s ", v.st.percent, v.st.state)
-	text := head + v.st.step
+	head := fmt.Sprintf("%3d%%  %-9s ", v.st.Percent, v.st.State)
+	text := head + v.st.Step
 	const minStep, minBar = 12, 10
 	if bar := min(barWidth, avail-len(head)-minStep-1); bar >= minBar {
-		filled := v.st.percent * bar / 100
+		filled := v.st.Percent * bar / 100
 		text = strings.Repeat("█", filled) + strings.Repeat("░", bar-filled) + " " + text
 	}
-	return fitColumns(text, avail)
+	return FitColumns(text, avail)
 }
 
-// fitColumns makes s one line of at most n cells: control characters become spaces
+// FitColumns makes s one line of at most n cells: control characters become spaces
 // and a longer s is cut with "…". A rune counts as one cell.
-func fitColumns(s string, n int) string {
-	s = printable(s)
+func FitColumns(s string, n int) string {
+	s = Printable(s)
 	if n < 1 {
 		return ""
 	}
@@ -230,9 +237,9 @@ func fitColumns(s string, n int) string {
 	return string([]rune(s)[:n-1]) + "…"
 }
 
-// printable is s with its control characters, newlines too, as spaces: text
+// Printable is s with its control characters, newlines too, as spaces: text
 // from an agent or a script cannot move the cursor or redraw the terminal.
-func printable(s string) string {
+func Printable(s string) string {
 	return strings.Map(func(r rune) rune {
 		if unicode.IsControl(r) {
 			return ' '
@@ -241,8 +248,8 @@ func printable(s string) string {
 	}, s)
 }
 
-// terminalColumns is the width of the terminal f is, else $COLUMNS, else 0.
-func terminalColumns(f *os.File) int {
+// TerminalColumns is the width of the terminal f is, else $COLUMNS, else 0.
+func TerminalColumns(f *os.File) int {
 	if ws, err := unix.IoctlGetWinsize(int(f.Fd()), unix.TIOCGWINSZ); err == nil && ws.Col > 0 {
 		return int(ws.Col)
 	}
@@ -251,7 +258,7 @@ func terminalColumns(f *os.File) int {
 }
 
 // close ends the bar's line, or a line of output left open on the terminal.
-func (v *barView) close() {
+func (v *barView) Close() {
 	if v.drawn || v.out.shared && v.out.midLine {
 		fmt.Fprintln(v.w)
 	}
