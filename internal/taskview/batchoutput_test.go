@@ -2,12 +2,13 @@ package taskview
 
 import (
 	"bytes"
+	"strings"
 	"testing"
 )
 
 // TestLineMuxPrefixesLinesAndNeverMixesThem: each line gets its source's
-// prefix; a partial line is ended before another source's line, and its rest
-// starts a prefixed line of its own.
+// prefix; a partial line is held until its newline, its source's Close or
+// maxHeldLine, so another source's line never cuts it.
 func TestLineMuxPrefixesLinesAndNeverMixesThem(t *testing.T) {
 	type write struct{ src, data string }
 	cases := []struct {
@@ -20,10 +21,13 @@ func TestLineMuxPrefixesLinesAndNeverMixesThem(t *testing.T) {
 			nil, "a: one\na: two\nb: three\n"},
 		{"a line in pieces from one source", []write{{"a", "o"}, {"a", "n"}, {"a", "e\nt"}, {"a", "wo\n"}},
 			nil, "a: one\na: two\n"},
-		{"a partial line ended by another source's", []write{{"a", "par"}, {"b", "line\n"}, {"a", "tial\n"}},
-			nil, "a: par\nb: line\na: tial\n"},
-		{"a partial line at the end ended by Close", []write{{"a", "x\ny"}, {"b", "z"}},
-			[]string{"b", "a"}, "a: x\na: y\nb: z\n"},
+		{"a partial line held past another source's line", []write{{"a", "par"}, {"b", "line\n"}, {"a", "tial\n"}},
+			nil, "b: line\na: partial\n"},
+		{"a partial line at the end written by Close", []write{{"a", "x\ny"}, {"b", "z"}},
+			[]string{"b", "a"}, "a: x\nb: z\na: y\n"},
+		{"a partial line not closed is not written", []write{{"a", "x\ny"}}, nil, "a: x\n"},
+		{"a partial line past maxHeldLine goes out", []write{{"a", strings.Repeat("x", maxHeldLine)}, {"a", "yz"}, {"a", "\n"}},
+			nil, "a: " + strings.Repeat("x", maxHeldLine) + "yz\na: \n"},
 		{"empty lines keep their prefix", []write{{"a", "\n\n"}}, nil, "a: \na: \n"},
 		{"Close of a source without a partial line writes nothing", []write{{"a", "x\n"}},
 			[]string{"a", "b"}, "a: x\n"},

@@ -8,15 +8,13 @@ import (
 
 // lineMux interleaves the outputs of several sources on one writer by whole
 // lines, each line prefixed with its source's name: "infra-1: text". A source's
-// partial line is written at once; when another source writes before it ends
-// the line, the line is ended there (a newline) and the rest, when it comes,
-// starts a new prefixed line. So lines never mix mid-line and nothing waits.
+// partial line is held until its newline comes, the source is closed, or it
+// passes maxHeldLine (then what is held goes out as a line of its own), so a line is never cut by another source's and a reader
+// can follow one agent by its prefix.
 type lineMux struct {
 	mu  sync.Mutex
 	out io.Writer
-	// open is the source whose partial line ends out; nil at a line's start.
-	open *prefixWriter
-	err  error
+	err error
 }
 
 // newLineMux returns a lineMux writing to out.
@@ -32,30 +30,28 @@ func (m *lineMux) source(name string) *prefixWriter {
 type prefixWriter struct {
 	mux    *lineMux
 	prefix []byte
+	held   []byte // the partial line not written yet
 }
 
-// Write writes p by lines, each prefixed; it reports len(p) unless the mux's
-// writer failed, whose first error it returns from then on.
+// Write writes the lines p completes, each prefixed, and holds the rest; it
+// reports len(p) unless the mux's writer failed, whose first error it returns
+// from then on.
 func (w *prefixWriter) Write(p []byte) (int, error) {
 	m := w.mux
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	n := len(p)
 	for len(p) > 0 && m.err == nil {
-		if m.open != w {
-			if m.open != nil {
-				m.write([]byte{'\n'}) // another source's partial line ends here
-			}
-			m.write(w.prefix)
-			m.open = w
-		}
 		i := bytes.IndexByte(p, '\n')
 		if i < 0 {
-			m.write(p)
+			w.held = append(w.held, p...)
+			if len(w.held) > maxHeldLine {
+				w.writeLine(nil)
+			}
 			break
 		}
-		m.write(p[:i+1])
-		m.open, p = nil, p[i+1:]
+		w.writeLine(p[:i+1])
+		p = p[i+1:]
 	}
 	if m.err != nil {
 		return 0, m.err
@@ -63,21 +59,27 @@ func (w *prefixWriter) Write(p []byte) (int, error) {
 	return n, nil
 }
 
-// Close ends the source's partial line, if it has one, with a newline.
+// Close writes the source's partial line, if it holds one, ended with a newline.
 func (w *prefixWriter) Close() error {
 	m := w.mux
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if m.open == w {
-		m.write([]byte{'\n'})
-		m.open = nil
+	if len(w.held) > 0 {
+		w.writeLine(nil)
 	}
 	return m.err
 }
 
-// write writes p to out, keeping the first error; the caller holds mu.
-func (m *lineMux) write(p []byte) {
-	if m.err == nil {
-		_, m.err = m.out.Write(p)
+// writeLine writes the prefix, the held partial line and end (a newline when
+// end is empty) as one line; the caller holds the mux's lock.
+func (w *prefixWriter) writeLine(end []byte) {
+	if len(end) == 0 {
+		end = []byte{'\n'}
+	}
+	line := make([]byte, 0, len(w.prefix)+len(w.held)+len(end))
+	line = append(append(append(line, w.prefix...), w.held...), end...)
+	w.held = w.held[:0]
+	if m := w.mux; m.err == nil {
+		_, m.err = m.out.Write(line)
 	}
 }
