@@ -28,18 +28,20 @@ import (
 // the lead is lost, the core stops: its subscriptions go, and its runs, agents,
 // queues and SSE streams are dropped (the clients resume with Last-Event-ID).
 
-// DefaultLease is ha.lease when unset.
-const DefaultLease = 5 * time.Second
+// DefaultLease is ha.lease when unset: long enough that the crash of the NATS
+// node leading the task stream (a new stream leader is elected in up to about
+// 10 s) costs no leadership (docs/operations.md, "What a lease costs").
+const DefaultLease = 20 * time.Second
 
 // HAConfig runs several orchestrators of one site, one leading.
 type HAConfig struct {
 	// Enabled makes this orchestrator one of a group sharing id and the
 	// JetStream store (store.kind jetstream), which elects the leader.
 	Enabled bool `yaml:"enabled"`
-	// Lease is how long a leader leads without renewing; 0 means 5 s. A standby
-	// takes over two thirds of a lease to a lease and a half after the leader
-	// stops: the leader renews every third of a lease, and a standby looks every
-	// quarter lease (at least every second).
+	// Lease is how long a leader leads without renewing; 0 means DefaultLease.
+	// A standby takes over three quarters of a lease to a lease and a second
+	// after the leader stops: the leader renews every quarter lease, and a
+	// standby looks every quarter lease (at least every second).
 	Lease time.Duration `yaml:"lease"`
 	// AdvertiseURL is where this orchestrator's HTTP API is reached, shown by the
 	// others while it leads.

@@ -34,7 +34,7 @@ const (
 	haNodes       = 3
 	haClusterName = "chiffon"
 	haRoutePort   = "6222"
-	haLease       = "5s"
+	haLease       = "20s"
 )
 
 // check refuses a cluster of other than three nodes, a group of other than two

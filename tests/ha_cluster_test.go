@@ -22,9 +22,9 @@ import (
 )
 
 // haSite is a group of orchestrators over a three-node NATS cluster: the nodes
-// run in the test's process (routes between them on 127.0.0.1, JetStream on each,
-// their data kept across a restart), the orchestrators and the agents are
-// processes of the built binary. The orchestrators share one id and keep their
+// run in the test's process or as `chiffon broker` processes (routes between
+// them on 127.0.0.1, JetStream on each, their data kept across a restart), the
+// orchestrators and the agents are processes of the built binary. The orchestrators share one id and keep their
 // tasks in a JetStream stream of 3 replicas.
 type haSite struct {
 	t     *testing.T
@@ -32,7 +32,7 @@ type haSite struct {
 	dir   string
 	lease time.Duration
 
-	nats *testnats.Cluster
+	nats natsNodes
 
 	apiToken string
 	tokens   map[string]string // agent id -> the agent's token
@@ -58,9 +58,39 @@ type haOrch struct {
 // haStream is the stream the group keeps its tasks in.
 const haStream = "CHIFFON_TASKS"
 
-// newHASite starts the three nodes and writes the configs of orchestrators
-// orch-1..orch-<orchs> and agents code-1..code-<agents>; it starts no process.
+// natsNodes are the three NATS nodes of a haSite.
+type natsNodes interface {
+	// ClientURLs are the nodes' client URLs, the same across restarts.
+	ClientURLs() []string
+	// NodeIndex is the index of the node a stream's cluster info names, or -1.
+	NodeIndex(name string) int
+	// kill stops node i at once, its data kept on disk; start starts it again
+	// on its ports and data and waits until it has rejoined the cluster.
+	kill(i int)
+	start(i int)
+}
+
+// embeddedNodes are nodes in the test's process: a kill is a shutdown, which
+// hands its stream leaderships over before it stops.
+type embeddedNodes struct{ *testnats.Cluster }
+
+func (n embeddedNodes) kill(i int)  { n.Shutdown(i) }
+func (n embeddedNodes) start(i int) { n.Restart(i) }
+
+// newHASite starts the three nodes in the test's process and writes the configs
+// of orchestrators orch-1..orch-<orchs> and agents code-1..code-<agents>; it
+// starts no other process.
 func newHASite(t *testing.T, orchs, agents int, lease time.Duration) *haSite {
+	t.Helper()
+	return newHASiteOn(t, orchs, agents, lease, func(s *haSite) natsNodes {
+		// The cluster's cleanup, registered before the site's, runs after the
+		// processes stop.
+		return embeddedNodes{testnats.StartCluster(t, broker.LocalClusterConfig{Dir: filepath.Join(s.dir, "data"), MaxPayload: 8 << 20})}
+	})
+}
+
+// newHASiteOn is newHASite on the nodes start starts.
+func newHASiteOn(t *testing.T, orchs, agents int, lease time.Duration, start func(*haSite) natsNodes) *haSite {
 	t.Helper()
 	s := &haSite{t: t, bin: faultsBinary(t), dir: t.TempDir(), lease: lease, apiToken: broker.NewToken(),
 		tokens: map[string]string{}, orchToks: map[string]string{}, agents: map[string]*proc{},
@@ -71,8 +101,7 @@ func newHASite(t *testing.T, orchs, agents int, lease time.Duration) *haSite {
 			t.Fatal(err)
 		}
 	}
-	// The cluster's cleanup, registered first, runs after the processes stop.
-	s.nats = testnats.StartCluster(t, broker.LocalClusterConfig{Dir: filepath.Join(s.dir, "data"), MaxPayload: 8 << 20})
+	s.nats = start(s)
 	t.Cleanup(func() {
 		s.stopAll()
 		if t.Failed() || os.Getenv("CHIFFON_REL_LOGS") != "" {
@@ -97,12 +126,13 @@ func newHASite(t *testing.T, orchs, agents int, lease time.Duration) *haSite {
 	return s
 }
 
-// killNode stops node i at once, as a crash would (its data stays on disk).
-func (s *haSite) killNode(i int) { s.nats.Shutdown(i) }
+// killNode stops node i at once (its data stays on disk): a SIGKILL for a
+// node process, a shutdown for one in the test's process.
+func (s *haSite) killNode(i int) { s.nats.kill(i) }
 
 // startNode starts node i again on its ports and its data, and waits until it has
 // rejoined the cluster.
-func (s *haSite) startNode(i int) { s.nats.Restart(i) }
+func (s *haSite) startNode(i int) { s.nats.start(i) }
 
 // urls are the client URLs of the three nodes.
 func (s *haSite) urls() []string { return s.nats.ClientURLs() }
@@ -118,9 +148,10 @@ func (s *haSite) connect() *nats.Conn {
 	return nc
 }
 
-// streamLeader returns the index of the node that leads the task stream, or -1.
+// streamLeader returns the index of the node that leads the task stream, or -1
+// (also while the stream elects one: the question waits a second).
 func (s *haSite) streamLeader(js jetstream.JetStream) int {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
 	st, err := js.Stream(ctx, haStream)
 	if err != nil {
@@ -310,15 +341,16 @@ func (s *haSite) startAgent(id string) {
 	})
 }
 
-// stopAll stops every live process, agents first.
+// stopAll stops every live process: the agents, then the orchestrators, then
+// the NATS nodes.
 func (s *haSite) stopAll() {
 	s.mu.Lock()
 	procs := append([]*proc(nil), s.all...)
 	s.mu.Unlock()
-	for _, agentsFirst := range []bool{true, false} {
+	for _, prefix := range []string{"code-", "orch-", "node-"} {
 		var wg sync.WaitGroup
 		for _, p := range procs {
-			if strings.HasPrefix(p.name, "code-") == agentsFirst {
+			if strings.HasPrefix(p.name, prefix) {
 				wg.Add(1)
 				go func() { defer wg.Done(); p.stop(s.t) }()
 			}

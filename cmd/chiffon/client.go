@@ -108,9 +108,10 @@ func (f *clientFlags) client() (*client.Client, error) {
 }
 
 // clientPatience is how long a write goes on trying while the orchestrators
-// that answer say 503 (a takeover under way): a group's lease is 5 s by
-// default, and a standby takes over within it.
-const clientPatience = 30 * time.Second
+// that answer say 503 (a takeover under way): a group's lease is 20 s by
+// default, and a standby takes over within a lease and a second of the
+// leader's crash.
+const clientPatience = 45 * time.Second
 
 // serverURLs splits a --server list at its commas; a URL without a scheme is
 // http://.

@@ -219,7 +219,7 @@ func TestInitHAOrchestratorsFormAGroup(t *testing.T) {
 		if err != nil {
 			t.Fatalf("orchestrator-%d.yaml: %v", i, err)
 		}
-		if c.ID != "main" || !c.HA.Enabled || c.HA.Lease != 5*time.Second || c.Store.Kind != orchestrator.StoreJetStream ||
+		if c.ID != "main" || !c.HA.Enabled || c.HA.Lease != orchestrator.DefaultLease || c.Store.Kind != orchestrator.StoreJetStream ||
 			c.Store.JetStream.Replicas != 3 || len(c.Agents) != 1 || c.HTTP.TLS.CertFile == "" ||
 			!slices.Equal(c.NATS.URLs, []string{"nats://n1.lan:4222", "nats://n2.lan:4222", "nats://n3.lan:4222"}) {
 			t.Errorf("orchestrator-%d: id %q, ha %+v, store %+v, nats %v, http %+v, %d agents", i, c.ID, c.HA, c.Store, c.NATS.URLs, c.HTTP, len(c.Agents))

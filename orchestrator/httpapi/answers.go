@@ -61,10 +61,10 @@ func writeRequestErr(w http.ResponseWriter, err error) {
 }
 
 // unavailable reports whether err says this orchestrator cannot act now, but
-// another (or it, later) can: it closed, or it does not lead. Nothing was
-// stored.
+// another (or it, later) can: it closed, it does not lead, or its store is out
+// of reach. Nothing was stored.
 func unavailable(err error) bool {
-	return errors.Is(err, api.ErrClosed) || errors.Is(err, task.ErrNotLeader)
+	return errors.Is(err, api.ErrClosed) || errors.Is(err, task.ErrNotLeader) || errors.Is(err, task.ErrUnavailable)
 }
 
 // writeUnavailable answers 503 with Retry-After: nothing was done, and the

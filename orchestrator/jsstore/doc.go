@@ -60,7 +60,7 @@
 // rewrite conditional on the record's last stream sequence being the one it
 // wrote before (Nats-Expected-Last-Subject-Sequence), which is compare-and-set
 // as a JetStream KV bucket does it, on the stream's own subject. The leader
-// rewrites it every third of the lease and stops leading, by its own clock, a
+// rewrites it every quarter of the lease and stops leading, by its own clock, a
 // lease after the last rewrite it sent. A standby reads it every quarter lease
 // (at least every second) and, when it has not changed for a whole lease of the
 // standby's clock since it first saw it, writes a new term's record conditional

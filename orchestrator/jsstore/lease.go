@@ -62,7 +62,7 @@ type ElectOptions struct {
 	// tell their clients.
 	API string
 	// Lease is how long a leader leads without renewing (at least MinLease). The
-	// leader renews every third of it; a standby takes over when the record has
+	// leader renews every quarter of it; a standby takes over when the record has
 	// not changed for a whole lease.
 	Lease time.Duration
 	// OnLead is called when this store starts leading, before any write of the
@@ -95,8 +95,25 @@ type election struct {
 // lease, and at least every second so that a resignation is seen soon.
 func (el *election) poll() time.Duration { return min(el.opts.Lease/4, time.Second) }
 
-// tick is how often the writer wakes for the election.
-func (el *election) tick() time.Duration { return max(el.opts.Lease/10, 10*time.Millisecond) }
+// tick is how often the writer wakes for the election: a renewal that failed
+// is tried again at the next tick, so that one is sent soon after the stream
+// has a leader again.
+func (el *election) tick() time.Duration {
+	return min(max(el.opts.Lease/10, 10*time.Millisecond), 250*time.Millisecond)
+}
+
+// renewEvery is how often the leader renews: the lease less the wait of a
+// renewal whose stream lost its leader (see "What a lease costs" in
+// docs/operations.md) must outlast the stream's election.
+func (el *election) renewEvery() time.Duration { return el.opts.Lease / 4 }
+
+// attempt bounds the wait for the answer to one write in the election (a
+// commit, a renewal): a write sent while the stream has no leader is never
+// answered, and the writer must get back to renewing the lease. A write that
+// landed unanswered and is sent again changes nothing.
+func (el *election) attempt() time.Duration {
+	return min(opTimeout, max(el.opts.Lease/8, 500*time.Millisecond))
+}
 
 // Elect makes the store one candidate of the election among the stores of its
 // stream: from now on it writes only while it leads, every write fenced by its
@@ -145,14 +162,14 @@ func (s *Store) Leader() (l Leader, ok bool) {
 }
 
 // campaign does what the election asks now: the leader renews its lease when a
-// third of it has passed and stops leading once it lapses; a standby reads the
+// quarter of it has passed and stops leading once it lapses; a standby reads the
 // record every quarter lease (at least every second) and takes over once it has stayed the same for a
 // whole lease (at once when there is none, or it says its leader resigned).
 func (s *Store) campaign(el *election) {
 	now := time.Now()
 	lease := el.opts.Lease
 	if el.term != "" {
-		if now.Sub(el.renewedAt) >= lease/3 {
+		if now.Sub(el.renewedAt) >= el.renewEvery() {
 			s.renew(el)
 		}
 		if el.term != "" && !time.Now().Before(el.renewedAt.Add(lease)) {
@@ -295,7 +312,7 @@ func (s *Store) putLeader(el *election, rec Leader, expected uint64) (uint64, er
 	msg := &nats.Msg{Subject: el.subject, Data: data, Header: nats.Header{
 		jetstream.ExpectedLastSubjSeqHeader: {strconv.FormatUint(expected, 10)},
 	}}
-	ctx, cancel := context.WithTimeout(context.Background(), min(opTimeout, el.opts.Lease))
+	ctx, cancel := context.WithTimeout(context.Background(), el.attempt())
 	defer cancel()
 	resp, err := s.nc.RequestMsgWithContext(ctx, msg)
 	if err != nil {

@@ -78,8 +78,11 @@ func (s *Store) Records(kind string) (map[string][]byte, error) {
 	return out, nil
 }
 
+// readRetryFor bounds readRetrying's tries.
+const readRetryFor = 5 * time.Second
+
 // readRetrying runs read, and again while it fails with an error that passes
-// (transient), for at most softRetryFor: a stream just created with replicas
+// (transient), for at most readRetryFor: a stream just created with replicas
 // answers its first direct gets with no responders for a moment, and records are
 // read as an orchestrator starts.
 func (s *Store) readRetrying(what string, read func() error) error {
@@ -87,7 +90,7 @@ func (s *Store) readRetrying(what string, read func() error) error {
 	start := time.Now()
 	for attempt := 1; ; attempt++ {
 		err := read()
-		if err == nil || errors.Is(err, task.ErrNotFound) || !transient(err) || time.Since(start) > softRetryFor {
+		if err == nil || errors.Is(err, task.ErrNotFound) || !transient(err) || time.Since(start) > readRetryFor {
 			return err
 		}
 		if !s.pause(what, attempt, &wait, err) {

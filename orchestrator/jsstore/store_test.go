@@ -261,6 +261,7 @@ func TestWriteIsWhole(t *testing.T) {
 	})
 
 	t.Run("StreamGone", func(t *testing.T) {
+		jsstore.SetNoRespondersFor(t, time.Second)
 		opts := freshOptions(0)
 		s := open(t, nc, opts)
 		js, err := jetstream.New(nc)
@@ -273,8 +274,8 @@ func TestWriteIsWhole(t *testing.T) {
 			t.Fatal(err)
 		}
 		err = save(t, s, fullWrite("task-1", "out"))
-		if err == nil {
-			t.Fatal("write to a deleted stream succeeded")
+		if !errors.Is(err, task.ErrUnavailable) {
+			t.Fatalf("write to a deleted stream: %v, want task.ErrUnavailable (the API's 503)", err)
 		}
 		t.Logf("refused: %v", err)
 		if _, err := s.Task("task-1"); err == nil {

@@ -232,13 +232,18 @@ func (s *Store) commit(batch []*pending, el *election) {
 
 // Retries of a commit the server could not take (out of reach, no stream
 // leader yet): from retryFirst, doubling to retryMax. An answer that may as
-// well mean the stream is gone or refuses a message of the batch (no
-// responders, a batch incomplete) is tried again for softRetryFor only.
+// well last is tried again for a while only: no responders (the stream may be
+// gone) for noRespondersFor, long enough for a stream of replicas to elect a
+// new leader after the node that led it crashed (up to about 10 s, during which
+// no server answers for the stream); a batch incomplete (the server may have
+// refused one of its messages) for incompleteFor.
 const (
-	retryFirst   = 50 * time.Millisecond
-	retryMax     = time.Second
-	softRetryFor = 5 * time.Second
+	retryFirst    = 50 * time.Millisecond
+	retryMax      = time.Second
+	incompleteFor = 5 * time.Second
 )
+
+var noRespondersFor = 30 * time.Second // a variable for the tests of a stream gone
 
 // publishRetrying publishes msgs as one atomic batch, fenced by el's term when
 // el is not nil, and tries again while the failure is one that passes (the
@@ -268,10 +273,16 @@ func (s *Store) publishRetrying(msgs []message, el *election) error {
 			}
 		case !transient(err):
 			return err
-		case soft(err):
+		case errors.Is(err, nats.ErrNoResponders):
 			if firstSoft.IsZero() {
 				firstSoft = time.Now()
-			} else if time.Since(firstSoft) > softRetryFor {
+			} else if time.Since(firstSoft) > noRespondersFor {
+				return fmt.Errorf("%w: %w", task.ErrUnavailable, err)
+			}
+		case incomplete(err):
+			if firstSoft.IsZero() {
+				firstSoft = time.Now()
+			} else if time.Since(firstSoft) > incompleteFor {
 				return err
 			}
 		}
@@ -300,12 +311,11 @@ func transient(err error) bool {
 		errors.Is(err, nats.ErrDisconnected) || errors.Is(err, nats.ErrReconnectBufExceeded)
 }
 
-// soft reports whether the transient err may as well last: no responders (the
-// stream may be gone), a batch incomplete (the server may have refused one of
-// its messages, which it does not answer).
-func soft(err error) bool {
+// incomplete reports whether err is the server's refusal of a batch as
+// incomplete: it may have refused one of its messages, which it does not answer.
+func incomplete(err error) bool {
 	var apiErr *jetstream.APIError
-	return errors.Is(err, nats.ErrNoResponders) || errors.As(err, &apiErr) && apiErr.ErrorCode == errCodeIncompleteBatch
+	return errors.As(err, &apiErr) && apiErr.ErrorCode == errCodeIncompleteBatch
 }
 
 // errCodeIncompleteBatch is the server's refusal of an atomic batch a message of
@@ -351,7 +361,11 @@ func (s *Store) publish(msgs []message, el *election, fence uint64) error {
 			continue
 		}
 		nm.Header[hdrBatchCommit] = []string{"1"}
-		ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
+		wait := opTimeout
+		if el != nil {
+			wait = el.attempt()
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), wait)
 		defer cancel()
 		resp, err := s.nc.RequestMsgWithContext(ctx, nm)
 		if err != nil {

@@ -17,6 +17,11 @@ var ErrNotFound = errors.New("task not found")
 // orchestrator that leads.
 var ErrNotLeader = errors.New("this orchestrator does not lead: write not stored")
 
+// ErrUnavailable is a store's refusal of a write it could not get to its
+// storage for longer than it waits (no server answers for it): nothing was
+// stored. The API answers it 503 with Retry-After.
+var ErrUnavailable = errors.New("the task store is not reachable: write not stored")
+
 // ErrEmptyRecord is returned by PutRecord for empty, non-nil data: nil deletes a
 // record, and a record is never empty (JetStream's store marks a deleted record
 // with an empty message).
