@@ -354,8 +354,13 @@ func submitBatch(cmd *cobra.Command, c *client.Client, req api.BatchRequest, jso
 			return printJSON(cmd.OutOrStdout(), b)
 		}
 		noTask(stderr, b)
-		_, err := fmt.Fprintln(cmd.OutOrStdout(), b.ID)
-		return err
+		if _, err := fmt.Fprintln(cmd.OutOrStdout(), b.ID); err != nil {
+			return err
+		}
+		if hint := batchApprovalHint(b); hint != "" {
+			fmt.Fprintln(stderr, hint)
+		}
+		return nil
 	}
 	if !jsonOut {
 		fmt.Fprintf(stderr, "batch %s: %s\n", b.ID, plural(len(b.Targets), "agent"))

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/chiffon-dev/chiffon/api"
 	"github.com/chiffon-dev/chiffon/client"
 	"github.com/chiffon-dev/chiffon/orchestrator/task"
 )
@@ -20,11 +21,26 @@ func approvalHint(t *task.Task) string {
 	if t.State != task.StateAwaitingApproval {
 		return ""
 	}
-	why := "it requires approval"
-	if t.Approval != nil && t.Approval.Why != "" {
-		why = t.Approval.Why
+	return waitsForApproval("task", t.ID, t.Approval)
+}
+
+// batchApprovalHint is approvalHint for batch b, which asks once for all its
+// tasks.
+func batchApprovalHint(b *api.Batch) string {
+	if b.State != api.BatchAwaitingApproval {
+		return ""
 	}
-	return fmt.Sprintf("task %s is waiting for approval (%s): chiffon approve %s (or chiffon reject %s)", t.ID, why, t.ID, t.ID)
+	return waitsForApproval("batch", b.ID, b.Approval)
+}
+
+// waitsForApproval says that the task or batch id waits for approval a, and
+// how to decide.
+func waitsForApproval(what, id string, a *task.Approval) string {
+	why := "it requires approval"
+	if a != nil && a.Why != "" {
+		why = a.Why
+	}
+	return fmt.Sprintf("%s %s is waiting for approval (%s): chiffon approve %s (or chiffon reject %s)", what, id, why, id, id)
 }
 
 // httpToHTTPS is how Go's HTTPS server answers a plain HTTP request (400).

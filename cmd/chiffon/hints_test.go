@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/chiffon-dev/chiffon/api"
 	"github.com/chiffon-dev/chiffon/orchestrator/task"
 )
 
@@ -95,6 +96,34 @@ func TestSubmitSaysATaskWaitsForApproval(t *testing.T) {
 	}
 	if hint := approvalHint(&task.Task{ID: "x", State: task.StateRunning}); hint != "" {
 		t.Fatalf("a running task got the hint %q", hint)
+	}
+}
+
+// TestSubmitAllSaysABatchWaitsForApproval: so does a submit --all whose batch
+// waits for approval (asked once for all its tasks).
+func TestSubmitAllSaysABatchWaitsForApproval(t *testing.T) {
+	const body = `{"id":"b-approve","state":"awaiting_approval","to_agent":"infra","work_type":"reboot",
+		"targets":[{"agent_id":"i1","state":"waiting"}],"approval":{"state":"waiting","why":"work type reboot requires approval"}}`
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/api/v1/batches":
+			w.WriteHeader(http.StatusCreated)
+			_, _ = w.Write([]byte(body))
+		case "/api/v1/work-types":
+			_, _ = w.Write([]byte("[]"))
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	defer srv.Close()
+	t.Setenv("CHIFFON_API_TOKEN", "tok")
+	code, out, errOut := runCLI(t, "", "submit", "--to", "infra", "--work-type", "reboot", "--all", "--server", srv.URL)
+	want := "batch b-approve is waiting for approval (work type reboot requires approval): chiffon approve b-approve"
+	if code != 0 || strings.TrimSpace(out) != "b-approve" || !strings.Contains(errOut, want) {
+		t.Fatalf("exit %d, stdout %q, stderr %q; want %q", code, out, errOut, want)
+	}
+	if hint := batchApprovalHint(&api.Batch{ID: "x", State: api.BatchRunning}); hint != "" {
+		t.Fatalf("a running batch got the hint %q", hint)
 	}
 }
 
