@@ -52,6 +52,9 @@ func (d Duration) MarshalYAML() (any, error) { return time.Duration(d).String(),
 // Config is an agent's configuration, read from YAML by LoadConfig. Zero values mean
 // the defaults above.
 type Config struct {
+	// ConfigVersion is the file's format (ConfigVersion); 0 reads as this
+	// build's.
+	ConfigVersion int `yaml:"config_version"`
 	// ID is the agent instance id, used in subject names: letters, digits, '-', '_'.
 	ID string `yaml:"id"`
 	// Type is the agent type: infra, desktop, code or research.
@@ -155,6 +158,12 @@ type WorkTypeConfig struct {
 	RunAs string `yaml:"run_as"`
 }
 
+// ConfigVersion is the format of the config files this build reads and
+// `chiffon init` writes (config_version); a file without the key is read as
+// this one, a newer one is refused. The first release's agent configs read as
+// they are.
+const ConfigVersion = 2
+
 // LoadConfig reads and validates a YAML config file. Unknown keys are errors.
 func LoadConfig(path string) (Config, error) {
 	c, err := ReadConfig(path)
@@ -202,6 +211,9 @@ func (c *Config) Validate() error {
 	var errs []error
 	bad := func(key, format string, args ...any) {
 		errs = append(errs, fmt.Errorf("%s: %s", key, fmt.Sprintf(format, args...)))
+	}
+	if c.ConfigVersion > ConfigVersion {
+		bad("config_version", "%d is a newer chiffon's; this build reads up to %d", c.ConfigVersion, ConfigVersion)
 	}
 	if !idPattern.MatchString(c.ID) {
 		bad("id", "must be 1-64 letters, digits, '-' or '_', got %q", c.ID)

@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"cmp"
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
@@ -51,7 +52,9 @@ type ConnConfig struct {
 // Connect dials NATS. If no server answers yet it keeps trying in the background, so a
 // daemon may start before its broker; publishes are buffered meanwhile. But a bad
 // seed, creds or TLS file, a server refusing the identity and a failed TLS handshake
-// are errors at once, naming the cause, rather than a reconnect loop.
+// are errors at once, naming the cause, rather than a reconnect loop. A connection
+// beyond loopback without an identity or without TLS is logged as a warning at
+// each Connect, saying what it leaves open.
 func Connect(cfg ConnConfig) (*nats.Conn, error) {
 	if len(cfg.URLs) == 0 {
 		return nil, errors.New("broker: no NATS URL given")
@@ -65,13 +68,16 @@ func Connect(cfg ConnConfig) (*nats.Conn, error) {
 	// A first attempt without retries tells an unreachable server, worth waiting
 	// for, from one that answers but refuses us, which waiting will not fix.
 	nc, err := nats.Connect(urls, opts...)
-	if err == nil {
-		return nc, nil
+	if err != nil {
+		if why := refusal(cfg, err); why != "" {
+			return nil, fmt.Errorf("broker: %s: %w", why, err)
+		}
+		if nc, err = nats.Connect(urls, append(opts, nats.RetryOnFailedConnect(true))...); err != nil {
+			return nil, err
+		}
 	}
-	if why := refusal(cfg, err); why != "" {
-		return nil, fmt.Errorf("broker: %s: %w", why, err)
-	}
-	return nats.Connect(urls, append(opts, nats.RetryOnFailedConnect(true))...)
+	warnExposure(cfg, nc, cmp.Or(cfg.Logger, slog.Default()))
+	return nc, nil
 }
 
 // identityOptions checks cfg's identity and TLS files and returns the options that

@@ -20,6 +20,9 @@ import (
 // Config configures an orchestrator. LoadConfig reads it from YAML; the zero value of
 // every duration and count means its default (see WithDefaults).
 type Config struct {
+	// ConfigVersion is the file's format (ConfigVersion); 0 reads as this
+	// build's.
+	ConfigVersion int `yaml:"config_version"`
 	// ID is the orchestrator's id (orch_id). Empty means the one kept in DataDir, or
 	// a new one written there on first start.
 	ID string `yaml:"id"`
@@ -181,6 +184,9 @@ func ParseConfig(b []byte) (Config, error) {
 // DecodeConfig decodes YAML config text strictly (an unknown key is an error) without
 // validating it, so that flags can complete it first.
 func DecodeConfig(b []byte) (Config, error) {
+	if err := checkConfigVersion(b); err != nil {
+		return Config{}, err
+	}
 	var c Config
 	dec := yaml.NewDecoder(bytes.NewReader(b))
 	dec.KnownFields(true)

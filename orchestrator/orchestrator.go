@@ -32,6 +32,7 @@ import (
 	"github.com/chiffon-dev/chiffon/orchestrator/ha"
 	"github.com/chiffon-dev/chiffon/orchestrator/httpapi"
 	"github.com/chiffon-dev/chiffon/orchestrator/metrics"
+	"github.com/chiffon-dev/chiffon/orchestrator/storeformat"
 	"github.com/chiffon-dev/chiffon/orchestrator/task"
 	"github.com/chiffon-dev/chiffon/orchestrator/webhook"
 	"github.com/nats-io/nats.go"
@@ -170,10 +171,19 @@ func Open(cfg Config, opts Options) (*Orchestrator, error) {
 
 // lead runs a fresh core, as Open does for a lone orchestrator and as each
 // leader term of a group does: it subscribes to the agents, resumes the
-// unfinished tasks and starts the batch and schedule runners. Its readers are
+// unfinished tasks and starts the batch and schedule runners. First it brings
+// the task store to this build's format (package storeformat). Its readers are
 // the batch runners and the webhook receivers; the task streams are the
 // core's own.
 func (o *Orchestrator) lead() error {
+	// The store is this leader's alone from here: bring it to this build's format.
+	changes, err := storeformat.Upgrade(o.st)
+	if err != nil {
+		return err
+	}
+	for _, c := range changes {
+		o.log.Info("task store upgraded to this release's format", "change", c)
+	}
 	params := core.Params{Config: core.Config{ID: o.id, Subjects: o.subj, Policy: o.cfg.lifecycle()},
 		Conn: o.nc, Store: o.st, Requester: o.req, Metrics: o.metrics, Link: &o.link, Log: o.log, AuthLog: o.authLog}
 	params.Config.Agents = o.sec.agents

@@ -5,17 +5,13 @@ import (
 	"os"
 	"regexp"
 	"slices"
+
+	"github.com/chiffon-dev/chiffon/broker"
 )
 
 // IsLoopback reports whether host only accepts connections from this machine. Names
 // other than localhost count as reachable from elsewhere.
-func IsLoopback(host string) bool {
-	if host == "localhost" {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
-}
+func IsLoopback(host string) bool { return broker.IsLoopback(host) }
 
 // IsWildcard reports whether host, as a listen address, means every address of
 // this machine: "", 0.0.0.0 or ::.

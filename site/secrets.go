@@ -11,6 +11,10 @@ import (
 // Secrets are a site's secret files as made in a directory, with its
 // identities' public keys.
 type Secrets struct {
+	// Imported says what Layout.Write carried over from a first release's
+	// tokens/, a line each.
+	Imported []string
+
 	spec       Spec
 	dir        string
 	identities []broker.Identity

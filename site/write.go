@@ -1,13 +1,15 @@
 package site
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 
 	"github.com/chiffon-dev/chiffon/broker"
 )
 
-// Write writes the site under Dir: its secrets (kept when they exist), the
+// Write writes the site under Dir: its secrets (kept when they exist, and a
+// first release's tokens/ carried over: ImportLegacyTokens), the
 // broker's config (or each node's), the orchestrators', each agent's and each
 // client's notes. It refuses before anything is made when a config exists and
 // Force is off: a new NKey without the broker config that lists it would lock
@@ -23,10 +25,16 @@ func (l *Layout) Write() (*Secrets, error) {
 			return nil, err
 		}
 	}
-	st, err := Ensure(filepath.Join(l.Dir, "secrets"), l.Spec)
+	secrets := filepath.Join(l.Dir, "secrets")
+	imported, err := ImportLegacyTokens(l.Dir, secrets)
+	if err != nil {
+		return nil, fmt.Errorf("carry the first release's tokens over: %w", err)
+	}
+	st, err := Ensure(secrets, l.Spec)
 	if err != nil {
 		return nil, err
 	}
+	st.Imported = imported
 	if err := l.writeBrokerFiles(st); err != nil {
 		return nil, err
 	}

@@ -58,8 +58,9 @@ config lists the three; it takes no --broker-host.
 infra=nas-infra. --client NAME makes an identity for a script that commands agents
 directly with another NATS client; NAME=id,id limits it to those agents. The configs
 name the secret files under --secrets-dir and the data dirs under --data-root: where
-they will be on the hosts. Existing secrets are kept; existing configs are only
-replaced with --force.`,
+they will be on the hosts. Existing secrets are kept, and so are the tokens of a
+site the first release wrote (tokens/: the API's and each agent's own); existing
+configs are only replaced with --force.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			opts, err := f.options(cmd.Flags().Changed)
@@ -240,6 +241,13 @@ func printInitSummary(w io.Writer, l *site.Layout, st *site.Secrets) {
 		fmt.Fprintf(w, "  %-22s %s\n", h.Host+":", strings.Join(h.Files, ", "))
 	}
 	fmt.Fprintln(w, "Keep secrets/ca-key.pem off every host: it signs certificates.")
+	if len(st.Imported) > 0 {
+		fmt.Fprintln(w, "From the first release's site (see docs/upgrading.md):")
+		for _, line := range st.Imported {
+			fmt.Fprintf(w, "  %s\n", line)
+		}
+		fmt.Fprintf(w, "  %s/ is no longer read: delete it once every host has its new files\n", site.LegacyTokensDir)
+	}
 	if l.HA != nil {
 		fmt.Fprintln(w, "Then run chiffon broker --config broker-N.conf on each node's host, and once the three have")
 		fmt.Fprintln(w, "started, chiffon orchestrator --config orchestrator-N.yaml on each orchestrator's host;")

@@ -53,6 +53,16 @@ func runUp(cmd *cobra.Command, cfg localConfig) error {
 	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
 		return err
 	}
+	upgraded, err := site.UpgradeDataDir(cfg.DataDir)
+	if err != nil {
+		return err
+	}
+	if len(upgraded) > 0 {
+		fmt.Fprintln(cmd.OutOrStdout(), "Upgraded the data dir from the first release (docs/upgrading.md):")
+		for _, line := range upgraded {
+			fmt.Fprintf(cmd.OutOrStdout(), "  %s\n", line)
+		}
+	}
 	logPath := filepath.Join(cfg.DataDir, "chiffon.log")
 	logFile, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {

@@ -7,7 +7,6 @@ package core
 
 import (
 	"fmt"
-	"time"
 
 	"github.com/chiffon-dev/chiffon/envelope"
 	"github.com/chiffon-dev/chiffon/errcodes"
@@ -111,7 +110,7 @@ func (m *machine) finish(r *run, state task.State, ev *task.Event, msg string, r
 		// A task's error is why it ended in StateError; an attempt's is in Retries.
 		t.Error = nil
 	}
-	endSteps(t, state, now)
+	t.EndSteps(state, now)
 	t.State = state
 	if ev == nil {
 		ev = &task.Event{Type: task.EventState, Message: msg}
@@ -145,21 +144,6 @@ func (m *machine) deadline(r *run) {
 		m.emit(cancelAgent{agentID: r.pinned, reason: "max_duration_seconds exceeded"})
 	}
 	m.finishError(r, e)
-}
-
-// endSteps ends the steps a finished task leaves open (its agent ends the last one
-// with the work_result, and an agent may not end any): step_completed when the task
-// succeeded, else the task's final state, "failed", "cancelled" or "error".
-func endSteps(t *task.Task, state task.State, now time.Time) {
-	end := string(state)
-	if state == task.StateSucceeded {
-		end = envelope.StatusStepCompleted
-	}
-	for i := range t.Steps {
-		if s := &t.Steps[i]; s.Status != envelope.StatusStepCompleted {
-			s.Status, s.UpdatedAt = end, now
-		}
-	}
 }
 
 func taskError(e *errcodes.Error) *task.TaskError {
