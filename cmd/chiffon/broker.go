@@ -80,6 +80,9 @@ func runBroker(cmd *cobra.Command, f brokerFlags, listenGiven bool) error {
 			return refuseOpen(host)
 		}
 		log.Warn("broker has no authentication and listens beyond loopback: "+openRisk, "url", srv.ClientURL())
+	} else if !srv.AuthRequired() {
+		log.Warn("broker has no authentication: any process on this host can connect as any daemon and read every message, tokens included",
+			"url", srv.ClientURL(), "fix", "run it with the broker.conf chiffon init writes (an NKey per daemon)")
 	}
 	log.Info("broker listening", "url", srv.ClientURL(), "jetstream", f.jetstream,
 		"auth", srv.AuthRequired(), "tls", srv.TLSRequired())

@@ -99,13 +99,18 @@ func TestBrokerRefusesToRunOpenBeyondLoopback(t *testing.T) {
 	}
 }
 
+// TestBrokerOpenOnLoopbackStartsAsBefore: a broker without a config starts on
+// loopback, and warns that any local process can connect as any daemon.
 func TestBrokerOpenOnLoopbackStartsAsBefore(t *testing.T) {
-	u, _ := startBrokerCLI(t, "--listen", "127.0.0.1:0")
+	u, stderr := startBrokerCLI(t, "--listen", "127.0.0.1:0")
 	nc, err := broker.Connect(broker.ConnConfig{URLs: []string{u}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	nc.Close()
+	if !strings.Contains(stderr.String(), "broker has no authentication: any process on this host can connect") {
+		t.Errorf("no warning of the open broker: %s", stderr)
+	}
 }
 
 func TestBrokerInsecureRunsOpenWithAWarning(t *testing.T) {
