@@ -22,6 +22,7 @@ var targetNotes = map[string]string{
 	api.TargetUnknown:     "no task: the agent was never heard from",
 	api.TargetUnsupported: "no task: the agent does not offer this work type",
 	api.TargetWaiting:     "waits for room under max parallel",
+	api.TargetRegistering: "waits for the agent to register: it is in the orchestrator's config and not online yet (unknown if it does not come in time)",
 	api.TargetSkipped:     "not started: a task of the batch failed (stop on failure)",
 }
 
@@ -29,7 +30,7 @@ var targetNotes = map[string]string{
 // what went well, what did not, what got no task.
 var targetOrder = []string{
 	string(task.StateRunning), string(task.StateDispatched), string(task.StatePending),
-	api.TargetWaiting, string(task.StateSucceeded), string(task.StateFailed),
+	api.TargetRegistering, api.TargetWaiting, string(task.StateSucceeded), string(task.StateFailed),
 	string(task.StateError), string(task.StateCancelled), api.TargetSkipped,
 	api.TargetOffline, api.TargetUnknown, api.TargetUnsupported,
 }

@@ -32,14 +32,16 @@ func fakeBatch(finished bool) *api.Batch {
 			{AgentID: "code-2", State: api.TargetOffline},
 			{AgentID: "code-3", TaskID: "33333333-3333-4333-8333-333333333333", State: "running", ProgressPercent: 40},
 			{AgentID: "code-4", TaskID: "44444444-4444-4444-8444-444444444444", State: api.TargetWaiting},
+			{AgentID: "code-5", State: api.TargetRegistering},
 		},
-		Counts: map[string]int{"succeeded": 1, "offline": 1, "running": 1, "waiting": 1}}
+		Counts: map[string]int{"succeeded": 1, "offline": 1, "running": 1, "waiting": 1, "registering": 1}}
 	if finished {
 		end := fakeFireTime.Add(time.Minute)
 		b.State, b.FinishedAt = api.BatchFailed, &end
 		b.Targets[2].State, b.Targets[2].ProgressPercent = "succeeded", 100
 		b.Targets[3].State = api.TargetSkipped
-		b.Counts = map[string]int{"succeeded": 2, "offline": 1, "skipped": 1}
+		b.Targets[4].State = api.TargetUnknown
+		b.Counts = map[string]int{"succeeded": 2, "offline": 1, "skipped": 1, "unknown": 1}
 	}
 	return b
 }
@@ -101,6 +103,7 @@ func TestBatchPagesShowTheTargets(t *testing.T) {
 		`<a class="task" href="/tasks/` + fakeTaskID + `">`,
 		`<span class="state running" data-field="state">running</span>`, `value="40"`,
 		`<a class="task" href="/tasks/44444444-4444-4444-8444-444444444444" hidden>`, "waits for room under max parallel",
+		`<span class="state registering" data-field="state">registering</span>`, "waits for the agent to register",
 		"2 at once", "zone=eu", "nightly", "2026-11-24 03:00:00 UTC",
 	} {
 		if !strings.Contains(page, want) {
@@ -133,7 +136,7 @@ func TestBatchRelayPassesTheEvents(t *testing.T) {
 			t.Fatalf("event %d: %q", i+1, lines)
 		}
 		var b api.Batch
-		if err := json.Unmarshal([]byte(strings.TrimPrefix(lines[2], "data: ")), &b); err != nil || b.ID != fakeBatchID || len(b.Targets) != 4 {
+		if err := json.Unmarshal([]byte(strings.TrimPrefix(lines[2], "data: ")), &b); err != nil || b.ID != fakeBatchID || len(b.Targets) != 5 {
 			t.Fatalf("event %d's data: %v %+v", i+1, err, b)
 		}
 		if (b.FinishedAt != nil) != (i == 1) || i == 1 && b.Targets[3].State != api.TargetSkipped {
