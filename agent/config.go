@@ -107,8 +107,9 @@ type WorkTypeConfig struct {
 	// Description is shown to operators.
 	Description string `yaml:"description"`
 	// Command is the argv; each element is a text/template over the parameters,
-	// such as "{{.playbook}}". It never goes through a shell.
-	Command []string `yaml:"command"`
+	// such as "{{.playbook}}", or an optional group of them (Arg), left out when
+	// a parameter it reads is absent. It never goes through a shell.
+	Command []Arg `yaml:"command"`
 	// AppendArgsFrom names a parameter holding a list of strings appended to argv.
 	AppendArgsFrom string `yaml:"append_args_from"`
 	// AllowOptionArgs lets parameters supply arguments that start with '-'. When

@@ -32,10 +32,23 @@ type subprocess struct {
 func newSubprocess(name string, cfg WorkTypeConfig) (*subprocess, error) {
 	s := &subprocess{name: name, cfg: cfg}
 	for i, arg := range cfg.Command {
-		a, err := newArgTemplate(name, arg, cfg.AllowOptionArgs)
-		if err != nil {
-			return nil, fmt.Errorf("command[%d]: %w", i, err)
+		at := fmt.Sprintf("command[%d]", i)
+		if arg.Optional != nil {
+			if i == 0 {
+				return nil, fmt.Errorf("%s: the program cannot be an optional group", at)
+			}
+			group, err := newOptionalGroup(name, at, arg.Optional, cfg.AllowOptionArgs)
+			if err != nil {
+				return nil, err
+			}
+			s.argv = append(s.argv, group...)
+			continue
 		}
+		a, err := newArgTemplate(name, arg.Text, cfg.AllowOptionArgs)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", at, err)
+		}
+		a.at = at
 		s.argv = append(s.argv, a)
 	}
 	t, err := template.New(name).Option("missingkey=error").Parse(cfg.Dir)
@@ -65,7 +78,7 @@ func (s *subprocess) command(req *Request) (*exec.Cmd, []byte, error) {
 	}
 	argv := []string{"/bin/sh", "-c", s.cfg.Shell}
 	if s.cfg.Shell == "" {
-		if argv, err = s.renderArgv(req); err != nil {
+		if argv, err = s.renderArgv(req.Parameters); err != nil {
 			return nil, nil, err
 		}
 	}
@@ -79,23 +92,27 @@ func (s *subprocess) command(req *Request) (*exec.Cmd, []byte, error) {
 	return cmd, params, nil
 }
 
-// renderArgv renders Command and appends the AppendArgsFrom list, refusing an
-// argument from a parameter that would be an option unless allow_option_args.
-func (s *subprocess) renderArgv(req *Request) ([]string, error) {
+// renderArgv renders Command, leaving out the optional groups whose parameters
+// are not all there, and appends the AppendArgsFrom list, refusing an argument
+// from a parameter that would be an option unless allow_option_args.
+func (s *subprocess) renderArgv(params map[string]any) ([]string, error) {
 	var argv []string
-	for i, a := range s.argv {
+	for _, a := range s.argv {
+		if a.leftOut(params) {
+			continue
+		}
 		var b strings.Builder
-		if err := a.t.Execute(&b, req.Parameters); err != nil {
-			return nil, fmt.Errorf("command[%d]: %v", i, err)
+		if err := a.t.Execute(&b, params); err != nil {
+			return nil, fmt.Errorf("%s: %v", a.at, err)
 		}
 		if a.guarded && !s.cfg.AllowOptionArgs {
-			if err := checkOptionArg(fmt.Sprintf("command[%d]", i), b.String(), a.params); err != nil {
+			if err := checkOptionArg(a.at, b.String(), a.params); err != nil {
 				return nil, err
 			}
 		}
 		argv = append(argv, b.String())
 	}
-	extra, err := stringList(req.Parameters, s.cfg.AppendArgsFrom)
+	extra, err := stringList(params, s.cfg.AppendArgsFrom)
 	if err != nil {
 		return nil, err
 	}

@@ -25,6 +25,11 @@ type argTemplate struct {
 	guarded bool
 	// params are the parameters the element reads, for error messages.
 	params []string
+	// optional, for an element of an optional group, are the parameters the
+	// whole group reads: when one is absent, the group is left out.
+	optional []string
+	// at names the element in messages: "command[3]", "command[4][1]".
+	at string
 }
 
 // newArgTemplate parses a Command element. Unless allowOptions, an element whose
@@ -45,6 +50,41 @@ func newArgTemplate(name, text string, allowOptions bool) (argTemplate, error) {
 		}
 	}
 	return a, nil
+}
+
+// newOptionalGroup parses the templates of the optional group at; each
+// carries the parameters of the whole group, which must read one.
+func newOptionalGroup(name, at string, texts []string, allowOptions bool) ([]argTemplate, error) {
+	if len(texts) == 0 {
+		return nil, fmt.Errorf("%s: %w", at, errEmptyGroup)
+	}
+	var group []argTemplate
+	var params []string
+	for j, text := range texts {
+		a, err := newArgTemplate(name, text, allowOptions)
+		if err != nil {
+			return nil, fmt.Errorf("%s[%d]: %w", at, j, err)
+		}
+		a.at = fmt.Sprintf("%s[%d]", at, j)
+		params = append(params, a.params...)
+		group = append(group, a)
+	}
+	slices.Sort(params)
+	params = slices.Compact(params)
+	if len(params) == 0 {
+		return nil, fmt.Errorf("%s: an optional group must read a parameter ({{.name}}): "+
+			"its absence is what leaves the group out", at)
+	}
+	for i := range group {
+		group[i].optional = params
+	}
+	return group, nil
+}
+
+// leftOut reports whether a is in an optional group one of whose parameters
+// is absent (missing or null).
+func (a argTemplate) leftOut(params map[string]any) bool {
+	return slices.ContainsFunc(a.optional, func(name string) bool { return params[name] == nil })
 }
 
 // checkOptionArg refuses a rendered argument that would be an option of the

@@ -138,10 +138,11 @@ func missingCommands(wts map[string]agent.WorkTypeConfig, lookPath func(string) 
 		if len(wt.Command) == 0 {
 			continue // a shell script, run by /bin/sh
 		}
-		cmds := []string{wt.Command[0]}
-		if m := paramCommand.FindStringSubmatch(wt.Command[0]); m != nil {
+		program := wt.Command[0].Text
+		cmds := []string{program}
+		if m := paramCommand.FindStringSubmatch(program); m != nil {
 			cmds = schemaEnum(wt.Schema, m[1])
-		} else if strings.Contains(wt.Command[0], "{{") {
+		} else if strings.Contains(program, "{{") {
 			continue
 		}
 		for _, c := range cmds {
