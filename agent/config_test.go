@@ -51,6 +51,11 @@ func TestConfigErrorsNameTheKey(t *testing.T) {
 		{"work_types: {t: {command: [x, []]}}\n", "an optional group of arguments is empty"},
 		{"work_types: {t: {command: [['{{.x}}']]}}\n", "work_types.t: command[0]: the program cannot be an optional group"},
 		{"work_types: {t: {command: [x, {a: b}]}}\n", "a command element is a string, or a list of strings"},
+		{"work_types: {t: {command: [x], schema: {properties: {p: {x-chiffon-path: true}}}}}\n",
+			"work_types.t: schema: x-chiffon-path marks p, a path inside the work type's dir: set dir"},
+		{"work_types: {t: {command: [x], dir: /srv, schema: {properties: {p: {items: {x-chiffon-path: true}}}}}}\n",
+			"work_types.t: schema: x-chiffon-path at schema #/properties/p/items: it applies to top-level properties only"},
+		{"work_types: {t: {command: [x], dir: /srv, schema: {properties: {p: {x-chiffon-path: yes}}}}}\n", "work_types.t: schema"},
 		{"work_types: {t: {command: [x, [--n, '-{{.n}}']]}}\n", `work_types.t: command[1][1]: "-{{.n}}" lets a parameter choose an option`},
 	} {
 		p := filepath.Join(t.TempDir(), "a.yaml")

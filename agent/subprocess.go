@@ -12,6 +12,8 @@ import (
 	"syscall"
 	"text/template"
 	"time"
+
+	"github.com/chiffon-dev/chiffon/worktype"
 )
 
 // ExitInvalidParameters is the exit code of a task whose parameters fail the work
@@ -25,6 +27,7 @@ type subprocess struct {
 	argv      []argTemplate
 	dir       *template.Template
 	dirBase   string   // "" means dir is not confined
+	paths     []string // parameters that name paths inside dir (worktype.PathKeyword)
 	envParams []string // parameters passed as CHIFFON_PARAM_<NAME> in shell mode
 	runAs     *runAsUser
 }
@@ -59,6 +62,13 @@ func newSubprocess(name string, cfg WorkTypeConfig) (*subprocess, error) {
 	if s.dirBase, err = dirBaseOf(cfg, t); err != nil {
 		return nil, err
 	}
+	if s.paths, err = worktype.PathParams(cfg.Schema); err != nil {
+		return nil, fmt.Errorf("schema: %w", err)
+	}
+	if len(s.paths) > 0 && cfg.Dir == "" {
+		return nil, fmt.Errorf("schema: %s marks %s, a path inside the work type's dir: set dir",
+			worktype.PathKeyword, strings.Join(s.paths, ", "))
+	}
 	if cfg.Shell != "" {
 		if s.envParams, err = envParams(cfg.Schema); err != nil {
 			return nil, err
@@ -70,8 +80,16 @@ func newSubprocess(name string, cfg WorkTypeConfig) (*subprocess, error) {
 	return s, nil
 }
 
-// command builds the process for one request, or fails on bad parameters.
+// command builds the process for one request, or fails on bad parameters, or
+// with a *startError when the host lacks the work type's dir.
 func (s *subprocess) command(req *Request) (*exec.Cmd, []byte, error) {
+	dir, err := s.renderDir(req)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := checkPaths(dir, s.paths, req.Parameters); err != nil {
+		return nil, nil, err
+	}
 	params, err := json.Marshal(req.Parameters)
 	if err != nil {
 		return nil, nil, err
@@ -81,10 +99,6 @@ func (s *subprocess) command(req *Request) (*exec.Cmd, []byte, error) {
 		if argv, err = s.renderArgv(req.Parameters); err != nil {
 			return nil, nil, err
 		}
-	}
-	dir, err := s.renderDir(req)
-	if err != nil {
-		return nil, nil, err
 	}
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Dir = dir
@@ -127,17 +141,54 @@ func (s *subprocess) renderArgv(params map[string]any) ([]string, error) {
 	return append(argv, extra...), nil
 }
 
-// renderDir renders Dir and, when it has a base, keeps it under the base.
+// renderDir renders Dir and, when it has a base, keeps it under the base. A
+// dir that is not there is refused; when no parameter chose it, as a
+// *startError.
 func (s *subprocess) renderDir(req *Request) (string, error) {
 	var b strings.Builder
 	if err := s.dir.Execute(&b, req.Parameters); err != nil {
 		return "", fmt.Errorf("dir: %v", err)
 	}
-	if s.dirBase == "" {
-		return b.String(), nil
+	dir := b.String()
+	if s.dirBase != "" {
+		var err error
+		if dir, err = confineDir(s.dirBase, dir, templateParams(s.dir)); err != nil {
+			return "", err
+		}
 	}
-	return confineDir(s.dirBase, b.String(), templateParams(s.dir))
+	if dir == "" {
+		return "", nil
+	}
+	if templated(s.dir) {
+		if err := checkDir(dir, fromParams(templateParams(s.dir))); err != nil {
+			return "", err
+		}
+		return dir, nil
+	}
+	if err := checkDir(dir, ""); err != nil {
+		return "", &startError{fmt.Errorf("%w on this agent's host (work_types.%s.dir)", err, s.name)}
+	}
+	return dir, nil
 }
+
+// program names the command in messages.
+func (s *subprocess) program() string {
+	if s.cfg.Shell != "" {
+		return "/bin/sh"
+	}
+	return s.cfg.Command[0].Text
+}
+
+// exitCannotStart is the exit code of a task whose process could not start, as
+// a shell's for a command it cannot run.
+const exitCannotStart = 127
+
+// startError is a task that cannot start for a reason of the agent's host, not
+// of its parameters: it ends as one whose process could not start.
+type startError struct{ err error }
+
+func (e *startError) Error() string { return e.err.Error() }
+func (e *startError) Unwrap() error { return e.err }
 
 // stringList reads the list parameter key ("" means none) as strings.
 func stringList(params map[string]any, key string) ([]string, error) {
@@ -192,16 +243,20 @@ func (s *subprocess) env(req *Request) []string {
 // and, when ctx ends or the process exits, kills every descendant left.
 func (s *subprocess) run(ctx context.Context, req *Request, p Progress) (Result, error) {
 	cmd, params, err := s.command(req)
+	var cannot *startError
+	if errors.As(err, &cannot) {
+		return Result{ExitCode: exitCannotStart}, fmt.Errorf("start %s: %w", s.program(), err)
+	}
 	if err != nil {
 		return Result{ExitCode: ExitInvalidParameters}, err
 	}
 	cred, err := s.runAs.credential(os.Geteuid())
 	if err != nil {
-		return Result{ExitCode: 127}, fmt.Errorf("start %s: %w", cmd.Path, err)
+		return Result{ExitCode: exitCannotStart}, fmt.Errorf("start %s: %w", cmd.Path, err)
 	}
 	merged, err := newOutputMerge()
 	if err != nil {
-		return Result{ExitCode: 127}, fmt.Errorf("start %s: %w", cmd.Path, err)
+		return Result{ExitCode: exitCannotStart}, fmt.Errorf("start %s: %w", cmd.Path, err)
 	}
 	cmd.Stdin = bytes.NewReader(params)
 	cmd.Stdout, cmd.Stderr = merged.stdout, merged.stderr
@@ -212,7 +267,7 @@ func (s *subprocess) run(ctx context.Context, req *Request, p Progress) (Result,
 	merged.closeWriteEnds()
 	if err != nil {
 		merged.close()
-		return Result{ExitCode: 127}, fmt.Errorf("start %s: %w", cmd.Path, err)
+		return Result{ExitCode: exitCannotStart}, fmt.Errorf("start %s: %w", cmd.Path, err)
 	}
 	lines := &lineProtocol{p: p}
 	merged.start(lines, p)
