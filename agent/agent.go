@@ -152,7 +152,8 @@ func (a *Agent) Handle(name string, h Handler) {
 // HandleSpec adds (or replaces) the handler of a work type with its spec: the
 // agent tells the orchestrator the description, parameter schema and approval
 // in its registration, and refuses a request whose parameters fail the schema
-// (exit code ExitInvalidParameters) without calling h. Call it before Run; the
+// (exit code ExitInvalidParameters) without calling h; h gets the parameters
+// with the schema's top-level defaults filled in. Call it before Run; the
 // error is a spec that that does not compile (worktype.Spec.Compile).
 func (a *Agent) HandleSpec(name string, spec worktype.Spec, h Handler) error {
 	wt, err := newWorkType(h, spec)

@@ -21,7 +21,7 @@ import (
 func TestTheRegistrationCarriesTheCatalogue(t *testing.T) {
 	schema := map[string]any{"type": "object", "properties": map[string]any{"n": map[string]any{"type": "integer"}}}
 	h := newHarness(t, func(c *agent.Config) {
-		c.WorkTypes = map[string]agent.WorkTypeConfig{"build": {Command: []string{"true"}, Description: "Builds it.",
+		c.WorkTypes = map[string]agent.WorkTypeConfig{"build": {Command: agent.Args("true"), Description: "Builds it.",
 			Schema: schema, Approval: worktype.ApprovalRequired}}
 	})
 	regs := make(chan *envelope.Envelope, 4)

@@ -10,6 +10,7 @@ import (
 	"os"
 	"regexp"
 	"slices"
+	"text/template"
 	"time"
 
 	"github.com/chiffon-dev/chiffon/agent/dedupe"
@@ -110,8 +111,9 @@ type WorkTypeConfig struct {
 	// Description is shown to operators.
 	Description string `yaml:"description"`
 	// Command is the argv; each element is a text/template over the parameters,
-	// such as "{{.playbook}}". It never goes through a shell.
-	Command []string `yaml:"command"`
+	// such as "{{.playbook}}", or an optional group of them (Arg), left out when
+	// a parameter it reads is absent. It never goes through a shell.
+	Command []Arg `yaml:"command"`
 	// AppendArgsFrom names a parameter holding a list of strings appended to argv.
 	AppendArgsFrom string `yaml:"append_args_from"`
 	// AllowOptionArgs lets parameters supply arguments that start with '-'. When
@@ -294,6 +296,24 @@ func (w *WorkTypeConfig) validate() error {
 	}
 	_, err := w.spec().Compile() // description and approval
 	return err
+}
+
+// CheckDir reports, naming it, a dir of the work type that is not a directory
+// on this host: Dir when it is literal, else the base a templated Dir stays
+// under. The work type's tasks fail until it is there. nil without a Dir, and
+// for a Dir that Validate refuses.
+func (w WorkTypeConfig) CheckDir() error {
+	t, err := template.New("dir").Parse(w.Dir)
+	if err != nil || w.Dir == "" {
+		return nil
+	}
+	dir := w.Dir
+	if templated(t) {
+		if dir, err = dirBaseOf(w, t); err != nil {
+			return nil
+		}
+	}
+	return checkDir(dir, "")
 }
 
 // spec is what the registration's catalogue says of the work type.

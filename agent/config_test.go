@@ -3,10 +3,12 @@ package agent_test
 import (
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
 	"github.com/chiffon-dev/chiffon/agent"
+	"go.yaml.in/yaml/v3"
 )
 
 func TestExampleConfigsLoad(t *testing.T) {
@@ -45,6 +47,16 @@ func TestConfigErrorsNameTheKey(t *testing.T) {
 		{"work_types: {t: {shell: x, schema: {properties: {repo: {}, REPO: {}}}}}\n", "would both be CHIFFON_PARAM_REPO"},
 		{"work_types: {t: {command: [x], run_as: no-such-user-chiffon}}\n", "work_types.t: run_as"},
 		{"work_types: {t: {command: [x, '-{{.flag}}']}}\n", `work_types.t: command[1]: "-{{.flag}}" lets a parameter choose an option`},
+		{"work_types: {t: {command: [x, [--verbose]]}}\n", "work_types.t: command[1]: an optional group must read a parameter"},
+		{"work_types: {t: {command: [x, []]}}\n", "an optional group of arguments is empty"},
+		{"work_types: {t: {command: [['{{.x}}']]}}\n", "work_types.t: command[0]: the program cannot be an optional group"},
+		{"work_types: {t: {command: [x, {a: b}]}}\n", "a command element is a string, or a list of strings"},
+		{"work_types: {t: {command: [x], schema: {properties: {p: {x-chiffon-path: true}}}}}\n",
+			"work_types.t: schema: x-chiffon-path marks p, a path inside the work type's dir: set dir"},
+		{"work_types: {t: {command: [x], dir: /srv, schema: {properties: {p: {items: {x-chiffon-path: true}}}}}}\n",
+			"work_types.t: schema: x-chiffon-path at schema #/properties/p/items: it applies to top-level properties only"},
+		{"work_types: {t: {command: [x], dir: /srv, schema: {properties: {p: {x-chiffon-path: yes}}}}}\n", "work_types.t: schema"},
+		{"work_types: {t: {command: [x, [--n, '-{{.n}}']]}}\n", `work_types.t: command[1][1]: "-{{.n}}" lets a parameter choose an option`},
 	} {
 		p := filepath.Join(t.TempDir(), "a.yaml")
 		if err := os.WriteFile(p, []byte(tc.yaml), 0o600); err != nil {
@@ -65,5 +77,21 @@ func TestParameterNamesOnlyMatterForShellVariables(t *testing.T) {
 	}
 	if err := c.Validate(); err != nil && strings.Contains(err.Error(), "work_types.t") {
 		t.Fatalf("command work type with property dry-run: %v", err)
+	}
+}
+
+func TestCommandReadsOptionalGroupsFromYAMLAndWritesThemBack(t *testing.T) {
+	const text = "work_types: {t: {command: [ansible-playbook, [--limit, '{{.limit}}'], '{{.playbook}}']}}\n"
+	c, err := agent.ParseConfig([]byte(text))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []agent.Arg{{Text: "ansible-playbook"}, agent.Optional("--limit", "{{.limit}}"), {Text: "{{.playbook}}"}}
+	if got := c.WorkTypes["t"].Command; !reflect.DeepEqual(got, want) {
+		t.Fatalf("got %#v, want %#v", got, want)
+	}
+	b, err := yaml.Marshal(c.WorkTypes["t"].Command)
+	if err != nil || string(b) != "- ansible-playbook\n- - --limit\n  - '{{.limit}}'\n- '{{.playbook}}'\n" {
+		t.Fatalf("written back as %q, %v", b, err)
 	}
 }

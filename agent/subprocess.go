@@ -12,6 +12,8 @@ import (
 	"syscall"
 	"text/template"
 	"time"
+
+	"github.com/chiffon-dev/chiffon/worktype"
 )
 
 // ExitInvalidParameters is the exit code of a task whose parameters fail the work
@@ -25,6 +27,7 @@ type subprocess struct {
 	argv      []argTemplate
 	dir       *template.Template
 	dirBase   string   // "" means dir is not confined
+	paths     []string // parameters that name paths inside dir (worktype.PathKeyword)
 	envParams []string // parameters passed as CHIFFON_PARAM_<NAME> in shell mode
 	runAs     *runAsUser
 }
@@ -32,10 +35,23 @@ type subprocess struct {
 func newSubprocess(name string, cfg WorkTypeConfig) (*subprocess, error) {
 	s := &subprocess{name: name, cfg: cfg}
 	for i, arg := range cfg.Command {
-		a, err := newArgTemplate(name, arg, cfg.AllowOptionArgs)
-		if err != nil {
-			return nil, fmt.Errorf("command[%d]: %w", i, err)
+		at := fmt.Sprintf("command[%d]", i)
+		if arg.Optional != nil {
+			if i == 0 {
+				return nil, fmt.Errorf("%s: the program cannot be an optional group", at)
+			}
+			group, err := newOptionalGroup(name, at, arg.Optional, cfg.AllowOptionArgs)
+			if err != nil {
+				return nil, err
+			}
+			s.argv = append(s.argv, group...)
+			continue
 		}
+		a, err := newArgTemplate(name, arg.Text, cfg.AllowOptionArgs)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", at, err)
+		}
+		a.at = at
 		s.argv = append(s.argv, a)
 	}
 	t, err := template.New(name).Option("missingkey=error").Parse(cfg.Dir)
@@ -45,6 +61,13 @@ func newSubprocess(name string, cfg WorkTypeConfig) (*subprocess, error) {
 	s.dir = t
 	if s.dirBase, err = dirBaseOf(cfg, t); err != nil {
 		return nil, err
+	}
+	if s.paths, err = worktype.PathParams(cfg.Schema); err != nil {
+		return nil, fmt.Errorf("schema: %w", err)
+	}
+	if len(s.paths) > 0 && cfg.Dir == "" {
+		return nil, fmt.Errorf("schema: %s marks %s, a path inside the work type's dir: set dir",
+			worktype.PathKeyword, strings.Join(s.paths, ", "))
 	}
 	if cfg.Shell != "" {
 		if s.envParams, err = envParams(cfg.Schema); err != nil {
@@ -57,21 +80,25 @@ func newSubprocess(name string, cfg WorkTypeConfig) (*subprocess, error) {
 	return s, nil
 }
 
-// command builds the process for one request, or fails on bad parameters.
+// command builds the process for one request, or fails on bad parameters, or
+// with a *startError when the host lacks the work type's dir.
 func (s *subprocess) command(req *Request) (*exec.Cmd, []byte, error) {
+	dir, err := s.renderDir(req)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := checkPaths(dir, s.paths, req.Parameters); err != nil {
+		return nil, nil, err
+	}
 	params, err := json.Marshal(req.Parameters)
 	if err != nil {
 		return nil, nil, err
 	}
 	argv := []string{"/bin/sh", "-c", s.cfg.Shell}
 	if s.cfg.Shell == "" {
-		if argv, err = s.renderArgv(req); err != nil {
+		if argv, err = s.renderArgv(req.Parameters); err != nil {
 			return nil, nil, err
 		}
-	}
-	dir, err := s.renderDir(req)
-	if err != nil {
-		return nil, nil, err
 	}
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Dir = dir
@@ -79,23 +106,27 @@ func (s *subprocess) command(req *Request) (*exec.Cmd, []byte, error) {
 	return cmd, params, nil
 }
 
-// renderArgv renders Command and appends the AppendArgsFrom list, refusing an
-// argument from a parameter that would be an option unless allow_option_args.
-func (s *subprocess) renderArgv(req *Request) ([]string, error) {
+// renderArgv renders Command, leaving out the optional groups whose parameters
+// are not all there, and appends the AppendArgsFrom list, refusing an argument
+// from a parameter that would be an option unless allow_option_args.
+func (s *subprocess) renderArgv(params map[string]any) ([]string, error) {
 	var argv []string
-	for i, a := range s.argv {
+	for _, a := range s.argv {
+		if a.leftOut(params) {
+			continue
+		}
 		var b strings.Builder
-		if err := a.t.Execute(&b, req.Parameters); err != nil {
-			return nil, fmt.Errorf("command[%d]: %v", i, err)
+		if err := a.t.Execute(&b, params); err != nil {
+			return nil, fmt.Errorf("%s: %v", a.at, err)
 		}
 		if a.guarded && !s.cfg.AllowOptionArgs {
-			if err := checkOptionArg(fmt.Sprintf("command[%d]", i), b.String(), a.params); err != nil {
+			if err := checkOptionArg(a.at, b.String(), a.params); err != nil {
 				return nil, err
 			}
 		}
 		argv = append(argv, b.String())
 	}
-	extra, err := stringList(req.Parameters, s.cfg.AppendArgsFrom)
+	extra, err := stringList(params, s.cfg.AppendArgsFrom)
 	if err != nil {
 		return nil, err
 	}
@@ -110,17 +141,54 @@ func (s *subprocess) renderArgv(req *Request) ([]string, error) {
 	return append(argv, extra...), nil
 }
 
-// renderDir renders Dir and, when it has a base, keeps it under the base.
+// renderDir renders Dir and, when it has a base, keeps it under the base. A
+// dir that is not there is refused; when no parameter chose it, as a
+// *startError.
 func (s *subprocess) renderDir(req *Request) (string, error) {
 	var b strings.Builder
 	if err := s.dir.Execute(&b, req.Parameters); err != nil {
 		return "", fmt.Errorf("dir: %v", err)
 	}
-	if s.dirBase == "" {
-		return b.String(), nil
+	dir := b.String()
+	if s.dirBase != "" {
+		var err error
+		if dir, err = confineDir(s.dirBase, dir, templateParams(s.dir)); err != nil {
+			return "", err
+		}
 	}
-	return confineDir(s.dirBase, b.String(), templateParams(s.dir))
+	if dir == "" {
+		return "", nil
+	}
+	if templated(s.dir) {
+		if err := checkDir(dir, fromParams(templateParams(s.dir))); err != nil {
+			return "", err
+		}
+		return dir, nil
+	}
+	if err := checkDir(dir, ""); err != nil {
+		return "", &startError{fmt.Errorf("%w on this agent's host (work_types.%s.dir)", err, s.name)}
+	}
+	return dir, nil
 }
+
+// program names the command in messages.
+func (s *subprocess) program() string {
+	if s.cfg.Shell != "" {
+		return "/bin/sh"
+	}
+	return s.cfg.Command[0].Text
+}
+
+// exitCannotStart is the exit code of a task whose process could not start, as
+// a shell's for a command it cannot run.
+const exitCannotStart = 127
+
+// startError is a task that cannot start for a reason of the agent's host, not
+// of its parameters: it ends as one whose process could not start.
+type startError struct{ err error }
+
+func (e *startError) Error() string { return e.err.Error() }
+func (e *startError) Unwrap() error { return e.err }
 
 // stringList reads the list parameter key ("" means none) as strings.
 func stringList(params map[string]any, key string) ([]string, error) {
@@ -175,16 +243,20 @@ func (s *subprocess) env(req *Request) []string {
 // and, when ctx ends or the process exits, kills every descendant left.
 func (s *subprocess) run(ctx context.Context, req *Request, p Progress) (Result, error) {
 	cmd, params, err := s.command(req)
+	var cannot *startError
+	if errors.As(err, &cannot) {
+		return Result{ExitCode: exitCannotStart}, fmt.Errorf("start %s: %w", s.program(), err)
+	}
 	if err != nil {
 		return Result{ExitCode: ExitInvalidParameters}, err
 	}
 	cred, err := s.runAs.credential(os.Geteuid())
 	if err != nil {
-		return Result{ExitCode: 127}, fmt.Errorf("start %s: %w", cmd.Path, err)
+		return Result{ExitCode: exitCannotStart}, fmt.Errorf("start %s: %w", cmd.Path, err)
 	}
 	merged, err := newOutputMerge()
 	if err != nil {
-		return Result{ExitCode: 127}, fmt.Errorf("start %s: %w", cmd.Path, err)
+		return Result{ExitCode: exitCannotStart}, fmt.Errorf("start %s: %w", cmd.Path, err)
 	}
 	cmd.Stdin = bytes.NewReader(params)
 	cmd.Stdout, cmd.Stderr = merged.stdout, merged.stderr
@@ -195,7 +267,7 @@ func (s *subprocess) run(ctx context.Context, req *Request, p Progress) (Result,
 	merged.closeWriteEnds()
 	if err != nil {
 		merged.close()
-		return Result{ExitCode: 127}, fmt.Errorf("start %s: %w", cmd.Path, err)
+		return Result{ExitCode: exitCannotStart}, fmt.Errorf("start %s: %w", cmd.Path, err)
 	}
 	lines := &lineProtocol{p: p}
 	merged.start(lines, p)

@@ -4,17 +4,21 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
 	"text/template"
 	"text/template/parse"
+
+	"github.com/chiffon-dev/chiffon/worktype"
 )
 
 // The checks a subprocess's rendered argv, dir and environment pass before
 // anything runs: parameters must not become options, a templated dir must not
-// leave its base, and only declared parameters reach the environment.
+// leave its base, the dir must be there, path parameters must name something
+// inside it, and only declared parameters reach the environment.
 
 // argTemplate is one Command element.
 type argTemplate struct {
@@ -25,6 +29,11 @@ type argTemplate struct {
 	guarded bool
 	// params are the parameters the element reads, for error messages.
 	params []string
+	// optional, for an element of an optional group, are the parameters the
+	// whole group reads: when one is absent, the group is left out.
+	optional []string
+	// at names the element in messages: "command[3]", "command[4][1]".
+	at string
 }
 
 // newArgTemplate parses a Command element. Unless allowOptions, an element whose
@@ -45,6 +54,41 @@ func newArgTemplate(name, text string, allowOptions bool) (argTemplate, error) {
 		}
 	}
 	return a, nil
+}
+
+// newOptionalGroup parses the templates of the optional group at; each
+// carries the parameters of the whole group, which must read one.
+func newOptionalGroup(name, at string, texts []string, allowOptions bool) ([]argTemplate, error) {
+	if len(texts) == 0 {
+		return nil, fmt.Errorf("%s: %w", at, errEmptyGroup)
+	}
+	var group []argTemplate
+	var params []string
+	for j, text := range texts {
+		a, err := newArgTemplate(name, text, allowOptions)
+		if err != nil {
+			return nil, fmt.Errorf("%s[%d]: %w", at, j, err)
+		}
+		a.at = fmt.Sprintf("%s[%d]", at, j)
+		params = append(params, a.params...)
+		group = append(group, a)
+	}
+	slices.Sort(params)
+	params = slices.Compact(params)
+	if len(params) == 0 {
+		return nil, fmt.Errorf("%s: an optional group must read a parameter ({{.name}}): "+
+			"its absence is what leaves the group out", at)
+	}
+	for i := range group {
+		group[i].optional = params
+	}
+	return group, nil
+}
+
+// leftOut reports whether a is in an optional group one of whose parameters
+// is absent (missing or null).
+func (a argTemplate) leftOut(params map[string]any) bool {
+	return slices.ContainsFunc(a.optional, func(name string) bool { return params[name] == nil })
 }
 
 // checkOptionArg refuses a rendered argument that would be an option of the
@@ -181,6 +225,72 @@ func confineDir(base, dir string, params []string) (string, error) {
 		return "", fmt.Errorf("dir %q%s resolves to %s, which is not under %s", dir, from, real, realBase)
 	}
 	return real, nil
+}
+
+// checkDir reports a dir that is not a directory here; from names the
+// parameters it came from, for the message.
+func checkDir(dir, from string) error {
+	info, err := os.Stat(dir)
+	var pe *fs.PathError
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return fmt.Errorf("dir %s%s does not exist", dir, from)
+	case errors.As(err, &pe):
+		return fmt.Errorf("dir %s%s: %v", dir, from, pe.Err)
+	case err != nil:
+		return fmt.Errorf("dir %s%s: %v", dir, from, err)
+	case !info.IsDir():
+		return fmt.Errorf("dir %s%s is not a directory", dir, from)
+	}
+	return nil
+}
+
+// checkPaths refuses, as a *worktype.ParamError, a parameter of names (the
+// work type's path parameters) that, once its symlinks are resolved, names
+// nothing inside dir: absolute, climbing out with "..", through a symlink that
+// leads outside, or not there. The program gets the value as given: whoever
+// could swap a symlink in dir after this check may change the dir's files
+// anyway.
+func checkPaths(dir string, names []string, params map[string]any) error {
+	if len(names) == 0 {
+		return nil
+	}
+	realDir, err := filepath.EvalSymlinks(dir)
+	if err != nil {
+		return fmt.Errorf("dir %s: %v", dir, err)
+	}
+	for _, name := range names {
+		v, ok := params[name].(string)
+		if !ok {
+			continue // absent, or not a string: the schema's business
+		}
+		if err := confinePath(realDir, v); err != nil {
+			pointer := "/" + strings.NewReplacer("~", "~0", "/", "~1").Replace(name)
+			return &worktype.ParamError{Pointer: pointer, Message: err.Error()}
+		}
+	}
+	return nil
+}
+
+// confinePath reports why p does not name something inside realDir, a
+// directory whose symlinks are resolved.
+func confinePath(realDir, p string) error {
+	if err := worktype.CheckRelPath(p); err != nil {
+		return err
+	}
+	real, err := filepath.EvalSymlinks(filepath.Join(realDir, p))
+	var pe *fs.PathError
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return fmt.Errorf("%q: no such file or directory in %s", p, realDir)
+	case errors.As(err, &pe):
+		return fmt.Errorf("%q: %v", p, pe.Err)
+	case err != nil:
+		return fmt.Errorf("%q: %v", p, err)
+	case !within(realDir, real):
+		return fmt.Errorf("%q resolves to %s, outside %s", p, real, realDir)
+	}
+	return nil
 }
 
 // within reports whether the clean path p is base or below it.

@@ -70,7 +70,7 @@ func TestParameterCannotBecomeAnOption(t *testing.T) {
 		// $0 is a marker file: it exists once the command ran.
 		name := fmt.Sprintf("t%d", i)
 		types[name] = agent.WorkTypeConfig{
-			Command:        append([]string{"sh", "-c", `echo ran > "$0"; echo "$@"`, filepath.Join(dir, name)}, tc.args...),
+			Command:        agent.Args(append([]string{"sh", "-c", `echo ran > "$0"; echo "$@"`, filepath.Join(dir, name)}, tc.args...)...),
 			AppendArgsFrom: "extra", AllowOptionArgs: tc.allow,
 		}
 		runs = append(runs, taskRun{name, tc.params})
@@ -107,7 +107,7 @@ func TestTemplatedDirStaysUnderItsBase(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pwd := []string{"sh", "-c", "pwd -P"}
+	pwd := agent.Args("sh", "-c", "pwd -P")
 	types := map[string]agent.WorkTypeConfig{
 		"by_prefix": {Command: pwd, Dir: repos + "/{{.repo}}"},
 		"by_base":   {Command: pwd, Dir: "{{.path}}", DirBase: repos},
@@ -159,7 +159,7 @@ func TestShellGetsOnlyDeclaredParametersAsVariables(t *testing.T) {
 func TestChildEnvironmentIsOnlyWhatTheConfigPasses(t *testing.T) {
 	t.Setenv("CHIFFON_TEST_PASSED", "passed")
 	t.Setenv("CHIFFON_TEST_SECRET", "secret")
-	types := map[string]agent.WorkTypeConfig{"env": {Command: []string{"env"},
+	types := map[string]agent.WorkTypeConfig{"env": {Command: agent.Args("env"),
 		Env: []string{"CHIFFON_TEST_PASSED", "CHIFFON_TEST_UNSET"}, SetEnv: map[string]string{"FIXED": "fixed"}}}
 	r := runTasks(t, types, taskRun{"env", map[string]any{"p": "x"}})[0]
 	var names []string

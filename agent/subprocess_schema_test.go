@@ -21,7 +21,7 @@ func TestParametersFailingTheSchemaRunNothing(t *testing.T) {
 	}
 	// $0 is a log with a line for each run.
 	types := map[string]agent.WorkTypeConfig{"checked": {
-		Command: []string{"sh", "-c", `echo ran >> "$0"; echo ok`, ran}, Schema: schema}}
+		Command: agent.Args("sh", "-c", `echo ran >> "$0"; echo ok`, ran), Schema: schema}}
 	cases := []struct {
 		name    string
 		params  map[string]any
@@ -58,7 +58,7 @@ func TestParametersFailingTheSchemaRunNothing(t *testing.T) {
 // process's stdin is the request's parameters as one JSON object.
 func TestSubprocessReadsItsParametersOnStdin(t *testing.T) {
 	types := map[string]agent.WorkTypeConfig{
-		"command": {Command: []string{"cat"}},
+		"command": {Command: agent.Args("cat")},
 		"shell":   {Shell: "cat"},
 	}
 	params := map[string]any{"n": 3, "name": "x y", "tags": []any{"a", "b"}}

@@ -11,6 +11,7 @@ import (
 	"github.com/chiffon-dev/chiffon/envelope"
 	"github.com/chiffon-dev/chiffon/internal/lazylog"
 	"github.com/chiffon-dev/chiffon/output"
+	"github.com/chiffon-dev/chiffon/worktype"
 )
 
 // Causes of a task's context ending.
@@ -134,7 +135,9 @@ func (t *task) deadline() time.Duration {
 	return d
 }
 
-// callHandler runs the handler, turning a panic into an error.
+// callHandler runs the handler, turning a panic into an error. A work type with
+// a schema gets its parameters with the schema's top-level defaults filled in,
+// then checked against it.
 func callHandler(ctx context.Context, t *task) (res Result, err error) {
 	defer func() {
 		if r := recover(); r != nil {
@@ -142,6 +145,7 @@ func callHandler(ctx context.Context, t *task) (res Result, err error) {
 		}
 	}()
 	if t.wt.schema != nil {
+		t.req.Parameters = worktype.WithDefaults(t.wt.spec.Parameters, t.req.Parameters)
 		if err := t.wt.schema.Check(t.req.Parameters); err != nil {
 			return Result{ExitCode: ExitInvalidParameters}, err
 		}

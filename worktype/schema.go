@@ -45,7 +45,7 @@ func (noLoader) Load(url string) (any, error) {
 }
 
 // Compile compiles a JSON Schema for a work type's parameters. References may
-// only point within the schema.
+// only point within the schema. The schema may use PathKeyword.
 func Compile(schema map[string]any) (*Schema, error) {
 	b, err := json.Marshal(schema) // map keys sorted: the digest is canonical
 	if err != nil {
@@ -57,6 +57,8 @@ func Compile(schema map[string]any) (*Schema, error) {
 	}
 	c := jsonschema.NewCompiler()
 	c.UseLoader(noLoader{})
+	c.RegisterVocabulary(pathVocabulary())
+	c.AssertVocabs()
 	const url = "chiffon:///parameters.json"
 	if err := c.AddResource(url, doc); err != nil {
 		return nil, err

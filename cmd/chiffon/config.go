@@ -30,8 +30,10 @@ func newConfigCmd() *cobra.Command {
 is told by the file (an agent config has a "type" key; the broker's, such as the
 broker.conf chiffon init writes, is a nats-server config, read as chiffon broker
 --config reads it, with its TLS files) unless --kind says it. Token
-files that cannot be read here, and commands of subprocess work types not found on this
-host's PATH, are reported as warnings: they may live on another host.
+files that cannot be read here, commands of subprocess work types not found on this
+host's PATH, and their dirs that are not directories here, are reported as warnings:
+they may live on another host, or be mounted later (the agent's unit runs this check
+before it starts).
 Exits 0 when every file is valid, 1 when any is not, 2 on a usage error.`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -80,7 +82,7 @@ func checkConfigFile(w io.Writer, path, kind string) bool {
 			desc = fmt.Sprintf("agent %s (%s), work types: %s", c.ID, c.Type, strings.Join(slices.Sorted(maps.Keys(c.WorkTypes)), ", "))
 			tokenFiles = map[string]string{"token_file": c.TokenFile, "orchestrator_token_file": c.OrchestratorTokenFile}
 			addNATSFiles(tokenFiles, c.NATS)
-			missing = missingCommands(c.WorkTypes, exec.LookPath)
+			missing = append(missingCommands(c.WorkTypes, exec.LookPath), missingDirs(c.WorkTypes)...)
 		}
 	default:
 		var c orchestrator.Config
@@ -138,10 +140,11 @@ func missingCommands(wts map[string]agent.WorkTypeConfig, lookPath func(string) 
 		if len(wt.Command) == 0 {
 			continue // a shell script, run by /bin/sh
 		}
-		cmds := []string{wt.Command[0]}
-		if m := paramCommand.FindStringSubmatch(wt.Command[0]); m != nil {
+		program := wt.Command[0].Text
+		cmds := []string{program}
+		if m := paramCommand.FindStringSubmatch(program); m != nil {
 			cmds = schemaEnum(wt.Schema, m[1])
-		} else if strings.Contains(wt.Command[0], "{{") {
+		} else if strings.Contains(program, "{{") {
 			continue
 		}
 		for _, c := range cmds {
@@ -155,6 +158,18 @@ func missingCommands(wts map[string]agent.WorkTypeConfig, lookPath func(string) 
 				}
 				out = append(out, fmt.Sprintf("work_types.%s: command %s is not %s", name, c, where))
 			}
+		}
+	}
+	return out
+}
+
+// missingDirs names each subprocess work type whose dir (or a templated dir's
+// base) is not a directory here.
+func missingDirs(wts map[string]agent.WorkTypeConfig) []string {
+	var out []string
+	for _, name := range slices.Sorted(maps.Keys(wts)) {
+		if err := wts[name].CheckDir(); err != nil {
+			out = append(out, fmt.Sprintf("work_types.%s: %v on this host", name, err))
 		}
 	}
 	return out

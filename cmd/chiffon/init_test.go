@@ -38,7 +38,8 @@ func TestInitWritesConfigsAndPrivateSecrets(t *testing.T) {
 	code, out, _ = runCLI(t, "", "config", "check", filepath.Join(dir, "orchestrator.yaml"),
 		filepath.Join(dir, "agents", "infra-1.yaml"), filepath.Join(dir, "agents", "ws-1.yaml"))
 	// Every file init's configs name exists; the example work types' commands
-	// (ansible-playbook, nvidia-smi) need not be installed on this host.
+	// (ansible-playbook, nvidia-smi) need not be installed on this host, nor
+	// their dirs (/srv/ansible) be there: warnings.
 	if code != 0 || strings.Contains(out, "is not readable here") {
 		t.Fatalf("config check of init's output: exit %d:\n%s", code, out)
 	}
@@ -164,7 +165,7 @@ func TestConfigCheckNamesTheKey(t *testing.T) {
 	}
 }
 
-func TestConfigCheckWarnsOfCommandsNotOnThisHost(t *testing.T) {
+func TestConfigCheckWarnsOfCommandsAndDirsNotOnThisHost(t *testing.T) {
 	dir := t.TempDir()
 	exe := filepath.Join(dir, "tool")
 	if err := os.WriteFile(exe, []byte("#!/bin/sh\n"), 0o755); err != nil {
@@ -195,6 +196,13 @@ func TestConfigCheckWarnsOfCommandsNotOnThisHost(t *testing.T) {
 		{"a parameter from an enum", "  w:\n    command: [\"{{.cmd}}\"]\n    schema: {properties: {cmd: {enum: [tool, gone]}}}\n",
 			[]string{"work_types.w: command gone is not on this host's PATH"}},
 		{"a shell script", "  w:\n    shell: no-such-tool\n", nil},
+		{"a dir here", "  w:\n    command: [tool]\n    dir: " + dir + "\n  v:\n    command: [tool]\n    dir: " + dir + "/{{.x}}\n", nil},
+		{"a dir not here", "  w:\n    command: [tool]\n    dir: /no/such/dir\n",
+			[]string{"work_types.w: dir /no/such/dir does not exist on this host"}},
+		{"a file as dir", "  w:\n    command: [tool]\n    dir: " + exe + "\n",
+			[]string{"work_types.w: dir " + exe + " is not a directory on this host"}},
+		{"a templated dir's base not here", "  w:\n    command: [tool]\n    dir: /no/such/{{.x}}\n",
+			[]string{"work_types.w: dir /no/such does not exist on this host"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
