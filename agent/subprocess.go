@@ -27,10 +27,11 @@ type subprocess struct {
 	dirBase   string   // "" means dir is not confined
 	envParams []string // parameters passed as CHIFFON_PARAM_<NAME> in shell mode
 	runAs     *runAsUser
+	grace     time.Duration // cancel_grace
 }
 
 func newSubprocess(name string, cfg WorkTypeConfig) (*subprocess, error) {
-	s := &subprocess{name: name, cfg: cfg}
+	s := &subprocess{name: name, cfg: cfg, grace: cfg.cancelGrace()}
 	for i, arg := range cfg.Command {
 		a, err := newArgTemplate(name, arg, cfg.AllowOptionArgs)
 		if err != nil {
