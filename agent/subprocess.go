@@ -173,7 +173,9 @@ func (s *subprocess) env(req *Request) []string {
 
 // run is the work type's Handler: it runs the process in its own process group,
 // streams its stdout (through the line protocol) and stderr merged in one reader,
-// and, when ctx ends or the process exits, kills every descendant left.
+// and, when ctx ends or the process exits, kills every descendant left. When ctx
+// ends first, the processes get SIGTERM and the grace before SIGKILL, and the error
+// says how they ended (stoppedWork).
 func (s *subprocess) run(ctx context.Context, req *Request, p Progress) (Result, error) {
 	cmd, params, err := s.command(req)
 	if err != nil {
@@ -192,7 +194,7 @@ func (s *subprocess) run(ctx context.Context, req *Request, p Progress) (Result,
 	cmd.SysProcAttr = childSysProcAttr(cred)
 	// Bounds the copy of params to a stdin that a process holds unread.
 	cmd.WaitDelay = outputDrain
-	tree, err := startProcessTree(cmd, req)
+	tree, err := startProcessTree(cmd, req, s.grace)
 	merged.closeWriteEnds()
 	if err != nil {
 		merged.close()
@@ -229,10 +231,13 @@ func (s *subprocess) run(ctx context.Context, req *Request, p Progress) (Result,
 	if waitErr != nil && !errors.As(waitErr, &exitErr) {
 		return res, waitErr
 	}
-	if ctx.Err() != nil && res.ExitCode != 0 {
-		// Our kill, not the program's own exit: the runtime picks the exit code
-		// (130 cancelled, 124 deadline).
+	if ctx.Err() != nil && (res.ExitCode != 0 || tree.stop.stopped()) {
+		// Our signal, not the program's own exit, even when it exits 0 on SIGTERM:
+		// the runtime picks the exit code (130 cancelled, 124 deadline).
 		res.ExitCode = 0
+		if tree.stop.stopped() {
+			return res, &stoppedWork{cause: context.Cause(ctx), how: tree.stop.String()}
+		}
 		return res, context.Cause(ctx)
 	}
 	return res, nil
