@@ -20,7 +20,11 @@ func TestCancelGraceConfig(t *testing.T) {
 		{"cancel_grace: 10m1s", 0, "work_types.t: cancel_grace must be at most 10m0s, got 10m1s"},
 		{"cancel_grace: soon", 0, `"soon" is not a duration`},
 	} {
-		t.Run(tc.key, func(t *testing.T) {
+		name := tc.key
+		if name == "" {
+			name = "unset"
+		}
+		t.Run(name, func(t *testing.T) {
 			text := `id: a1
 type: code
 nats: {urls: ["nats://127.0.0.1:4222"]}

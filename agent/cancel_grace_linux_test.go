@@ -19,13 +19,13 @@ import (
 // a session of its own) before they say "ready".
 const (
 	// trapsTERM cleans up on SIGTERM: each of its shells touches a marker and
-	// exits, the escaped one after its main process. Each trap also SIGKILLs its
+	// exits 0, the escaped one after its main process. Each trap also SIGKILLs its
 	// shell's sleep, which may have been forked too late to have SIGTERM.
-	trapsTERM = `trap 'kill -KILL $s; touch "$MAIN.cleaned"; exit 3' TERM
+	trapsTERM = `trap 'kill -KILL $s 2>/dev/null; touch "$MAIN.cleaned"; exit 0' TERM
 sleep 300 & s=$!
 echo $$ > "$MAIN"
-sh -c 'trap "kill -KILL \$s; touch \"$CHILD.cleaned\"; exit 0" TERM; sleep 300 & s=$!; echo $$ > "$CHILD"; wait' &
-setsid sh -c 'trap "kill -KILL \$s; sleep 0.2; touch \"$ESCAPED.cleaned\"; exit 0" TERM; sleep 300 & s=$!; echo $$ > "$ESCAPED"; wait' &
+sh -c 'trap "kill -KILL \$s 2>/dev/null; touch \"$CHILD.cleaned\"; exit 0" TERM; sleep 300 & s=$!; echo $$ > "$CHILD"; wait' &
+setsid sh -c 'trap "kill -KILL \$s 2>/dev/null; sleep 0.2; touch \"$ESCAPED.cleaned\"; exit 0" TERM; sleep 300 & s=$!; echo $$ > "$ESCAPED"; wait' &
 while [ ! -s "$CHILD" ] || [ ! -s "$ESCAPED" ]; do :; done
 echo ready
 wait`
