@@ -30,6 +30,15 @@ const (
 	DefaultMaxOutputBytes    = 64 << 20
 )
 
+// A work type's cancel_grace (WorkTypeConfig.CancelGrace).
+const (
+	// DefaultCancelGrace is the grace of a work type that sets none.
+	DefaultCancelGrace = 10 * time.Second
+	// MaxCancelGrace bounds the grace: an agent's stop waits for it after the
+	// drain timeout.
+	MaxCancelGrace = 10 * time.Minute
+)
+
 // Duration is a time.Duration written in YAML as "5s" or "1h30m".
 type Duration time.Duration
 
@@ -144,6 +153,11 @@ type WorkTypeConfig struct {
 	SetEnv map[string]string `yaml:"set_env"`
 	// Timeout bounds one run; a request's max_duration_seconds may shorten it.
 	Timeout Duration `yaml:"timeout"`
+	// CancelGrace is how long the task's processes have to exit after SIGTERM when
+	// the task is cancelled, passes its deadline or the agent stops; those still
+	// running then are SIGKILLed. nil means DefaultCancelGrace; 0 SIGKILLs at once.
+	// At most MaxCancelGrace.
+	CancelGrace *Duration `yaml:"cancel_grace"`
 	// Schema is a JSON Schema the parameters must satisfy. The agent sends it to
 	// the orchestrator with Description in its registration: the orchestrator
 	// checks submissions against it, and the CLI and the dashboard build typed
@@ -285,6 +299,10 @@ func (w *WorkTypeConfig) validate() error {
 		return errors.New("command and shell are exclusive")
 	case w.Timeout < 0:
 		return errors.New("timeout must not be negative")
+	case w.CancelGrace != nil && *w.CancelGrace < 0:
+		return errors.New("cancel_grace must not be negative")
+	case w.CancelGrace != nil && time.Duration(*w.CancelGrace) > MaxCancelGrace:
+		return fmt.Errorf("cancel_grace must be at most %v, got %v", MaxCancelGrace, time.Duration(*w.CancelGrace))
 	}
 	if _, err := newSubprocess("check", *w); err != nil {
 		return err
@@ -314,6 +332,14 @@ func (w WorkTypeConfig) CheckDir() error {
 		}
 	}
 	return checkDir(dir, "")
+}
+
+// cancelGrace is CancelGrace, or its default when unset.
+func (w *WorkTypeConfig) cancelGrace() time.Duration {
+	if w.CancelGrace == nil {
+		return DefaultCancelGrace
+	}
+	return time.Duration(*w.CancelGrace)
 }
 
 // spec is what the registration's catalogue says of the work type.

@@ -50,11 +50,12 @@ type processTree struct {
 	env     []string       // the task's CHIFFON_TASK_ID and CHIFFON_REQUEST_ID
 	seen    map[int]uint64 // the task's processes at the last scan: pid, start
 	adopted map[int]uint64 // those of them that were the agent's running children
+	stop    treeStop       // set by watch when ctx ends first, and by end
 }
 
 // startProcessTree starts cmd, req's main process, as one the agent ends with
-// every descendant.
-func startProcessTree(cmd *exec.Cmd, req *Request) (*processTree, error) {
+// every descendant; grace is the work type's cancel_grace.
+func startProcessTree(cmd *exec.Cmd, req *Request, grace time.Duration) (*processTree, error) {
 	reaper.once.Do(func() {
 		// Without it (Linux before 3.4), orphans go to init: the agent finds only
 		// the ones still in the task's process group.
@@ -69,39 +70,72 @@ func startProcessTree(cmd *exec.Cmd, req *Request) (*processTree, error) {
 	reaper.mu.Lock()
 	reaper.mains[cmd.Process.Pid] = true
 	reaper.mu.Unlock()
-	return &processTree{main: cmd.Process.Pid,
+	return &processTree{main: cmd.Process.Pid, stop: treeStop{grace: grace},
 		env: []string{"CHIFFON_TASK_ID=" + req.TaskID, "CHIFFON_REQUEST_ID=" + req.RequestID}}, nil
 }
 
-// watch kills the tree when ctx ends before the main process has exited, and
-// reaps the task's zombies meanwhile.
+// watch stops the tree when ctx ends before the main process has exited (see
+// stopTree), and reaps the task's zombies meanwhile.
 func (t *processTree) watch(ctx context.Context, exited <-chan struct{}) {
 	tick := time.NewTicker(sweepEvery)
 	defer tick.Stop()
 	for {
 		select {
 		case <-ctx.Done():
-			// The main process still runs: its descendants are found by their
-			// parents before they become orphans.
-			t.scan(true)
+			t.stopTree(exited, tick.C)
 			return
 		case <-exited:
 			return
 		case <-tick.C:
-			t.scan(false)
+			t.scan(0)
+		}
+	}
+}
+
+// stopTree signals the tree of a main process that still runs, so that its
+// descendants are found by their parents before they become orphans: SIGTERM,
+// then SIGKILL when the main process still runs after the grace; SIGKILL at once
+// when the grace is 0. It returns when the main process has exited or is killed.
+func (t *processTree) stopTree(exited <-chan struct{}, sweep <-chan time.Time) {
+	if t.stop.grace <= 0 {
+		t.stop.killAt = time.Now()
+		t.scan(unix.SIGKILL)
+		return
+	}
+	t.stop.termAt = time.Now()
+	t.scan(unix.SIGTERM)
+	graceEnd := time.NewTimer(t.stop.grace)
+	defer graceEnd.Stop()
+	for {
+		select {
+		case <-exited:
+			t.stop.mainAt = time.Now()
+			return
+		case <-graceEnd.C:
+			t.stop.killAt = time.Now()
+			t.scan(unix.SIGKILL)
+			return
+		case <-sweep:
+			t.scan(0)
 		}
 	}
 }
 
 // end kills and reaps whatever is left of the task once its main process has been
-// waited for: every descendant ends with its task.
+// waited for: every descendant ends with its task. When the main process exited
+// within the grace after SIGTERM, the rest of the tree has the rest of it first.
 func (t *processTree) end() {
 	reaper.mu.Lock()
 	delete(reaper.mains, t.main)
 	reaper.mu.Unlock()
+	if t.stop.waiting() {
+		t.awaitExit(t.stop.termAt.Add(t.stop.grace))
+	}
+	left := t.scan(unix.SIGKILL)
+	t.stop.ended(left > 0)
 	deadline := time.Now().Add(killWait)
 	pause := time.Millisecond
-	for t.scan(true) > 0 {
+	for ; left > 0; left = t.scan(unix.SIGKILL) {
 		if time.Now().After(deadline) {
 			reaper.mu.Lock()
 			maps.Copy(reaper.orphans, t.adopted) // reaped by a later scan once dead
@@ -113,9 +147,23 @@ func (t *processTree) end() {
 	}
 }
 
-// scan finds the task's processes, reaps those that are zombies of the agent and,
-// when kill, SIGKILLs the others. It returns how many it signalled.
-func (t *processTree) scan(kill bool) int {
+// awaitExit waits until none of the task's processes runs, or until deadline.
+func (t *processTree) awaitExit(deadline time.Time) {
+	pause := time.Millisecond
+	for t.scan(0) > 0 {
+		wait := time.Until(deadline)
+		if wait <= 0 {
+			return
+		}
+		time.Sleep(min(pause, wait)) // the processes are not the agent's to wait for
+		pause = min(2*pause, 100*time.Millisecond)
+	}
+}
+
+// scan finds the task's processes, reaps those that are zombies of the agent and
+// sends sig to the others, and to the main process's group; sig 0 sends nothing.
+// It returns how many of them run (how many it signalled).
+func (t *processTree) scan(sig unix.Signal) int {
 	self := os.Getpid()
 	reaper.mu.Lock()
 	mains := maps.Clone(reaper.mains)
@@ -143,17 +191,23 @@ func (t *processTree) scan(kill bool) int {
 			t.adopted[pid] = p.start
 		}
 	}
-	signalled := 0
-	if kill {
-		_ = unix.Kill(-t.main, unix.SIGKILL) // the group, in case a member started since
-		for pid := range ours {
-			if !procs[pid].zombie && unix.Kill(pid, unix.SIGKILL) == nil {
-				signalled++
-			}
+	if sig != 0 {
+		_ = unix.Kill(-t.main, sig) // the group, in case a member started since
+	}
+	running := 0
+	for pid := range ours {
+		p := procs[pid]
+		// A SIGTERM goes once to each: a second may mean "now" to a program.
+		direct := sig
+		if sig == unix.SIGTERM && p.pgid == t.main {
+			direct = 0
+		}
+		if !p.zombie && unix.Kill(pid, direct) == nil {
+			running++
 		}
 	}
 	reaper.reap(procs, self, ours)
-	return signalled
+	return running
 }
 
 // reap waits for the zombies among procs that are the agent's children and either

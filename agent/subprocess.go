@@ -30,10 +30,11 @@ type subprocess struct {
 	paths     []string // parameters that name paths inside dir (worktype.PathKeyword)
 	envParams []string // parameters passed as CHIFFON_PARAM_<NAME> in shell mode
 	runAs     *runAsUser
+	grace     time.Duration // cancel_grace
 }
 
 func newSubprocess(name string, cfg WorkTypeConfig) (*subprocess, error) {
-	s := &subprocess{name: name, cfg: cfg}
+	s := &subprocess{name: name, cfg: cfg, grace: cfg.cancelGrace()}
 	for i, arg := range cfg.Command {
 		at := fmt.Sprintf("command[%d]", i)
 		if arg.Optional != nil {
@@ -240,7 +241,9 @@ func (s *subprocess) env(req *Request) []string {
 
 // run is the work type's Handler: it runs the process in its own process group,
 // streams its stdout (through the line protocol) and stderr merged in one reader,
-// and, when ctx ends or the process exits, kills every descendant left.
+// and, when ctx ends or the process exits, kills every descendant left. When ctx
+// ends first, the processes get SIGTERM and the grace before SIGKILL, and the error
+// says how they ended (stoppedWork).
 func (s *subprocess) run(ctx context.Context, req *Request, p Progress) (Result, error) {
 	cmd, params, err := s.command(req)
 	var cannot *startError
@@ -263,7 +266,7 @@ func (s *subprocess) run(ctx context.Context, req *Request, p Progress) (Result,
 	cmd.SysProcAttr = childSysProcAttr(cred)
 	// Bounds the copy of params to a stdin that a process holds unread.
 	cmd.WaitDelay = outputDrain
-	tree, err := startProcessTree(cmd, req)
+	tree, err := startProcessTree(cmd, req, s.grace)
 	merged.closeWriteEnds()
 	if err != nil {
 		merged.close()
@@ -300,10 +303,13 @@ func (s *subprocess) run(ctx context.Context, req *Request, p Progress) (Result,
 	if waitErr != nil && !errors.As(waitErr, &exitErr) {
 		return res, waitErr
 	}
-	if ctx.Err() != nil && res.ExitCode != 0 {
-		// Our kill, not the program's own exit: the runtime picks the exit code
-		// (130 cancelled, 124 deadline).
+	if ctx.Err() != nil && (res.ExitCode != 0 || tree.stop.stopped()) {
+		// Our signal, not the program's own exit, even when it exits 0 on SIGTERM:
+		// the runtime picks the exit code (130 cancelled, 124 deadline).
 		res.ExitCode = 0
+		if tree.stop.stopped() {
+			return res, &stoppedWork{cause: context.Cause(ctx), how: tree.stop.String()}
+		}
 		return res, context.Cause(ctx)
 	}
 	return res, nil

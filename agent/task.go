@@ -22,6 +22,26 @@ var (
 	errStopped      = errors.New("cancelled: the agent is stopping")
 )
 
+// stoppedWork is a handler's error when ctx ended and it stopped its work: the
+// cause, and how the work stopped, which the output says after the cause.
+type stoppedWork struct {
+	cause error
+	how   string // such as "SIGTERM sent to the process group; it exited 1.2s later"
+}
+
+func (e *stoppedWork) Error() string { return e.cause.Error() + "; " + e.how }
+func (e *stoppedWork) Unwrap() error { return e.cause }
+
+// howStopped is the output line saying how the handler stopped its work, when
+// err says; else "".
+func howStopped(err error) string {
+	var s *stoppedWork
+	if !errors.As(err, &s) {
+		return ""
+	}
+	return "chiffon: " + s.how + "\n"
+}
+
 // Exit codes of tasks that did not end by themselves.
 const (
 	ExitCancelled   = 130
@@ -172,13 +192,13 @@ func (t *task) finish(ctx context.Context, res Result, err error) (*envelope.Wor
 	switch {
 	case ctx.Err() != nil && errors.Is(cause, errDeadline):
 		wr.ExitCode = ExitDeadline
-		t.stream.appendOutput(fmt.Sprintf("\nchiffon: deadline of %s exceeded\n", t.deadline()))
+		t.stream.appendOutput(fmt.Sprintf("\nchiffon: deadline of %s exceeded\n%s", t.deadline(), howStopped(err)))
 	case ctx.Err() != nil:
 		wr.Status = envelope.ResultCancelled
 		if wr.ExitCode <= 0 {
 			wr.ExitCode = ExitCancelled
 		}
-		t.stream.appendOutput(fmt.Sprintf("\nchiffon: %v\n", cause))
+		t.stream.appendOutput(fmt.Sprintf("\nchiffon: %v\n%s", cause, howStopped(err)))
 	case err != nil:
 		t.stream.appendOutput(fmt.Sprintf("\nchiffon: %v\n", err))
 	}
