@@ -6,6 +6,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/chiffon-dev/chiffon/agent"
 	"github.com/chiffon-dev/chiffon/broker"
@@ -16,13 +17,16 @@ import (
 
 // TestTheRegistrationCarriesTheCatalogue: the registration's x_custom_fields
 // hold every work type's spec: the built-ins', a configured subprocess's
-// description, schema and approval, and a Go handler's from HandleSpec; one
+// description, schema, approval and cancel_grace (the stop grace the
+// orchestrator adds to a deadline), and a Go handler's from HandleSpec; one
 // added with Handle is there with an empty spec.
 func TestTheRegistrationCarriesTheCatalogue(t *testing.T) {
 	schema := map[string]any{"type": "object", "properties": map[string]any{"n": map[string]any{"type": "integer"}}}
 	h := newHarness(t, func(c *agent.Config) {
+		grace := agent.Duration(30 * time.Second)
 		c.WorkTypes = map[string]agent.WorkTypeConfig{"build": {Command: agent.Args("true"), Description: "Builds it.",
-			Schema: schema, Approval: worktype.ApprovalRequired}}
+			Schema: schema, Approval: worktype.ApprovalRequired, CancelGrace: &grace},
+			"quick": {Command: agent.Args("true")}}
 	})
 	regs := make(chan *envelope.Envelope, 4)
 	if _, err := h.nc.Subscribe(broker.Subjects{}.Registers(), func(m *nats.Msg) {
@@ -46,12 +50,15 @@ func TestTheRegistrationCarriesTheCatalogue(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(got) != len(reg.WorkTypes) || len(got) != 6 {
+	if len(got) != len(reg.WorkTypes) || len(got) != 7 {
 		t.Fatalf("catalogue of %d work types for %v", len(got), reg.WorkTypes)
 	}
 	if b := got["build"]; b.Description != "Builds it." || b.Approval != worktype.ApprovalRequired || b.Schema == nil ||
-		b.Schema.Check(map[string]any{"n": "x"}) == nil {
+		b.Schema.Check(map[string]any{"n": "x"}) == nil || b.StopGraceMS != 30000 {
 		t.Errorf("build: %+v", b)
+	}
+	if q := got["quick"]; q.StopGraceMS != agent.DefaultCancelGrace.Milliseconds() {
+		t.Errorf("quick declares a stop grace of %d ms, want the default cancel_grace", q.StopGraceMS)
 	}
 	for _, name := range []string{agent.WorkEcho, agent.WorkSleep, agent.WorkSystemInfo} {
 		if got[name].Description == "" || got[name].Schema == nil {

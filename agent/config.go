@@ -344,7 +344,8 @@ func (w *WorkTypeConfig) cancelGrace() time.Duration {
 
 // spec is what the registration's catalogue says of the work type.
 func (w *WorkTypeConfig) spec() worktype.Spec {
-	return worktype.Spec{Description: w.Description, Parameters: w.Schema, Approval: w.Approval}
+	return worktype.Spec{Description: w.Description, Parameters: w.Schema, Approval: w.Approval,
+		StopGraceMS: w.cancelGrace().Milliseconds()}
 }
 
 // withDefaults returns c with zero values replaced by defaults.

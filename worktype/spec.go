@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"time"
 	"unicode/utf8"
 
 	"github.com/chiffon-dev/chiffon/envelope"
@@ -37,7 +38,15 @@ type Spec struct {
 	// Approval is ApprovalRequired when every task of it waits for an operator's
 	// yes before it is sent, or "".
 	Approval string `json:"approval,omitempty"`
+	// StopGraceMS is how long the agent gives a task's processes to stop, after
+	// SIGTERM, once it is cancelled or its deadline passes (the work type's
+	// cancel_grace), in milliseconds: the orchestrator waits that much more for
+	// the result past a deadline. At most MaxStopGrace.
+	StopGraceMS int64 `json:"stop_grace_ms,omitempty"`
 }
+
+// MaxStopGrace bounds Spec.StopGraceMS.
+const MaxStopGrace = 10 * time.Minute
 
 // Catalog is an agent's work types by name.
 type Catalog map[string]Spec
@@ -52,6 +61,9 @@ func (s Spec) Compile() (*Schema, error) {
 	}
 	if s.Approval != "" && s.Approval != ApprovalRequired {
 		return nil, fmt.Errorf("approval: must be %q or empty, got %q", ApprovalRequired, s.Approval)
+	}
+	if s.StopGraceMS < 0 || s.StopGraceMS > MaxStopGrace.Milliseconds() {
+		return nil, fmt.Errorf("stop_grace_ms: must be from 0 to %d, got %d", MaxStopGrace.Milliseconds(), s.StopGraceMS)
 	}
 	if s.Parameters == nil {
 		return nil, nil

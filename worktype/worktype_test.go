@@ -99,6 +99,9 @@ func TestFromRegistrationTakesOnlyAWellFormedCatalogue(t *testing.T) {
 		{"bad work type name", map[string]any{worktype.Extension: map[string]any{"Bad": map[string]any{}}}, "work_type_catalog.Bad: "},
 		{"unknown spec field", spec(`{"descr": "d"}`), "work_type_catalog.echo: must be an object"},
 		{"bad approval", spec(`{"approval": "maybe"}`), "work_type_catalog.echo.approval: "},
+		{"a stop grace", spec(`{"stop_grace_ms": 30000}`), ""},
+		{"a negative stop grace", spec(`{"stop_grace_ms": -1}`), "work_type_catalog.echo.stop_grace_ms: must be from 0 to 600000"},
+		{"a stop grace over 10 minutes", spec(`{"stop_grace_ms": 600001}`), "work_type_catalog.echo.stop_grace_ms: "},
 		{"long description", map[string]any{worktype.Extension: map[string]any{"echo": map[string]any{
 			"description": strings.Repeat("d", worktype.MaxDescription+1)}}}, "work_type_catalog.echo.description: "},
 		{"schema not compiling", spec(`{"parameters": {"type": 12}}`), "work_type_catalog.echo.parameters schema: "},

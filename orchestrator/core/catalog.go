@@ -5,6 +5,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/chiffon-dev/chiffon/api"
 	"github.com/chiffon-dev/chiffon/envelope"
@@ -81,6 +82,13 @@ func (a *agentEntry) asksApproval(workType string) bool {
 		return true
 	}
 	return a.declared[workType].Approval == worktype.ApprovalRequired
+}
+
+// stopGrace is how long a gives a task of workType's processes to stop after
+// their deadline (the work type's cancel_grace, as a declared): 0 when it
+// declares none.
+func (a *agentEntry) stopGrace(workType string) time.Duration {
+	return time.Duration(a.declared[workType].StopGraceMS) * time.Millisecond
 }
 
 // CheckWorkType refuses req, valid, when the catalogue says its target cannot

@@ -111,10 +111,14 @@ type (
 	// (failFast: do not retry).
 	routed struct {
 		agentID, version string
-		queue            bool
-		why              string
-		err              *errcodes.Error
-		failFast         bool
+		// stopGrace is how long the agent gives the work type's processes to
+		// stop once the deadline passed (its declared cancel grace): the
+		// deadline waits that much more for the result.
+		stopGrace time.Duration
+		queue     bool
+		why       string
+		err       *errcodes.Error
+		failFast  bool
 	}
 	// stored: the write of a dispatch is committed (err nil) or failed.
 	stored struct {

@@ -110,5 +110,5 @@ func (m *machine) resend(r *run, e agentReplaced) {
 	r.pinned, r.stick = e.agentID, e.agentID // only this agent's cache knows whether it ran
 	r.log.Info("agent process replaced: task sent again", "agent_id", e.agentID, "attempt", r.t.Attempts)
 	m.save(r, &task.Event{Type: task.EventState, Message: e.agentID + " restarted: sent again"})
-	m.dispatch(r, e.agentID, e.version)
+	m.dispatch(r, e.agentID, e.version, 0) // its deadline runs from the first dispatch
 }

@@ -17,7 +17,7 @@ func (m *machine) routed(r *run, e routed) {
 	m.unqueue(r)
 	switch {
 	case e.agentID != "":
-		m.dispatch(r, e.agentID, e.version)
+		m.dispatch(r, e.agentID, e.version, e.stopGrace)
 	case e.queue:
 		m.enqueue(r, e.why)
 	case e.failFast:
@@ -30,8 +30,10 @@ func (m *machine) routed(r *run, e routed) {
 // dispatch sends the task to agentID. The task is stored as dispatched there first,
 // and the work_request goes out once that write is committed (stored): after a
 // crash, the store names every agent that may have the request. The ack timer
-// starts with the send.
-func (m *machine) dispatch(r *run, agentID, version string) {
+// starts with the send. The deadline, armed at the first dispatch, waits
+// DeadlineGrace and the agent's stopGrace past max_duration_seconds for the
+// result that says the task was stopped.
+func (m *machine) dispatch(r *run, agentID, version string, stopGrace time.Duration) {
 	t := r.t
 	now := m.now()
 	r.attempt++
@@ -53,7 +55,7 @@ func (m *machine) dispatch(r *run, agentID, version string) {
 		// not a silent one (agents send keepalive statuses), and a dead agent's task
 		// must not wait for its deadline.
 		r.deadlineArmed = true
-		end := t.FirstDispatchAt.Add(max + m.timeouts.DeadlineGrace)
+		end := t.FirstDispatchAt.Add(max + m.timeouts.DeadlineGrace + stopGrace)
 		m.emit(arm{timerDeadline, end.Sub(now), deadlineDue{}})
 	}
 }

@@ -856,6 +856,10 @@ var routeRows = []machineRow{
 					t.Errorf("task %+v fresh %v", *tk, r.fresh)
 				}
 			})},
+	{name: "routed to an agent that stops its work type's processes with a grace: the deadline waits it too", from: "routing",
+		ev: routed{agentID: "a1", version: "1.0", stopGrace: 10 * time.Second}, state: task.StateDispatched, flags: "attempt=1",
+		// 60 s + 5 s of deadline_grace + the agent's 10 s cancel_grace
+		effs: effList("claim(a1)", "write(record,2 events)", "notify(state)", "arm(deadline,1m15s)")},
 	{name: "held back by a limit, the queued task's history says why", from: "routing",
 		ev:    routed{queue: true, why: "rate limit of agent a1 (5/s) until T"},
 		state: task.StatePending, flags: "attempt=0 queued",

@@ -202,11 +202,12 @@ func better(a, b *agentEntry, avoid string) bool {
 // stick to (see retry.go), or to the one pick chooses.
 func (o *Core) route(r *run) {
 	if r.stick != "" {
-		version := ""
+		var version string
+		var grace time.Duration
 		if a := o.agents[r.stick]; a != nil { // nil: not registered since a restart
-			version = a.version
+			version, grace = a.version, a.stopGrace(r.t.WorkType)
 		}
-		o.apply(r, routed{agentID: r.stick, version: version})
+		o.apply(r, routed{agentID: r.stick, version: version, stopGrace: grace})
 		return
 	}
 	o.dispatchOrHold(r, o.pick(r), false)
@@ -222,7 +223,7 @@ func (o *Core) dispatchOrHold(r *run, res pickResult, again bool) {
 		o.charge(res.agent, r.t.WorkType, time.Now())
 	}
 	if !again {
-		o.apply(r, res.routed())
+		o.apply(r, res.routed(r.t.WorkType))
 	}
 	first, held := res.earliestHold()
 	if res.agent != nil || !held {
@@ -239,10 +240,10 @@ func (o *Core) dispatchOrHold(r *run, res pickResult, again bool) {
 	}
 }
 
-// routed is the decision as the machine's event.
-func (res pickResult) routed() routed {
+// routed is the decision for a task of workType as the machine's event.
+func (res pickResult) routed(workType string) routed {
 	if res.agent != nil {
-		return routed{agentID: res.agent.id, version: res.agent.version}
+		return routed{agentID: res.agent.id, version: res.agent.version, stopGrace: res.agent.stopGrace(workType)}
 	}
 	why := ""
 	if h, ok := res.earliestHold(); ok {
