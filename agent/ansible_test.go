@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/chiffon-dev/chiffon/agent"
 	"github.com/chiffon-dev/chiffon/envelope"
@@ -46,21 +47,44 @@ func TestExamplePlaybookPassesAnsiblesEnvironment(t *testing.T) {
 	}
 }
 
-// TestExampleWorkTypeRunsARealPlaybook runs the example infra agent's
-// run_playbook through the agent with the real ansible-playbook, against
-// localhost. CI sets CHIFFON_REQUIRE_ANSIBLE so that it cannot skip.
-func TestExampleWorkTypeRunsARealPlaybook(t *testing.T) {
+// requireAnsible skips the test without ansible-playbook, unless
+// CHIFFON_REQUIRE_ANSIBLE says it must run (CI).
+func requireAnsible(t *testing.T) {
+	t.Helper()
 	if _, err := exec.LookPath("ansible-playbook"); err != nil {
 		if os.Getenv("CHIFFON_REQUIRE_ANSIBLE") != "" {
 			t.Fatalf("CHIFFON_REQUIRE_ANSIBLE is set and ansible-playbook is not on PATH: %v", err)
 		}
 		t.Skip("ansible-playbook is not on PATH (apt-get install ansible-core)")
 	}
+}
+
+// ansibleHome gives Ansible a home of its own under root, as the example's
+// environment passes it on.
+func ansibleHome(t *testing.T, root string) {
+	t.Helper()
+	home := filepath.Join(root, "home")
+	if err := os.Mkdir(home, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	// Ansible writes ~/.ansible; the example passes HOME and ANSIBLE_LOCAL_TEMP.
+	t.Setenv("HOME", home)
+	t.Setenv("ANSIBLE_LOCAL_TEMP", filepath.Join(home, "tmp"))
+}
+
+// localInventory is the example's default inventory for a run on this host.
+const localInventory = "localhost ansible_connection=local ansible_python_interpreter=\"{{ ansible_playbook_python }}\"\n"
+
+// TestExampleWorkTypeRunsARealPlaybook runs the example infra agent's
+// run_playbook through the agent with the real ansible-playbook, against
+// localhost. CI sets CHIFFON_REQUIRE_ANSIBLE so that it cannot skip.
+func TestExampleWorkTypeRunsARealPlaybook(t *testing.T) {
+	requireAnsible(t)
 	root := t.TempDir()
 	dir := filepath.Join(root, "ansible")
 	writeFiles(t, root, map[string]string{
 		// The example's default inventory.
-		"ansible/inventory": "localhost ansible_connection=local ansible_python_interpreter=\"{{ ansible_playbook_python }}\"\n",
+		"ansible/inventory": localInventory,
 		"ansible/site.yml": `- hosts: all
   gather_facts: false
   tasks:
@@ -74,13 +98,7 @@ func TestExampleWorkTypeRunsARealPlaybook(t *testing.T) {
 `,
 		"outside.yml": "- hosts: all\n  tasks: [{ansible.builtin.debug: {msg: outside}}]\n",
 	}, nil)
-	home := filepath.Join(root, "home")
-	if err := os.Mkdir(home, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	// Ansible writes ~/.ansible; the example passes HOME and ANSIBLE_LOCAL_TEMP.
-	t.Setenv("HOME", home)
-	t.Setenv("ANSIBLE_LOCAL_TEMP", filepath.Join(home, "tmp"))
+	ansibleHome(t, root)
 	types := map[string]agent.WorkTypeConfig{"run_playbook": exampleRunPlaybook(t, dir)}
 	made := filepath.Join(dir, "made.txt")
 	cases := []struct {
@@ -125,5 +143,51 @@ func TestExampleWorkTypeRunsARealPlaybook(t *testing.T) {
 		if _, err := os.Stat(made); (err == nil) != tc.made {
 			t.Errorf("%s: made.txt there: %v, want %v", tc.name, err == nil, tc.made)
 		}
+	}
+}
+
+// TestExamplePlaybookIsCancelledWithSIGTERM: cancelling a running playbook
+// sends SIGTERM first, which a handler in the playbook's process sees (it
+// cleans up), and the result says so.
+func TestExamplePlaybookIsCancelledWithSIGTERM(t *testing.T) {
+	requireAnsible(t)
+	root := t.TempDir()
+	dir := filepath.Join(root, "ansible")
+	writeFiles(t, root, map[string]string{
+		"ansible/inventory": localInventory,
+		"ansible/long.yml": `- hosts: all
+  gather_facts: false
+  tasks:
+    - ansible.builtin.shell: |
+        trap 'echo TERM > "{{ playbook_dir }}/term.txt"; exit 143' TERM
+        echo ready > "{{ playbook_dir }}/ready.txt"
+        while true; do sleep 0.1; done
+`,
+	}, nil)
+	ansibleHome(t, root)
+	h := newHarness(t, func(c *agent.Config) {
+		c.WorkTypes = map[string]agent.WorkTypeConfig{"run_playbook": exampleRunPlaybook(t, dir)}
+	})
+	h.start(nil)
+	req := h.request("run_playbook", map[string]any{"playbook": "long.yml"}, nil)
+	w := h.send(req)
+	ready := filepath.Join(dir, "ready.txt")
+	deadline := time.Now().Add(time.Minute)
+	for _, err := os.Stat(ready); err != nil; _, err = os.Stat(ready) {
+		if time.Now().After(deadline) {
+			t.Fatal("the playbook's task did not start within a minute")
+		}
+		time.Sleep(20 * time.Millisecond) // another process's file: nothing to wait on
+	}
+	h.control(&envelope.Cancel{TaskID: req.Payload.(*envelope.WorkRequest).TaskID, Reason: "operator"})
+	r, _ := w.result()
+	if r.Status != envelope.ResultCancelled || r.ExitCode != agent.ExitCancelled {
+		t.Fatalf("result %s, exit %d, want cancelled, %d; output:\n%s", r.Status, r.ExitCode, agent.ExitCancelled, r.Output)
+	}
+	if !strings.Contains(r.Output, "chiffon: SIGTERM sent to the process group") {
+		t.Errorf("the result does not say SIGTERM was sent:\n%s", r.Output)
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, "term.txt")); err != nil || strings.TrimSpace(string(b)) != "TERM" {
+		t.Errorf("the playbook's handler did not see SIGTERM: %q, %v", b, err)
 	}
 }
