@@ -163,3 +163,42 @@ func TestFirstReleaseSite(t *testing.T) {
 		}
 	}
 }
+
+// TestThisReleasesFixturesOpen: what this release wrote (testdata/cf6bbcd,
+// kept for the next release's upgrade test) opens as it is: up upgrades
+// nothing and keeps its tasks and token, and every config of its site passes
+// the check.
+func TestThisReleasesFixturesOpen(t *testing.T) {
+	dir := t.TempDir()
+	data := filepath.Join(dir, "chiffon-data")
+	copyTree(t, "testdata/cf6bbcd/up-data", data, nil)
+	stop, printed := startUp(t, dir)
+	if said := strings.Join(printed, "\n"); strings.Contains(said, "Upgraded") {
+		t.Errorf("up upgraded this release's data dir:\n%s", said)
+	}
+	cli := func(args ...string) result { return chiffonIn(t, dir, nil, "", args...) }
+	got := cli("tasks", "--json")
+	var tasks []struct{ ID, State string }
+	if got.code != 0 || json.Unmarshal([]byte(got.stdout), &tasks) != nil {
+		t.Fatalf("tasks: exit %d: %s%s", got.code, got.stdout, got.stderr)
+	}
+	states := map[string]int{}
+	for _, tk := range tasks {
+		states[tk.State]++
+	}
+	if len(tasks) != 4 || states["succeeded"] != 3 || states["cancelled"] != 1 {
+		t.Errorf("the fixture's 4 tasks (3 succeeded, 1 cancelled): got %v", states)
+	}
+	if got := cli("submit", "--to", "code", "--work-type", "echo", "--param", "message=still here", "--wait"); got.code != 0 || got.stdout != "still here" {
+		t.Errorf("a new task: exit %d, %q %s", got.code, got.stdout, got.stderr)
+	}
+	stop()
+
+	root := t.TempDir()
+	copyTree(t, "testdata/cf6bbcd/site", filepath.Join(root, "site"), map[string]string{"/FIXTURE": root})
+	for _, cfg := range []string{"orchestrator.yaml", "agents/infra-1.yaml", "agents/code-1.yaml", "broker.conf"} {
+		if got := chiffon(t, nil, "", "config", "check", filepath.Join(root, "site", cfg)); got.code != 0 {
+			t.Errorf("config check %s: exit %d: %s%s", cfg, got.code, got.stdout, got.stderr)
+		}
+	}
+}
