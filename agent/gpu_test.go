@@ -396,3 +396,39 @@ func TestRegistrationAndHeartbeatsCarryTheGPUs(t *testing.T) {
 		}
 	}
 }
+
+// TestSharedGPUCountsWhatASampleShowsOnce: in shared mode, once a sample shows
+// a task holding the memory it needs, the GPU's free memory accounts for it and
+// its need is not taken off a second time.
+func TestSharedGPUCountsWhatASampleShowsOnce(t *testing.T) {
+	dir := t.TempDir()
+	fake := newFakeSMI(t, "0, GPU-aaa, Fake, 81559, 10000")
+	fake.write("apps.sh", `D='`+dir+`'
+[ -e "$d/show" ] && [ -s "$D/a" ] || exit 0
+echo "$(cat "$D/a"), GPU-aaa, 6000"
+n=$(cat "$d/n" 2>/dev/null || echo 0); echo $((n+1)) > "$d/n.tmp"; mv "$d/n.tmp" "$d/n"`)
+	h := gpuAgent(t, fake.path, dir, func(c *agent.Config) { c.GPU.Sharing = agent.GPUShared },
+		map[string]agent.WorkTypeConfig{"train": {Shell: `echo $$ > "$D/a.tmp" && mv "$D/a.tmp" "$D/a"
+` + holdScript}})
+	wa := h.send(withNeed(h.request("train", nil, nil), 6000))
+	cudaDevices(wa)
+	// Before a sample shows it, the task's need is taken off the free memory.
+	wantGPURefusal(t, h.send(withNeed(h.request("train", nil, nil), 4001)).errorReply(), 4000, 4001)
+	// Now it holds it.
+	fake.setGPUs("0, GPU-aaa, Fake, 81559, 4000")
+	fake.write("show", "")
+	// The second sample starts once the first has been taken in.
+	waitFile(t, filepath.Join(fake.dir, "n"), func(s string) bool { n, _ := strconv.Atoi(strings.TrimSpace(s)); return n >= 2 })
+	wb := h.send(withNeed(h.request("train", nil, nil), 4000))
+	if got := cudaDevices(wb); got != "GPU-aaa" {
+		t.Fatalf("the second task: CUDA_VISIBLE_DEVICES %q", got)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "release"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range []*watch{wa, wb} {
+		if r, _ := w.result(); r.Status != envelope.ResultSuccess {
+			t.Errorf("result %+v", r)
+		}
+	}
+}
