@@ -389,6 +389,12 @@ func (c Config) withDefaults() Config {
 	if c.MaxOutputBytes == 0 {
 		c.MaxOutputBytes = DefaultMaxOutputBytes
 	}
+	if c.GPU.SampleInterval == 0 {
+		c.GPU.SampleInterval = Duration(DefaultGPUSampleInterval)
+	}
+	if c.GPU.Sharing == "" {
+		c.GPU.Sharing = GPUExclusive
+	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}

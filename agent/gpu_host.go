@@ -24,12 +24,10 @@ type gpuHost struct {
 	last []envelope.GPU
 }
 
+// newGPUHost is the GPUs as cfg, with its defaults, says to find and share them.
 func newGPUHost(cfg GPUConfig, log *slog.Logger) *gpuHost {
-	every := time.Duration(cfg.SampleInterval)
-	if every == 0 {
-		every = DefaultGPUSampleInterval
-	}
-	return &gpuHost{smi: newNvidiaSMI(cfg.NVIDIASMI, log), every: every, pool: newGPUPool(cfg.Sharing)}
+	return &gpuHost{smi: newNvidiaSMI(cfg.NVIDIASMI, log), every: time.Duration(cfg.SampleInterval),
+		pool: newGPUPool(cfg.Sharing)}
 }
 
 // refresh asks nvidia-smi for the GPUs and their free memory now.
