@@ -32,9 +32,9 @@ type Agent struct {
 	subjects broker.Subjects
 	agType   envelope.AgentType
 	handlers map[string]workType
-	// gpus are the GPUs found at start; registrations and heartbeats report their
-	// memory without running nvidia-smi every interval.
-	gpus []gpu
+	// gpu is the machine's GPUs: registrations and heartbeats report them,
+	// work requests that need GPU memory are admitted by them.
+	gpu *gpuHost
 
 	// instance tells this process from any other with the same agent id; it
 	// travels in the Chiffon-Instance header of every message.
@@ -80,6 +80,8 @@ type workType struct {
 	// schema, compiled from spec.Parameters, checks a request before the
 	// handler runs; nil when the spec has none.
 	schema *worktype.Schema
+	// gpuNeed is the GPU memory every task of the type needs, in MiB; 0 none.
+	gpuNeed int64
 }
 
 // newWorkType is h with spec, its schema compiled.
@@ -123,8 +125,9 @@ func New(cfg Config) (*Agent, error) {
 		refused:  make(chan error, 1),
 		stopNow:  make(chan struct{}),
 		running:  map[string]*task{},
-		gpus:     gpuMemory(),
 	}
+	a.gpu = newGPUHost(cfg.GPU, a.log)
+	a.logGPUs()
 	a.metrics = newMetrics(a)
 	a.auth = broker.Authenticator{Want: func(string) (string, bool) { return a.cfg.OrchestratorToken, true }}
 	a.addBuiltins()
@@ -133,11 +136,12 @@ func New(cfg Config) (*Agent, error) {
 		if err != nil {
 			return nil, fmt.Errorf("agent: work_types.%s: %w", name, err)
 		}
+		sp.gpu = a.gpu
 		wt, err := newWorkType(sp.run, c.spec())
 		if err != nil {
 			return nil, fmt.Errorf("agent: work_types.%s: %w", name, err)
 		}
-		wt.timeout = time.Duration(c.Timeout)
+		wt.timeout, wt.gpuNeed = time.Duration(c.Timeout), c.GPUVRAMMB
 		a.handlers[name] = wt
 	}
 	return a, nil

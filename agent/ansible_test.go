@@ -147,8 +147,11 @@ func TestExampleWorkTypeRunsARealPlaybook(t *testing.T) {
 }
 
 // TestExamplePlaybookIsCancelledWithSIGTERM: cancelling a running playbook
-// sends SIGTERM first, which a handler in the playbook's process sees (it
-// cleans up), and the result says so.
+// sends SIGTERM first, which a handler in the playbook's processes sees (it
+// cleans up), and the result says so. The handler runs in a session of its own,
+// as a daemon a play starts would: on SIGTERM Ansible ends the processes of its
+// own group at once, so a trap among them cannot be relied on to run, and one
+// outside it shows the agent's SIGTERM reaching every process of the task.
 func TestExamplePlaybookIsCancelledWithSIGTERM(t *testing.T) {
 	requireAnsible(t)
 	root := t.TempDir()
@@ -159,9 +162,10 @@ func TestExamplePlaybookIsCancelledWithSIGTERM(t *testing.T) {
   gather_facts: false
   tasks:
     - ansible.builtin.shell: |
-        trap 'echo TERM > "{{ playbook_dir }}/term.txt"; exit 143' TERM
-        echo ready > "{{ playbook_dir }}/ready.txt"
-        while true; do sleep 0.1; done
+        setsid sh -c 'trap "echo TERM > {{ playbook_dir }}/term.txt; exit 143" TERM
+          echo ready > {{ playbook_dir }}/ready.txt
+          while true; do sleep 0.1; done' </dev/null >/dev/null 2>&1 &
+        wait
 `,
 	}, nil)
 	ansibleHome(t, root)
@@ -188,6 +192,6 @@ func TestExamplePlaybookIsCancelledWithSIGTERM(t *testing.T) {
 		t.Errorf("the result does not say SIGTERM was sent:\n%s", r.Output)
 	}
 	if b, err := os.ReadFile(filepath.Join(dir, "term.txt")); err != nil || strings.TrimSpace(string(b)) != "TERM" {
-		t.Errorf("the playbook's handler did not see SIGTERM: %q, %v", b, err)
+		t.Errorf("the playbook's handler did not see SIGTERM: %q, %v\n%s", b, err, r.Output)
 	}
 }

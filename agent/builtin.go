@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/chiffon-dev/chiffon/envelope"
 	"github.com/chiffon-dev/chiffon/worktype"
 )
 
@@ -53,7 +54,7 @@ func (a *Agent) addBuiltins() {
 		WorkEcho:  {echoSpec, echoHandler},
 		WorkSleep: {sleepSpec, sleepHandler},
 		WorkSystemInfo: {systemInfoSpec, func(ctx context.Context, _ *Request, _ Progress) (Result, error) {
-			return systemInfo(a.cfg.DataDir)
+			return systemInfo(a.cfg.DataDir, a.gpu.refresh())
 		}},
 	} {
 		if err := a.HandleSpec(name, b.spec, b.h); err != nil {
@@ -130,10 +131,13 @@ func number(v any) (float64, error) {
 	return 0, fmt.Errorf("not a number")
 }
 
-// systemInfo reports CPU, memory, disk and GPU memory, as text and structured output.
-func systemInfo(dataDir string) (Result, error) {
-	gpus := gpuMemory()
+// systemInfo reports CPU, memory, disk and the GPUs, as text and structured
+// output. gpus is listed as a registration lists them.
+func systemInfo(dataDir string, gpus []envelope.GPU) (Result, error) {
 	r := machineResources(dataDir, gpus)
+	if gpus == nil {
+		gpus = []envelope.GPU{} // [], not null
+	}
 	info := map[string]any{
 		"os": runtime.GOOS, "arch": runtime.GOARCH,
 		"cpu_cores": r.CPUCores, "memory_total_mb": r.MemoryMB, "memory_available_mb": availableMemoryMB(),

@@ -28,6 +28,10 @@ const (
 	DefaultDrainTimeout      = 60 * time.Second
 	DefaultDedupeTTL         = 24 * time.Hour
 	DefaultMaxOutputBytes    = 64 << 20
+	DefaultGPUSampleInterval = time.Second
+	// MinGPUSampleInterval is the shortest gpu.sample_interval: each sample
+	// runs nvidia-smi.
+	MinGPUSampleInterval = 50 * time.Millisecond
 )
 
 // A work type's cancel_grace (WorkTypeConfig.CancelGrace).
@@ -99,6 +103,9 @@ type Config struct {
 	Labels map[string]string `yaml:"labels"`
 	// WorkTypes are the subprocess work types, by name.
 	WorkTypes map[string]WorkTypeConfig `yaml:"work_types"`
+	// GPU says how the agent finds its GPUs, measures its tasks' GPU memory
+	// and shares the GPUs among tasks.
+	GPU GPUConfig `yaml:"gpu"`
 	// MetricsListen is the host:port on which Run serves Prometheus metrics at
 	// GET /metrics, without authentication: bind it to loopback or a trusted
 	// interface. "" (the default) serves none.
@@ -113,6 +120,33 @@ type Config struct {
 	// <data_dir>/dedupe; nil means that one. The caller opens it, with its own TTL
 	// (DedupeTTL does not apply), and closes it after Run: Run does not close it.
 	DedupeCache dedupe.Cache `yaml:"-"`
+}
+
+// GPUConfig is the agent's gpu section. The zero value finds nvidia-smi on
+// PATH, samples every second and gives each GPU to one task at a time.
+type GPUConfig struct {
+	// NVIDIASMI is the nvidia-smi program the agent asks about the GPUs; ""
+	// means nvidia-smi on PATH. Without it, or when it fails, the agent has no
+	// GPUs.
+	NVIDIASMI string `yaml:"nvidia_smi"`
+	// SampleInterval is how often a running subprocess task's GPU memory is
+	// sampled; 0 means DefaultGPUSampleInterval, and it is at least
+	// MinGPUSampleInterval.
+	SampleInterval Duration `yaml:"sample_interval"`
+	// Sharing is how tasks that need GPU memory share the GPUs: GPUExclusive
+	// ("exclusive", the default, also ""), one such task per GPU at a time, or
+	// GPUShared ("shared"), as many as a GPU's free memory covers.
+	Sharing string `yaml:"sharing"`
+}
+
+// validate checks the gpu section; each error names its key.
+func (g GPUConfig) validate(bad func(key, format string, args ...any)) {
+	if d := time.Duration(g.SampleInterval); d != 0 && d < MinGPUSampleInterval {
+		bad("gpu.sample_interval", "must be at least %s, got %s", MinGPUSampleInterval, d)
+	}
+	if g.Sharing != "" && g.Sharing != GPUExclusive && g.Sharing != GPUShared {
+		bad("gpu.sharing", "must be %s or %s, got %q", GPUExclusive, GPUShared, g.Sharing)
+	}
 }
 
 // WorkTypeConfig defines a work type run as a subprocess.
@@ -172,6 +206,11 @@ type WorkTypeConfig struct {
 	// when the config is validated. Switching to another user needs an agent
 	// running as root: otherwise the task fails to start.
 	RunAs string `yaml:"run_as"`
+	// GPUVRAMMB is the GPU memory, in MiB, every task of the work type needs on
+	// one GPU: the agent runs such a task only on a GPU that can give it that
+	// much, and sets its CUDA_VISIBLE_DEVICES to that GPU. A request's
+	// x_custom_fields.gpu_vram_mb takes its place. 0 means no need.
+	GPUVRAMMB int64 `yaml:"gpu_vram_mb"`
 }
 
 // ConfigVersion is the format of the config files this build reads and
@@ -218,6 +257,9 @@ func ParseConfig(b []byte) (Config, error) {
 	}
 	return c, nil
 }
+
+// maxGPUVRAMMB bounds a work type's gpu_vram_mb as the wire bounds a request's.
+const maxGPUVRAMMB = 1 << 40
 
 var idPattern = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
 var workTypePattern = regexp.MustCompile(`^[a-z][a-z0-9_]{0,63}$`)
@@ -271,6 +313,7 @@ func (c *Config) Validate() error {
 	if c.MaxOutputBytes < 0 {
 		bad("max_output_bytes", "must not be negative")
 	}
+	c.GPU.validate(bad)
 	if c.MetricsListen != "" {
 		if err := checkListenAddr(c.MetricsListen); err != nil {
 			bad("metrics_listen", "%v", err)
@@ -303,6 +346,8 @@ func (w *WorkTypeConfig) validate() error {
 		return errors.New("cancel_grace must not be negative")
 	case w.CancelGrace != nil && time.Duration(*w.CancelGrace) > MaxCancelGrace:
 		return fmt.Errorf("cancel_grace must be at most %v, got %v", MaxCancelGrace, time.Duration(*w.CancelGrace))
+	case w.GPUVRAMMB < 0 || w.GPUVRAMMB > maxGPUVRAMMB:
+		return fmt.Errorf("gpu_vram_mb must be from 0 (none) to %d MiB", int64(maxGPUVRAMMB))
 	}
 	if _, err := newSubprocess("check", *w); err != nil {
 		return err
@@ -370,6 +415,12 @@ func (c Config) withDefaults() Config {
 	}
 	if c.MaxOutputBytes == 0 {
 		c.MaxOutputBytes = DefaultMaxOutputBytes
+	}
+	if c.GPU.SampleInterval == 0 {
+		c.GPU.SampleInterval = Duration(DefaultGPUSampleInterval)
+	}
+	if c.GPU.Sharing == "" {
+		c.GPU.Sharing = GPUExclusive
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()

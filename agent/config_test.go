@@ -6,6 +6,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/chiffon-dev/chiffon/agent"
 	"go.yaml.in/yaml/v3"
@@ -57,6 +58,10 @@ func TestConfigErrorsNameTheKey(t *testing.T) {
 			"work_types.t: schema: x-chiffon-path at schema #/properties/p/items: it applies to top-level properties only"},
 		{"work_types: {t: {command: [x], dir: /srv, schema: {properties: {p: {x-chiffon-path: yes}}}}}\n", "work_types.t: schema"},
 		{"work_types: {t: {command: [x, [--n, '-{{.n}}']]}}\n", `work_types.t: command[1][1]: "-{{.n}}" lets a parameter choose an option`},
+		{"gpu: {sample_interval: 10ms}\n", "gpu.sample_interval: must be at least 50ms"},
+		{"gpu: {sharing: fair}\n", "gpu.sharing: must be exclusive or shared"},
+		{"gpu: {nvidia-smi: /x}\n", "nvidia-smi"}, // unknown key
+		{"work_types: {t: {command: [x], gpu_vram_mb: -1}}\n", "work_types.t: gpu_vram_mb must be from 0"},
 	} {
 		p := filepath.Join(t.TempDir(), "a.yaml")
 		if err := os.WriteFile(p, []byte(tc.yaml), 0o600); err != nil {
@@ -93,5 +98,22 @@ func TestCommandReadsOptionalGroupsFromYAMLAndWritesThemBack(t *testing.T) {
 	b, err := yaml.Marshal(c.WorkTypes["t"].Command)
 	if err != nil || string(b) != "- ansible-playbook\n- - --limit\n  - '{{.limit}}'\n- '{{.playbook}}'\n" {
 		t.Fatalf("written back as %q, %v", b, err)
+	}
+}
+
+// TestGPUConfigReads: the gpu section and a work type's gpu_vram_mb read from
+// YAML and validate.
+func TestGPUConfigReads(t *testing.T) {
+	c, err := agent.ParseConfig([]byte("gpu: {nvidia_smi: /opt/nvidia/bin/nvidia-smi, sample_interval: 250ms, sharing: shared}\n" +
+		"work_types: {train: {command: [python, train.py], gpu_vram_mb: 8000}}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := agent.GPUConfig{NVIDIASMI: "/opt/nvidia/bin/nvidia-smi", SampleInterval: agent.Duration(250 * time.Millisecond), Sharing: agent.GPUShared}
+	if c.GPU != want || c.WorkTypes["train"].GPUVRAMMB != 8000 {
+		t.Fatalf("gpu %+v, gpu_vram_mb %d", c.GPU, c.WorkTypes["train"].GPUVRAMMB)
+	}
+	if err := c.Validate(); err != nil && (strings.Contains(err.Error(), "gpu") || strings.Contains(err.Error(), "work_types")) {
+		t.Fatalf("valid gpu settings refused: %v", err)
 	}
 }

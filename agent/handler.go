@@ -18,6 +18,11 @@ type Request struct {
 	Parameters map[string]any
 	// Hints are the request's scheduling hints; never nil.
 	Hints *envelope.Hints
+	// GPU is the GPU the agent gave the task because it needs GPU memory (the
+	// request's x_custom_fields.gpu_vram_mb, or its work type's gpu_vram_mb);
+	// nil when it needs none. A subprocess gets it as CUDA_VISIBLE_DEVICES; a
+	// Go handler should use this GPU only.
+	GPU *envelope.GPU
 }
 
 // Progress is how a Handler reports on its task. Output written to it streams to the
@@ -41,8 +46,14 @@ type Result struct {
 	Structured any
 	// CPUTime is the CPU time of the child processes, when known.
 	CPUTime time.Duration
-	// GPUVRAMMB is the GPU memory used, when known.
+	// GPUVRAMMB is the most GPU memory the task held at once, in MiB, when
+	// known (resources_used.gpu_vram_mb). The agent measures it for subprocess
+	// work types; a Go handler may set it.
 	GPUVRAMMB int64
+	// GPUs are the GPUs the task held memory on, each with the most it held
+	// there (x_custom_fields.gpus); the agent adds Request.GPU when it is not
+	// listed. Measured for subprocess work types, as GPUVRAMMB.
+	GPUs []envelope.GPUUse
 }
 
 // Handler performs one work type. It must return when ctx is done (a cancel, the

@@ -165,24 +165,10 @@ func (t *processTree) awaitExit(deadline time.Time) {
 // It returns how many of them run (how many it signalled).
 func (t *processTree) scan(sig unix.Signal) int {
 	self := os.Getpid()
-	reaper.mu.Lock()
-	mains := maps.Clone(reaper.mains)
-	reaper.mu.Unlock()
-	var procs map[int]procStat
-	if reaper.childrenFiles {
-		others := maps.Clone(mains)
-		delete(others, t.main)
-		procs = readDescendants(self, others)
-	} else {
-		var err error
-		if procs, err = readProcs(); err != nil {
-			return 0
-		}
+	procs, ours, ok := t.find(t.seen)
+	if !ok {
+		return 0
 	}
-	pgid, _ := unix.Getpgid(0)
-	sid, _ := unix.Getsid(0)
-	ours := taskProcs(procs, self, pgid, sid, t.main, mains, t.seen,
-		func(pid int) bool { return environHas(pid, t.env...) })
 	t.seen, t.adopted = map[int]uint64{}, map[int]uint64{}
 	for pid := range ours {
 		p := procs[pid]

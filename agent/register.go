@@ -62,7 +62,7 @@ func (a *Agent) registerMessage() *envelope.Envelope {
 		Labels:              a.cfg.Labels,
 		MaxConcurrency:      a.cfg.MaxConcurrency,
 		HeartbeatIntervalMS: time.Duration(a.cfg.HeartbeatInterval).Milliseconds(),
-		Resources:           machineResources(a.cfg.DataDir, a.gpus),
+		Resources:           machineResources(a.cfg.DataDir, a.gpu.refresh()),
 	})
 	env.XCustomFields = worktype.Put(env.XCustomFields, a.Catalog())
 	return env
@@ -154,7 +154,7 @@ func (a *Agent) sendHeartbeat() {
 	status, ids := a.status()
 	hb := &envelope.Heartbeat{
 		AgentID: a.cfg.ID, Status: status, ActiveTasks: len(ids), MaxConcurrency: a.cfg.MaxConcurrency,
-		ActiveTaskIDs: ids, Resources: machineResources(a.cfg.DataDir, a.gpus),
+		ActiveTaskIDs: ids, Resources: machineResources(a.cfg.DataDir, a.gpu.refresh()),
 	}
 	a.pub.publishIdentified(a.subjects.Heartbeat(a.cfg.ID), envelope.New(a.agType, envelope.Orchestrator, "", "", hb))
 	a.markHealthy()

@@ -2,21 +2,18 @@ package agent
 
 import (
 	"bufio"
-	"context"
 	"os"
-	"os/exec"
 	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
-	"time"
 
 	"github.com/chiffon-dev/chiffon/envelope"
 )
 
 // machineResources describes this machine with the given GPUs; dir is where free disk
 // is measured.
-func machineResources(dir string, gpus []gpu) *envelope.Resources {
+func machineResources(dir string, gpus []envelope.GPU) *envelope.Resources {
 	r := &envelope.Resources{CPUCores: int64(runtime.NumCPU()), MemoryMB: meminfoMB("MemTotal")}
 	var st syscall.Statfs_t
 	if syscall.Statfs(dir, &st) == nil {
@@ -25,6 +22,7 @@ func machineResources(dir string, gpus []gpu) *envelope.Resources {
 	for _, g := range gpus {
 		r.GPUVRAMMB += g.TotalMB
 	}
+	r.GPUs = gpus
 	return r
 }
 
@@ -50,37 +48,4 @@ func meminfoMB(key string) int64 {
 		return kb >> 10
 	}
 	return 0
-}
-
-// gpu is one GPU as nvidia-smi reports it.
-type gpu struct {
-	Name    string `json:"name"`
-	TotalMB int64  `json:"vram_total_mb"`
-	UsedMB  int64  `json:"vram_used_mb"`
-}
-
-// gpuMemory asks nvidia-smi for each GPU's memory; nil without nvidia-smi.
-func gpuMemory() []gpu {
-	path, err := exec.LookPath("nvidia-smi")
-	if err != nil {
-		return nil
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
-	defer cancel()
-	out, err := exec.CommandContext(ctx, path, "--query-gpu=name,memory.total,memory.used",
-		"--format=csv,noheader,nounits").Output()
-	if err != nil {
-		return nil
-	}
-	var gpus []gpu
-	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
-		f := strings.Split(line, ",")
-		if len(f) != 3 {
-			continue
-		}
-		total, _ := strconv.ParseInt(strings.TrimSpace(f[1]), 10, 64)
-		used, _ := strconv.ParseInt(strings.TrimSpace(f[2]), 10, 64)
-		gpus = append(gpus, gpu{Name: strings.TrimSpace(f[0]), TotalMB: total, UsedMB: used})
-	}
-	return gpus
 }

@@ -31,6 +31,7 @@ type subprocess struct {
 	envParams []string // parameters passed as CHIFFON_PARAM_<NAME> in shell mode
 	runAs     *runAsUser
 	grace     time.Duration // cancel_grace
+	gpu       *gpuHost      // measures the task's GPU memory; nil in a config check
 }
 
 func newSubprocess(name string, cfg WorkTypeConfig) (*subprocess, error) {
@@ -236,7 +237,7 @@ func (s *subprocess) env(req *Request) []string {
 			env = append(env, "CHIFFON_PARAM_"+strings.ToUpper(k)+"="+fmt.Sprint(v))
 		}
 	}
-	return env
+	return append(env, gpuEnv(req.GPU)...) // last: it wins over env and set_env
 }
 
 // run is the work type's Handler: it runs the process in its own process group,
@@ -274,6 +275,7 @@ func (s *subprocess) run(ctx context.Context, req *Request, p Progress) (Result,
 	}
 	lines := &lineProtocol{p: p}
 	merged.start(lines, p)
+	gpus := s.gpu.measure(req, tree.pids)
 	exited := make(chan struct{})
 	watched := make(chan struct{})
 	go func() {
@@ -283,6 +285,9 @@ func (s *subprocess) run(ctx context.Context, req *Request, p Progress) (Result,
 	waitErr := cmd.Wait()
 	close(exited)
 	<-watched
+	// The main process has exited, which freed its GPU memory: samples taken
+	// while it ran are all there is.
+	gpuPeak, gpuUses := gpus.stop()
 	tree.end()
 	// Read what the pipes hold, without waiting for a process that escaped the
 	// tree and still holds them.
@@ -292,7 +297,7 @@ func (s *subprocess) run(ctx context.Context, req *Request, p Progress) (Result,
 		waitErr = nil // stdin was left unread: not the program's failure
 	}
 
-	res := Result{ExitCode: cmd.ProcessState.ExitCode(), Structured: lines.structured()}
+	res := Result{ExitCode: cmd.ProcessState.ExitCode(), Structured: lines.structured(), GPUVRAMMB: gpuPeak, GPUs: gpuUses}
 	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
 		res.CPUTime = time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 	}

@@ -138,6 +138,7 @@ func (a *Agent) runTask(t *task) {
 	// The slot is free before the result says so: the orchestrator sends the next
 	// task as soon as it has the result, and must not find the agent still full. A
 	// duplicate arriving from now on is answered from the cache.
+	a.gpu.pool.release(t.req.RequestID)
 	a.mu.Lock()
 	delete(a.running, t.req.RequestID)
 	a.mu.Unlock()
@@ -183,6 +184,12 @@ func (t *task) finish(ctx context.Context, res Result, err error) (*envelope.Wor
 	var fields map[string]any
 	if res.Structured != nil {
 		fields = map[string]any{output.KeyStructured: res.Structured}
+	}
+	if uses := withAssigned(res.GPUs, t.req.GPU); len(uses) > 0 {
+		if fields == nil {
+			fields = map[string]any{}
+		}
+		fields[envelope.KeyGPUs] = uses
 	}
 	if err == nil && res.ExitCode == 0 {
 		return wr, fields

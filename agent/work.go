@@ -20,6 +20,7 @@ const (
 	LimitConcurrency = "max_concurrency"
 	LimitMemory      = "max_memory_mb"
 	LimitDraining    = "draining"
+	LimitGPUVRAM     = envelope.LimitGPUVRAM
 )
 
 // onWork handles one work_request: the checks of docs/design.md in order, then the
@@ -67,14 +68,24 @@ func (a *Agent) checkRequest(msg *nats.Msg) (*envelope.Envelope, *errcodes.Error
 	if _, ok := a.handlers[wr.WorkType]; !ok {
 		return env, errcodes.NewUnsupportedWorkType(wr.WorkType, a.WorkTypes())
 	}
+	if _, perr := a.gpuNeed(env); perr != nil {
+		return env, perr
+	}
 	return env, nil
 }
 
 // dispatch looks the request up in the dedupe cache and starts it when it is new and
-// the agent has room. Duplicates skip the capacity checks: they run nothing.
+// the agent has room, giving it a GPU when it needs GPU memory. Duplicates skip the
+// capacity checks: they run nothing. A refusal is not cached: the request may run
+// when sent again.
 func (a *Agent) dispatch(reply string, env *envelope.Envelope) *errcodes.Error {
 	wr := env.Payload.(*envelope.WorkRequest)
 	log := func() *slog.Logger { return a.taskLog(env) } // only the rare paths log
+	need, _ := a.gpuNeed(env)                            // checkRequest refused a malformed one
+	var gpus []envelope.GPU
+	if need > 0 {
+		gpus = a.gpu.refresh() // before the lock: nvidia-smi may take a while
+	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if t, ok := a.running[env.RequestID]; ok {
@@ -104,7 +115,15 @@ func (a *Agent) dispatch(reply string, env *envelope.Envelope) *errcodes.Error {
 	if perr := a.checkCapacityLocked(wr); perr != nil {
 		return perr
 	}
+	var gpu *envelope.GPU
+	if need > 0 {
+		var perr *errcodes.Error
+		if gpu, perr = a.gpu.pool.assign(env.RequestID, need, gpus); perr != nil {
+			return perr
+		}
+	}
 	t := a.newTask(reply, env)
+	t.req.GPU = gpu
 	a.running[env.RequestID] = t
 	a.tasks.Add(1)
 	// The handler starts once the running entry is committed, so that a crash can
@@ -125,6 +144,7 @@ func (a *Agent) started(t *task, reply string, stored error) {
 	defer a.tasks.Done()
 	t.cancel(stored)
 	t.log.Error("dedupe cache", "err", stored)
+	a.gpu.pool.release(t.req.RequestID)
 	a.mu.Lock()
 	delete(a.running, t.req.RequestID)
 	a.mu.Unlock()

@@ -12,7 +12,8 @@ import (
 // task needs (x_custom_fields.gpu_vram_mb), which the orchestrator routes by
 // and the agent admits by (5005, limit_name gpu_vram_mb); a work_result says
 // which GPUs the task ran on and the most memory its processes held on each
-// (x_custom_fields.gpus; resources_used.gpu_vram_mb is their sum). The fields
+// (x_custom_fields.gpus; resources_used.gpu_vram_mb is the most they held on all
+// GPUs together at one time). The fields
 // ride in x_custom_fields, which every protocol v1.0 validator accepts.
 
 // The x_custom_fields keys of GPU work.
