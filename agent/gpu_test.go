@@ -349,8 +349,9 @@ func TestSharedGPUsPackByMemory(t *testing.T) {
 }
 
 // TestRegistrationAndHeartbeatsCarryTheGPUs: the registration lists the
-// fake's GPUs and their total memory; a heartbeat has the free memory as of
-// when it was sent.
+// fake's GPUs (in x_custom_fields.gpus, which the previous release's strict
+// schemas let through) and their total memory; a heartbeat has the free memory
+// as of when it was sent.
 func TestRegistrationAndHeartbeatsCarryTheGPUs(t *testing.T) {
 	fake := newFakeSMI(t, gpu0Line, gpu1Line)
 	h := newHarness(t, func(c *agent.Config) {
@@ -366,19 +367,19 @@ func TestRegistrationAndHeartbeatsCarryTheGPUs(t *testing.T) {
 		defer sub.Unsubscribe()
 	}
 	h.start(nil)
-	var reg *envelope.Register
+	var reg *envelope.Envelope
 	select {
 	case m := <-regs:
-		env, err := envelope.Decode(m.Data)
-		if err != nil {
+		var err error
+		if reg, err = envelope.Decode(m.Data); err != nil {
 			t.Fatal(err)
 		}
-		reg = env.Payload.(*envelope.Register)
 	case <-time.After(wait):
 		t.Fatal("no registration")
 	}
-	if r := reg.Resources; !reflect.DeepEqual(r.GPUs, []envelope.GPU{gpu0, gpu1}) || r.GPUVRAMMB != 2*81559 {
-		t.Fatalf("registration's resources %+v", r)
+	gpus, gerr := envelope.MachineGPUs(reg.XCustomFields)
+	if r := reg.Payload.(*envelope.Register).Resources; gerr != nil || !reflect.DeepEqual(gpus, []envelope.GPU{gpu0, gpu1}) || r.GPUVRAMMB != 2*81559 {
+		t.Fatalf("registration's GPUs %+v (%v), resources %+v", gpus, gerr, r)
 	}
 	fake.setGPUs("0, GPU-aaa, Fake H100, 81559, 1234", gpu1Line)
 	for deadline := time.After(wait); ; {
@@ -388,7 +389,8 @@ func TestRegistrationAndHeartbeatsCarryTheGPUs(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if r := env.Payload.(*envelope.Heartbeat).Resources; len(r.GPUs) == 2 && r.GPUs[0].FreeMB == 1234 && r.GPUVRAMMB == 2*81559 {
+			gpus, gerr := envelope.MachineGPUs(env.XCustomFields)
+			if r := env.Payload.(*envelope.Heartbeat).Resources; gerr == nil && len(gpus) == 2 && gpus[0].FreeMB == 1234 && r.GPUVRAMMB == 2*81559 {
 				return
 			}
 		case <-deadline:

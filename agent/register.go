@@ -53,6 +53,7 @@ func (a *Agent) registerLoop(ctx context.Context) {
 // registerMessage is the agent's registration, with its catalogue in
 // x_custom_fields (worktype.Extension).
 func (a *Agent) registerMessage() *envelope.Envelope {
+	gpus := a.gpu.refresh()
 	env := envelope.New(a.agType, envelope.Orchestrator, "", "", &envelope.Register{
 		AgentID:             a.cfg.ID,
 		Name:                a.cfg.Name,
@@ -62,9 +63,9 @@ func (a *Agent) registerMessage() *envelope.Envelope {
 		Labels:              a.cfg.Labels,
 		MaxConcurrency:      a.cfg.MaxConcurrency,
 		HeartbeatIntervalMS: time.Duration(a.cfg.HeartbeatInterval).Milliseconds(),
-		Resources:           machineResources(a.cfg.DataDir, a.gpu.refresh()),
+		Resources:           machineResources(a.cfg.DataDir, gpus),
 	})
-	env.XCustomFields = worktype.Put(env.XCustomFields, a.Catalog())
+	env.XCustomFields = envelope.PutGPUs(worktype.Put(env.XCustomFields, a.Catalog()), gpus)
 	return env
 }
 
@@ -152,11 +153,14 @@ func (a *Agent) heartbeatLoop(ctx context.Context) {
 
 func (a *Agent) sendHeartbeat() {
 	status, ids := a.status()
+	gpus := a.gpu.refresh()
 	hb := &envelope.Heartbeat{
 		AgentID: a.cfg.ID, Status: status, ActiveTasks: len(ids), MaxConcurrency: a.cfg.MaxConcurrency,
-		ActiveTaskIDs: ids, Resources: machineResources(a.cfg.DataDir, a.gpu.refresh()),
+		ActiveTaskIDs: ids, Resources: machineResources(a.cfg.DataDir, gpus),
 	}
-	a.pub.publishIdentified(a.subjects.Heartbeat(a.cfg.ID), envelope.New(a.agType, envelope.Orchestrator, "", "", hb))
+	env := envelope.New(a.agType, envelope.Orchestrator, "", "", hb)
+	env.XCustomFields = envelope.PutGPUs(env.XCustomFields, gpus)
+	a.pub.publishIdentified(a.subjects.Heartbeat(a.cfg.ID), env)
 	a.markHealthy()
 }
 

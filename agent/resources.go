@@ -11,8 +11,9 @@ import (
 	"github.com/chiffon-dev/chiffon/envelope"
 )
 
-// machineResources describes this machine with the given GPUs; dir is where free disk
-// is measured.
+// machineResources describes this machine with the given GPUs (their total
+// memory; the list itself travels in x_custom_fields, envelope.PutGPUs); dir is
+// where free disk is measured.
 func machineResources(dir string, gpus []envelope.GPU) *envelope.Resources {
 	r := &envelope.Resources{CPUCores: int64(runtime.NumCPU()), MemoryMB: meminfoMB("MemTotal")}
 	var st syscall.Statfs_t
@@ -22,7 +23,6 @@ func machineResources(dir string, gpus []envelope.GPU) *envelope.Resources {
 	for _, g := range gpus {
 		r.GPUVRAMMB += g.TotalMB
 	}
-	r.GPUs = gpus
 	return r
 }
 

@@ -123,25 +123,8 @@ func TestDecodeHeartbeatRules(t *testing.T) {
 			ActiveTaskIDs: []string{taskID}, Resources: machine,
 		})),
 		valid("idle", hb(set("payload.status", "idle"), set("payload.active_tasks", 0), del("payload.active_task_ids"))),
-		validThen("gpus", hb(set("payload.resources.gpus", []any{
-			map[string]any{"index": 0, "uuid": "GPU-1", "name": "NVIDIA H100", "total_mb": 81559, "free_mb": 80000},
-			map[string]any{"index": 1, "name": "NVIDIA T4", "total_mb": 15360, "free_mb": 0}})),
-			func(t *testing.T, e *envelope.Envelope) {
-				want := []envelope.GPU{{Index: 0, UUID: "GPU-1", Name: "NVIDIA H100", TotalMB: 81559, FreeMB: 80000},
-					{Index: 1, Name: "NVIDIA T4", TotalMB: 15360}}
-				if got := e.Payload.(*envelope.Heartbeat).Resources.GPUs; !reflect.DeepEqual(got, want) {
-					t.Errorf("gpus = %+v, want %+v", got, want)
-				}
-			}),
-		invalid("gpus not an array", "payload.resources.gpus", hb(set("payload.resources.gpus", map[string]any{}))),
-		invalid("a gpu not an object", "payload.resources.gpus[0]", hb(set("payload.resources.gpus", []any{"H100"}))),
-		invalid("a gpu without a name", "payload.resources.gpus[0].name", hb(set("payload.resources.gpus",
-			[]any{map[string]any{"index": 0, "total_mb": 1, "free_mb": 1}}))),
-		invalid("a gpu's free memory negative", "payload.resources.gpus[1].free_mb", hb(set("payload.resources.gpus", []any{
-			map[string]any{"index": 0, "name": "a", "total_mb": 1, "free_mb": 1},
-			map[string]any{"index": 1, "name": "b", "total_mb": 1, "free_mb": -1}}))),
-		invalid("a gpu's unknown key", "payload.resources.gpus[0].temp", hb(set("payload.resources.gpus",
-			[]any{map[string]any{"index": 0, "name": "a", "total_mb": 1, "free_mb": 1, "temp": 40}}))),
+		invalid("gpus inside resources (x_custom_fields.gpus carries them)", "payload.resources.gpus",
+			hb(set("payload.resources.gpus", []any{}))),
 		valid("draining", hb(set("payload.status", "draining"))),
 		validThen("task ids lower-cased", hb(set("payload.active_task_ids", []any{strings.ToUpper(taskID)})),
 			func(t *testing.T, e *envelope.Envelope) {

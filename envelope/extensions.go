@@ -40,10 +40,9 @@ type Resources struct {
 	CPUCores   int64 `json:"cpu_cores"`
 	MemoryMB   int64 `json:"memory_mb"`
 	DiskFreeMB int64 `json:"disk_free_mb"`
-	// GPUVRAMMB is the memory of every GPU together, in MiB.
+	// GPUVRAMMB is the memory of every GPU together, in MiB; each GPU is in the
+	// message's x_custom_fields.gpus (MachineGPUs).
 	GPUVRAMMB int64 `json:"gpu_vram_mb"`
-	// GPUs are the machine's GPUs, each with its memory free now.
-	GPUs []GPU `json:"gpus,omitempty"`
 }
 
 // RegisterAck accepts a registration and names the protocol version negotiated for the

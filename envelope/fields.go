@@ -331,32 +331,6 @@ func (o *object) strings(key string, required bool, check func(string) string) [
 	return out
 }
 
-// objects reads an optional array of objects, calling read with each element
-// opened; read reads its members and closes it. The first error of an
-// element is the object's.
-func (o *object) objects(key string, read func(*object)) {
-	k, ok := o.member(key, false)
-	if !ok {
-		return
-	}
-	t := o.t
-	if c := t.toks[k].kind; c != '[' {
-		o.fail(key, "must be an array of objects, got %s", kindName(c))
-		return
-	}
-	for i, e := 0, k+1; e < t.toks[k].next && o.err == nil; i, e = i+1, t.toks[e].next {
-		if c := t.toks[e].kind; c != '{' {
-			o.fail(elemKey(key, i), "must be an object, got %s", kindName(c))
-			return
-		}
-		el := o.dec.object(e, o, elemKey(key, i))
-		read(el)
-		if el.err != nil {
-			o.err = el.err
-		}
-	}
-}
-
 // elemKey names element i of the array member key.
 func elemKey(key string, i int) string { return key + "[" + strconv.Itoa(i) + "]" }
 

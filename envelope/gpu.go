@@ -2,26 +2,30 @@ package envelope
 
 import (
 	"encoding/json"
+	"fmt"
 	"math"
 
 	"github.com/chiffon-dev/chiffon/errcodes"
 )
 
 // GPU work: an agent reports each GPU of its machine in its registration and
-// heartbeats (Resources.GPUs); a work_request may say how much GPU memory its
-// task needs (x_custom_fields.gpu_vram_mb), which the orchestrator routes by
-// and the agent admits by (5005, limit_name gpu_vram_mb); a work_result says
+// heartbeats (x_custom_fields.gpus); a work_request may say how much GPU memory
+// its task needs (x_custom_fields.gpu_vram_mb), which the orchestrator routes
+// by and the agent admits by (5005, limit_name gpu_vram_mb); a work_result says
 // which GPUs the task ran on and the most memory its processes held on each
 // (x_custom_fields.gpus; resources_used.gpu_vram_mb is the most they held on all
-// GPUs together at one time). The fields
-// ride in x_custom_fields, which every protocol v1.0 validator accepts.
+// GPUs together at one time). The fields ride in x_custom_fields, which every
+// protocol v1.0 validator accepts, and so does the previous release, whose
+// strict schemas of registration and heartbeat know no GPU list.
 
 // The x_custom_fields keys of GPU work.
 const (
 	// KeyGPUVRAMMB, on a work_request, is the GPU memory its task needs on one
 	// GPU, in MiB: a positive integer.
 	KeyGPUVRAMMB = "gpu_vram_mb"
-	// KeyGPUs, on a work_result, lists the GPUs the task ran on (GPUUse).
+	// KeyGPUs, on a registration or a heartbeat, lists the machine's GPUs
+	// (GPU, MachineGPUs); on a work_result, the GPUs the task ran on (GPUUse,
+	// GPUUses).
 	KeyGPUs = "gpus"
 )
 
@@ -132,4 +136,85 @@ func GPUUses(x map[string]any) ([]GPUUse, *errcodes.Error) {
 		out = append(out, GPUUse{Index: int(idx), UUID: uuid, PeakMB: peak})
 	}
 	return out, nil
+}
+
+// maxGPUs bounds the GPUs of one machine a message may list.
+const maxGPUs = 64
+
+// PutGPUs lists gpus, the machine's, in x, the x_custom_fields of a
+// registration or heartbeat, and returns x (made when nil); no GPU leaves x as
+// it is.
+func PutGPUs(x map[string]any, gpus []GPU) map[string]any {
+	if len(gpus) == 0 {
+		return x
+	}
+	if x == nil {
+		x = map[string]any{}
+	}
+	x[KeyGPUs] = gpus
+	return x
+}
+
+// MachineGPUs reads the machine's GPUs from a registration's or heartbeat's
+// x_custom_fields: nil without them, a 5003 on x_custom_fields.gpus for a value
+// that is not a list of at most 64 GPU objects with their required fields in
+// range and no other.
+func MachineGPUs(x map[string]any) ([]GPU, *errcodes.Error) {
+	v, ok := x[KeyGPUs]
+	if !ok || v == nil {
+		return nil, nil
+	}
+	if gpus, ok := v.([]GPU); ok { // set in memory
+		return gpus, nil
+	}
+	bad := func(why string) ([]GPU, *errcodes.Error) {
+		return nil, errcodes.NewInvalidMessage("x_custom_fields."+KeyGPUs, "%s", why)
+	}
+	list, ok := v.([]any)
+	if !ok || len(list) > maxGPUs {
+		return bad(fmt.Sprintf("must be a list of at most %d GPUs", maxGPUs))
+	}
+	out := make([]GPU, 0, len(list))
+	for i, e := range list {
+		m, ok := e.(map[string]any)
+		if !ok {
+			return bad(fmt.Sprintf("GPU %d is not an object", i))
+		}
+		g, why := readGPU(m)
+		if why != "" {
+			return bad(fmt.Sprintf("GPU %d: %s", i, why))
+		}
+		out = append(out, g)
+	}
+	return out, nil
+}
+
+// readGPU reads one GPU object, or says what is wrong with it.
+func readGPU(m map[string]any) (GPU, string) {
+	for k := range m {
+		switch k {
+		case "index", "uuid", "name", "total_mb", "free_mb":
+		default:
+			return GPU{}, fmt.Sprintf("unknown field %q", k)
+		}
+	}
+	idx, ok1 := wholeNumber(m["index"])
+	total, ok2 := wholeNumber(m["total_mb"])
+	free, ok3 := wholeNumber(m["free_mb"])
+	name, ok4 := m["name"].(string)
+	uuid, ok5 := m["uuid"].(string)
+	if _, has := m["uuid"]; !has {
+		ok5 = true
+	}
+	switch {
+	case !ok1 || idx < 0 || idx >= 1<<16:
+		return GPU{}, "index must be an integer from 0 to 65535"
+	case !ok4 || name == "" || len(name) > 256:
+		return GPU{}, "name must be a string of 1 to 256 bytes"
+	case !ok5 || len(uuid) > 128:
+		return GPU{}, "uuid must be a string of at most 128 bytes"
+	case !ok2 || !ok3 || total < 0 || free < 0 || total > maxGPUMB || free > maxGPUMB:
+		return GPU{}, "total_mb and free_mb must be integers from 0"
+	}
+	return GPU{Index: int(idx), UUID: uuid, Name: name, TotalMB: total, FreeMB: free}, ""
 }

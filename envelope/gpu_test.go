@@ -65,3 +65,47 @@ func TestGPUUsesReadsTheResult(t *testing.T) {
 		}
 	}
 }
+
+// TestMachineGPUsReadTheList: the GPUs a registration or heartbeat lists read
+// back after a trip through JSON (PutGPUs, then a decode); a malformed list is
+// a 5003 on x_custom_fields.gpus; no list is none.
+func TestMachineGPUsReadTheList(t *testing.T) {
+	want := []envelope.GPU{{Index: 0, UUID: "GPU-a", Name: "NVIDIA H100", TotalMB: 81559, FreeMB: 80000},
+		{Index: 1, Name: "NVIDIA T4", TotalMB: 15360}}
+	if x := envelope.PutGPUs(nil, nil); x != nil {
+		t.Errorf("PutGPUs of no GPU made %v", x)
+	}
+	b, _ := json.Marshal(envelope.PutGPUs(map[string]any{"other": 1}, want))
+	d := json.NewDecoder(bytes.NewReader(b))
+	d.UseNumber()
+	var x map[string]any
+	if err := d.Decode(&x); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := envelope.MachineGPUs(x); err != nil || !reflect.DeepEqual(got, want) {
+		t.Fatalf("%+v, %v; want %+v", got, err, want)
+	}
+	if got, err := envelope.MachineGPUs(nil); got != nil || err != nil {
+		t.Errorf("none: %+v, %v", got, err)
+	}
+	gpu := func(edit func(m map[string]any)) []any {
+		m := map[string]any{"index": json.Number("0"), "name": "a", "total_mb": json.Number("1"), "free_mb": json.Number("1")}
+		edit(m)
+		return []any{m}
+	}
+	for name, bad := range map[string]any{
+		"not a list":        map[string]any{},
+		"not an object":     []any{"H100"},
+		"no name":           gpu(func(m map[string]any) { delete(m, "name") }),
+		"negative free":     gpu(func(m map[string]any) { m["free_mb"] = json.Number("-1") }),
+		"index too large":   gpu(func(m map[string]any) { m["index"] = json.Number("65536") }),
+		"uuid not a string": gpu(func(m map[string]any) { m["uuid"] = json.Number("7") }),
+		"unknown field":     gpu(func(m map[string]any) { m["temp"] = json.Number("40") }),
+		"65 GPUs":           make([]any, 65),
+	} {
+		_, err := envelope.MachineGPUs(map[string]any{envelope.KeyGPUs: bad})
+		if err == nil || err.Context[errcodes.KeyFieldName] != "x_custom_fields.gpus" {
+			t.Errorf("%s: %v, want a 5003 on x_custom_fields.gpus", name, err)
+		}
+	}
+}

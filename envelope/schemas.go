@@ -212,17 +212,7 @@ func readResources(o *object) *Resources {
 		DiskFreeMB: r.intRange("disk_free_mb", false, 0, 1<<53),
 		GPUVRAMMB:  r.intRange("gpu_vram_mb", false, 0, 1<<53),
 	}
-	r.objects("gpus", func(g *object) {
-		out.GPUs = append(out.GPUs, GPU{
-			Index:   int(g.intRange("index", true, 0, 1<<16)),
-			UUID:    g.str("uuid", false),
-			Name:    g.str("name", true),
-			TotalMB: g.intRange("total_mb", true, 0, maxGPUMB),
-			FreeMB:  g.intRange("free_mb", true, 0, maxGPUMB),
-		})
-		g.close("index", "uuid", "name", "total_mb", "free_mb")
-	})
-	o.err = r.close("cpu_cores", "memory_mb", "disk_free_mb", "gpu_vram_mb", "gpus")
+	o.err = r.close("cpu_cores", "memory_mb", "disk_free_mb", "gpu_vram_mb")
 	return out
 }
 

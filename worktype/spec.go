@@ -41,8 +41,9 @@ type Spec struct {
 	// StopGraceMS is how long the agent gives a task's processes to stop, after
 	// SIGTERM, once it is cancelled or its deadline passes (the work type's
 	// cancel_grace), in milliseconds: the orchestrator waits that much more for
-	// the result past a deadline. At most MaxStopGrace.
-	StopGraceMS int64 `json:"stop_grace_ms,omitempty"`
+	// the result past a deadline. At most MaxStopGrace. It travels beside the
+	// catalogue (StopGraceExtension), not in the spec.
+	StopGraceMS int64 `json:"-"`
 }
 
 // MaxStopGrace bounds Spec.StopGraceMS.
@@ -85,6 +86,7 @@ func Put(x map[string]any, c Catalog) map[string]any {
 		x = map[string]any{}
 	}
 	x[Extension] = c
+	putStopGraces(x, c)
 	return x
 }
 
@@ -132,6 +134,9 @@ func FromRegistration(x map[string]any, offered []string) (map[string]Declared, 
 			return nil, fmt.Errorf("%s.%w", at, err)
 		}
 		c[name] = Declared{Spec: s, Schema: schema}
+	}
+	if err := readStopGraces(x, c); err != nil {
+		return nil, err
 	}
 	return c, nil
 }

@@ -84,6 +84,14 @@ func TestFromRegistrationTakesOnlyAWellFormedCatalogue(t *testing.T) {
 	spec := func(s string) map[string]any {
 		return map[string]any{worktype.Extension: map[string]any{"echo": schemaOf(t, s)}}
 	}
+	withGraces := func(x map[string]any, graces string) map[string]any {
+		var v any
+		if err := json.Unmarshal([]byte(graces), &v); err != nil {
+			t.Fatal(err)
+		}
+		x[worktype.StopGraceExtension] = v
+		return x
+	}
 	cases := []struct {
 		name string
 		x    map[string]any
@@ -99,9 +107,12 @@ func TestFromRegistrationTakesOnlyAWellFormedCatalogue(t *testing.T) {
 		{"bad work type name", map[string]any{worktype.Extension: map[string]any{"Bad": map[string]any{}}}, "work_type_catalog.Bad: "},
 		{"unknown spec field", spec(`{"descr": "d"}`), "work_type_catalog.echo: must be an object"},
 		{"bad approval", spec(`{"approval": "maybe"}`), "work_type_catalog.echo.approval: "},
-		{"a stop grace", spec(`{"stop_grace_ms": 30000}`), ""},
-		{"a negative stop grace", spec(`{"stop_grace_ms": -1}`), "work_type_catalog.echo.stop_grace_ms: must be from 0 to 600000"},
-		{"a stop grace over 10 minutes", spec(`{"stop_grace_ms": 600001}`), "work_type_catalog.echo.stop_grace_ms: "},
+		{"a stop grace", withGraces(spec(`{}`), `{"echo": 30000}`), ""},
+		{"a stop grace in the spec (the previous release refuses it there)", spec(`{"stop_grace_ms": 30000}`), "work_type_catalog.echo: must be an object"},
+		{"a negative stop grace", withGraces(spec(`{}`), `{"echo": -1}`), "work_type_stop_grace_ms.echo: must be an integer from 0 to 600000"},
+		{"a stop grace over 10 minutes", withGraces(spec(`{}`), `{"echo": 600001}`), "work_type_stop_grace_ms.echo: "},
+		{"a stop grace of a work type not in the catalogue", withGraces(spec(`{}`), `{"sleep": 1}`), "work_type_stop_grace_ms.sleep: not in the registration's catalogue"},
+		{"stop graces not an object", withGraces(spec(`{}`), `[1]`), "work_type_stop_grace_ms: must be an object"},
 		{"long description", map[string]any{worktype.Extension: map[string]any{"echo": map[string]any{
 			"description": strings.Repeat("d", worktype.MaxDescription+1)}}}, "work_type_catalog.echo.description: "},
 		{"schema not compiling", spec(`{"parameters": {"type": 12}}`), "work_type_catalog.echo.parameters schema: "},
