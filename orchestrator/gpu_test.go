@@ -178,6 +178,22 @@ func TestGPUTasksInARowDoNotBothGoToRoomForOne(t *testing.T) {
 	}
 }
 
+// TestAQueuedGPUTaskDoesNotWaitBehindALargerOne: when a heartbeat shows room
+// for the smaller of two queued tasks of one work type, it goes, though the
+// larger one before it still waits.
+func TestAQueuedGPUTaskDoesNotWaitBehindALargerOne(t *testing.T) {
+	e := newEnv(t, "gpu-1")
+	o, a := e.openWithAgent("gpu-1", 4)
+	a.heartbeatGPUs(o, 4, []envelope.GPU{h100(1000)})
+	large, small := submitGPU(t, o, 8000), submitGPU(t, o, 2000)
+	stillPending(t, o, small.ID)
+	a.heartbeatGPUs(o, 4, []envelope.GPU{h100(3000)})
+	if w := a.next(); w.req.TaskID != small.ID {
+		t.Fatalf("got %s, want the small task", w.req.TaskID)
+	}
+	stillPending(t, o, large.ID)
+}
+
 // TestAGPURefusalRetriesOnAnotherAgentOrWaitsForRoom: an agent's 5005 for
 // gpu_vram_mb is retried on the agent that has room; with no other, the retry
 // waits for the refusing agent's next heartbeat instead of going back at once.
