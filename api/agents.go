@@ -24,8 +24,11 @@ type AgentInfo struct {
 	WorkTypes       []string   `json:"work_types,omitempty"`
 	RegisteredAt    *time.Time `json:"registered_at,omitempty"`
 	// Resources is what the agent last said its machine has, at registration
-	// or in a heartbeat.
+	// or in a heartbeat; its GPUs are in GPUs, not here.
 	Resources *envelope.Resources `json:"resources,omitempty"`
+	// GPUs are the agent's GPUs, each with the memory it had free at the
+	// agent's last heartbeat; nil for an agent without GPUs.
+	GPUs []envelope.GPU `json:"gpus,omitempty"`
 	// Labels are the agent's, from its registration.
 	Labels map[string]string `json:"labels,omitempty"`
 	// Limits are those its config sets: nil when it sets none. Capacity is

@@ -35,10 +35,11 @@ const maxBatchAgents = 1000
 
 // TaskFor is the request of the batch's task for agent agentID.
 func (req *BatchRequest) TaskFor(agentID string) SubmitRequest {
-	h := task.Hints{AgentID: agentID}
+	var h task.Hints
 	if req.Hints != nil {
-		h.MaxDurationSeconds, h.MaxMemoryMB = req.Hints.MaxDurationSeconds, req.Hints.MaxMemoryMB
+		h = *req.Hints
 	}
+	h.AgentID = agentID
 	return SubmitRequest{ToAgent: req.ToAgent, WorkType: req.WorkType, Parameters: req.Parameters, Hints: &h}
 }
 

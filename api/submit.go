@@ -38,6 +38,12 @@ func (req *SubmitRequest) Validate() error {
 		case h.MaxMemoryMB < 0:
 			return &FieldError{"hints.max_memory_mb", "must be a positive integer"}
 		}
+		if g := h.GPUVRAMMB; g != nil {
+			// The wire's own check of the value the work_request will carry.
+			if _, e := envelope.GPUNeed(map[string]any{envelope.KeyGPUVRAMMB: *g}); e != nil {
+				return &FieldError{"hints.gpu_vram_mb", e.Message + "; leave it out for a task that needs no GPU"}
+			}
+		}
 		if h.AgentID != "" {
 			if msg := envelope.CheckAgentID(h.AgentID); msg != "" {
 				return &FieldError{"hints.agent_id", msg}

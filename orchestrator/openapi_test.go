@@ -273,6 +273,8 @@ func TestOpenAPISchemasDescribeTheGoTypes(t *testing.T) {
 		{"Retry", task.Retry{}},
 		{"StepInfo", task.StepInfo{}},
 		{"Result", task.Result{}},
+		{"GPUUse", task.GPUUse{}},
+		{"GPU", envelope.GPU{}},
 		{"ResourcesUsed", envelope.ResourcesUsed{}},
 		{"TaskError", task.TaskError{}},
 		{"Hints", task.Hints{}},

@@ -66,8 +66,11 @@ func fleetAPI() *http.ServeMux {
 		}
 	})
 	m.HandleFunc("GET /api/v1/tasks/"+fakeTaskID, func(w http.ResponseWriter, _ *http.Request) {
+		need := int64(4096)
 		_ = json.NewEncoder(w).Encode(&task.Task{ID: fakeTaskID, State: task.StateSucceeded, ToAgent: "code",
-			WorkType: "echo", AgentID: "code-1", BatchID: fakeBatchID, Schedule: "nightly", FireTime: &fakeFireTime, CreatedAt: fakeFireTime})
+			WorkType: "echo", AgentID: "code-1", BatchID: fakeBatchID, Schedule: "nightly", FireTime: &fakeFireTime, CreatedAt: fakeFireTime,
+			Hints: &task.Hints{GPUVRAMMB: &need}, Result: &task.Result{Status: "success", At: fakeFireTime,
+				GPUs: []task.GPUUse{{Index: 0, UUID: "GPU-1", Name: "NVIDIA H100 80GB HBM3", PeakMB: 4096}}}})
 	})
 	m.HandleFunc("GET /api/v1/tasks/"+fakeTaskID+"/output", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain")

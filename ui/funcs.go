@@ -19,6 +19,7 @@ var funcs = template.FuncMap{
 	"isoMilli": func(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05.000Z07:00") },
 	"elapsed":  elapsed,
 	"bytes":    humanBytes,
+	"mib":      func(mb int64) string { return humanBytes(mb << 20) },
 	"final":    func(s task.State) bool { return s.Final() },
 	"step":     currentStep,
 	"deref":    func(t *time.Time) time.Time { return *t },

@@ -166,7 +166,7 @@ func TestFormParamsHaveTheSchemaTypes(t *testing.T) {
 // make the task; bad forms are refused with what is wrong.
 func TestSubmitFormBuildsTheRequest(t *testing.T) {
 	fields := worktype.Fields(decodeSchema(t, fakeFormSchema))
-	f := submitForm{Target: "code/form", JSON: `{"repo": "chiffon", "n": 5, "ratio": 2}`, MaxDuration: "60", Pin: "code-1",
+	f := submitForm{Target: "code/form", JSON: `{"repo": "chiffon", "n": 5, "ratio": 2}`, MaxDuration: "60", GPUMemory: "4096", Pin: "code-1",
 		Params: url.Values{"n": {"3"}, "name": {"Ada"}, "ratio": {"lots"}}, Posted: true}
 	req, fieldErrs, err := f.request(fields)
 	if err != nil || len(fieldErrs) != 0 {
@@ -174,7 +174,7 @@ func TestSubmitFormBuildsTheRequest(t *testing.T) {
 	}
 	got, _ := json.Marshal(req.Parameters)
 	if req.ToAgent != "code" || req.WorkType != "form" || string(got) != `{"n":5,"name":"Ada","ratio":2,"repo":"chiffon","verbose":false}` ||
-		req.Hints == nil || req.Hints.MaxDurationSeconds != 60 || req.Hints.AgentID != "code-1" {
+		req.Hints == nil || req.Hints.MaxDurationSeconds != 60 || req.Hints.AgentID != "code-1" || req.Hints.GPUNeed() != 4096 {
 		t.Fatalf("request %+v parameters %s hints %+v", req, got, req.Hints)
 	}
 	if _, fieldErrs, _ := (submitForm{Target: "code/form", Params: url.Values{"n": {"x"}}}).request(fields); fieldErrs["n"] == "" {
@@ -186,6 +186,7 @@ func TestSubmitFormBuildsTheRequest(t *testing.T) {
 		"JSON null":     {Target: "code/echo", JSON: "null"},
 		"zero duration": {Target: "code/echo", MaxDuration: "0"},
 		"memory words":  {Target: "code/echo", MaxMemory: "lots"},
+		"no GPU memory": {Target: "code/echo", GPUMemory: "0"},
 	} {
 		if _, _, err := bad.request(nil); err == nil || strings.Contains(err.Error(), "%!") {
 			t.Errorf("%s: %v", name, err)

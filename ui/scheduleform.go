@@ -90,7 +90,8 @@ func (u *UI) showScheduleForm(w http.ResponseWriter, r *http.Request, sess *sess
 func postedSchedule(r *http.Request, editing string) scheduleForm {
 	f := scheduleForm{submitForm: submitForm{Target: r.PostFormValue("target"), JSON: strings.TrimSpace(r.PostFormValue("params_json")),
 		MaxDuration: strings.TrimSpace(r.PostFormValue("max_duration_seconds")), MaxMemory: strings.TrimSpace(r.PostFormValue("max_memory_mb")),
-		Pin: strings.TrimSpace(r.PostFormValue("agent_id")), Params: postedParams(r.PostForm), Posted: true},
+		GPUMemory: strings.TrimSpace(r.PostFormValue("gpu_vram_mb")), Pin: strings.TrimSpace(r.PostFormValue("agent_id")),
+		Params: postedParams(r.PostForm), Posted: true},
 		Name: strings.TrimSpace(r.PostFormValue("name")), Cron: strings.TrimSpace(r.PostFormValue("cron")),
 		TZ: strings.TrimSpace(r.PostFormValue("tz")), CatchUp: r.PostFormValue("catch_up"), Paused: r.PostFormValue("paused") == "true"}
 	if editing != "" {
@@ -204,6 +205,9 @@ func scheduleFormOf(s *api.Schedule, fields []worktype.Field) scheduleForm {
 		}
 		if h.MaxMemoryMB > 0 {
 			f.MaxMemory = strconv.FormatInt(h.MaxMemoryMB, 10)
+		}
+		if n := h.GPUNeed(); n > 0 {
+			f.GPUMemory = strconv.FormatInt(n, 10)
 		}
 		f.Pin = h.AgentID
 	}

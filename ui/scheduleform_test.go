@@ -146,7 +146,7 @@ func TestEditScheduleShowsItAndReplacesIt(t *testing.T) {
 		`value="@every 10m"`, `value="Europe/Paris"`, `<option value="all" selected>all</option>`, `value="true" checked> Paused`,
 		`name="p.n" step="1" min="1" max="10" value="5"`, `name="p.verbose" value="true" checked`, `name="p.name" value="Ada"`,
 		`name="p.tags" value="a, b"`, `{&#34;extra&#34;:{&#34;k&#34;:1}}`, `name="max_duration_seconds" type="number" min="1" step="1" value="30"`,
-		`name="agent_id" value="code-1"`, "Save (replaces it)"} {
+		`name="agent_id" value="code-1"`, `name="gpu_vram_mb" type="number" min="1" step="1" value="2048"`, "Save (replaces it)"} {
 		if !strings.Contains(page, want) {
 			t.Errorf("the edit form lacks %s", want)
 		}

@@ -25,7 +25,7 @@ func fakeSchedules() []*api.Schedule {
 			Batch: &api.BatchRequest{ToAgent: "code", WorkType: "echo"}},
 			Last: &api.Firing{At: fakeFireTime, BatchID: fakeBatchID}, Next: &next},
 		{ScheduleSpec: api.ScheduleSpec{Name: "greeter", Cron: "@every 10m", TZ: "Europe/Paris", CatchUp: api.CatchUpAll, Paused: true,
-			Task: &api.SubmitRequest{ToAgent: "code", WorkType: "form", Hints: &task.Hints{MaxDurationSeconds: 30, AgentID: "code-1"},
+			Task: &api.SubmitRequest{ToAgent: "code", WorkType: "form", Hints: &task.Hints{MaxDurationSeconds: 30, AgentID: "code-1", GPUVRAMMB: &greeterGPU},
 				Parameters: map[string]any{"n": 5.0, "verbose": true, "name": "Ada", "tags": []any{"a", "b"}, "extra": map[string]any{"k": 1.0}}}}},
 	}
 }

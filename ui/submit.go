@@ -18,7 +18,7 @@ import (
 
 // submitForm is the submit form's values, kept when it is shown again.
 type submitForm struct {
-	Target, JSON, MaxDuration, MaxMemory, Pin string
+	Target, JSON, MaxDuration, MaxMemory, GPUMemory, Pin string
 	// Params are the parameter inputs' values, by parameter name; Posted says
 	// they were posted (else the inputs show the schema's defaults).
 	Params url.Values
@@ -62,7 +62,8 @@ func (u *UI) showSubmit(w http.ResponseWriter, r *http.Request, sess *session, s
 func (u *UI) submit(w http.ResponseWriter, r *http.Request, sess *session) {
 	f := submitForm{Target: r.PostFormValue("target"), JSON: strings.TrimSpace(r.PostFormValue("params_json")),
 		MaxDuration: strings.TrimSpace(r.PostFormValue("max_duration_seconds")), MaxMemory: strings.TrimSpace(r.PostFormValue("max_memory_mb")),
-		Pin: strings.TrimSpace(r.PostFormValue("agent_id")), Params: postedParams(r.PostForm), Posted: true}
+		GPUMemory: strings.TrimSpace(r.PostFormValue("gpu_vram_mb")), Pin: strings.TrimSpace(r.PostFormValue("agent_id")),
+		Params: postedParams(r.PostForm), Posted: true}
 	if r.PostFormValue("action") == "choose" {
 		f.Params, f.Posted = nil, false
 		u.showSubmit(w, r, sess, http.StatusOK, f, submitProblem{})
@@ -154,10 +155,12 @@ func (f submitForm) request(fields []worktype.Field) (req api.SubmitRequest, fie
 		}
 	}
 	var hints task.Hints
+	var gpu int64
 	for _, h := range []struct {
 		name, value string
 		to          *int64
-	}{{"max duration", f.MaxDuration, &hints.MaxDurationSeconds}, {"memory", f.MaxMemory, &hints.MaxMemoryMB}} {
+	}{{"max duration", f.MaxDuration, &hints.MaxDurationSeconds}, {"memory", f.MaxMemory, &hints.MaxMemoryMB},
+		{"GPU memory", f.GPUMemory, &gpu}} {
 		if h.value == "" {
 			continue
 		}
@@ -168,6 +171,9 @@ func (f submitForm) request(fields []worktype.Field) (req api.SubmitRequest, fie
 		*h.to = n
 	}
 	hints.AgentID = f.Pin
+	if gpu > 0 {
+		hints.GPUVRAMMB = &gpu
+	}
 	if hints != (task.Hints{}) {
 		req.Hints = &hints
 	}

@@ -90,7 +90,8 @@ func fakeAPI(t *testing.T, seen *apiLog) http.Handler {
 		}
 		switch {
 		case r.URL.Path == "/api/v1/agents":
-			_ = json.NewEncoder(w).Encode([]api.AgentInfo{{ID: "code-1", Type: "code", State: "online", Breaker: "closed", WorkTypes: []string{"echo", "form"}}})
+			_ = json.NewEncoder(w).Encode([]api.AgentInfo{{ID: "code-1", Type: "code", State: "online", Breaker: "closed", WorkTypes: []string{"echo", "form"},
+				GPUs: fakeGPUs}})
 		case r.URL.Path == "/api/v1/tasks" && r.Method == http.MethodGet:
 			if st := r.URL.Query().Get("state"); st == "" || st == string(task.StateAwaitingApproval) {
 				_ = json.NewEncoder(w).Encode([]*task.Task{fakeApprovalTasks()[fakeWaitingTaskID]})

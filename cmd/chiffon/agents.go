@@ -18,7 +18,7 @@ func newAgentsCmd() *cobra.Command {
 	var cf clientFlags
 	cmd := &cobra.Command{
 		Use:   "agents",
-		Short: "List agents with their state, load, breaker, last heartbeat and work types",
+		Short: "List agents with their state, load, breaker, last heartbeat, work types and GPUs",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			c, err := cf.client()
@@ -64,15 +64,15 @@ const workTypesWidth = 32
 // printAgentTable is the table of chiffon agents.
 func printAgentTable(w io.Writer, agents []api.AgentInfo, now time.Time) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tTYPE\tSTATE\tSTATUS\tLOAD\tBREAKER\tHEARTBEAT\tVERSION\tWORK TYPES\tLIMITS\tLABELS")
+	fmt.Fprintln(tw, "ID\tTYPE\tSTATE\tSTATUS\tLOAD\tBREAKER\tHEARTBEAT\tVERSION\tWORK TYPES\tGPUS\tLIMITS\tLABELS")
 	for _, a := range agents {
 		hb := "never"
 		if a.LastHeartbeat != nil {
 			hb = age(now, *a.LastHeartbeat) + " ago"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d/%d\t%s\t%s\t%s\t%s\t%s\t%s\n",
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d/%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n",
 			a.ID, dash(string(a.Type)), a.State, dash(a.Status), a.Load, a.Capacity, a.Breaker, hb, dash(a.ProtocolVersion),
-			dash(compactList(a.WorkTypes, workTypesWidth)), dash(limitList(a.Limits)), dash(labelList(a.Labels)))
+			dash(compactList(a.WorkTypes, workTypesWidth)), dash(gpuList(a.GPUs)), dash(limitList(a.Limits)), dash(labelList(a.Labels)))
 	}
 	return tw.Flush()
 }

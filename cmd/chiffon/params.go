@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/chiffon-dev/chiffon/envelope"
@@ -66,6 +67,8 @@ func isTextPair(kv string) bool {
 }
 
 // parseHints reads hint pairs; the integer hints accept k=v as well as k:=v.
+// gpu_vram_mb, which is no hint of the protocol's (a task's goes in its
+// work_request's x_custom_fields), is kept in Extra as an integer.
 func parseHints(pairs []string) (*envelope.Hints, error) {
 	h := &envelope.Hints{}
 	for _, kv := range pairs {
@@ -74,15 +77,21 @@ func parseHints(pairs []string) (*envelope.Hints, error) {
 			return nil, err
 		}
 		switch k {
-		case "max_duration_seconds", "max_memory_mb":
-			var n int64
-			if _, err := fmt.Sscan(fmt.Sprint(v), &n); err != nil || n <= 0 {
-				return nil, fmt.Errorf("%s must be a positive integer", k)
+		case "max_duration_seconds", "max_memory_mb", envelope.KeyGPUVRAMMB:
+			n, err := strconv.ParseInt(fmt.Sprint(v), 10, 64)
+			if err != nil || n <= 0 {
+				return nil, fmt.Errorf("%s must be a positive integer, got %q", k, fmt.Sprint(v))
 			}
-			if k == "max_duration_seconds" {
+			switch k {
+			case "max_duration_seconds":
 				h.MaxDurationSeconds = n
-			} else {
+			case "max_memory_mb":
 				h.MaxMemoryMB = n
+			default:
+				if h.Extra == nil {
+					h.Extra = map[string]json.RawMessage{}
+				}
+				h.Extra[k] = json.RawMessage(strconv.FormatInt(n, 10))
 			}
 		case "agent_id":
 			h.AgentID = fmt.Sprint(v)

@@ -99,7 +99,7 @@ name must be removed first (schedule rm).`,
 	f.StringVar(&tz, "tz", "", "IANA time zone the cron expression is read in, such as Europe/Paris (default UTC)")
 	f.StringVar(&catchUp, "catch-up", string(api.CatchUpNone), "the firings missed while no orchestrator ran: none, latest or all")
 	f.BoolVar(&paused, "paused", false, "add it paused")
-	tf.add(cmd, "hint k=v: max_duration_seconds, max_memory_mb, agent_id (not with a batch); repeatable")
+	tf.add(cmd, "hint k=v: max_duration_seconds, max_memory_mb, gpu_vram_mb, agent_id (not with a batch); repeatable")
 	bf.add(f)
 	_ = cmd.MarkFlagRequired("cron")
 	return cmd

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"strconv"
 
 	"github.com/chiffon-dev/chiffon/api"
 	"github.com/chiffon-dev/chiffon/client"
@@ -28,8 +29,10 @@ orchestrator's catalogue, chiffon worktypes TYPE/WORK_TYPE): a whole number, a
 number, true or false, a comma-separated list for an array, one of the listed values
 for an enum; a string when the schema says nothing of it. --param k:=JSON sets any
 JSON value as it is; --params-json gives them all as one object. A value the schema
-refuses exits 65 and submits nothing. --hint takes max_duration_seconds, max_memory_mb and
-agent_id (to pin the task to one agent).
+refuses exits 65 and submits nothing. --hint takes max_duration_seconds, max_memory_mb,
+gpu_vram_mb (the GPU memory the task needs on one GPU, in MiB: it goes only to an agent
+with a GPU that has that much free, and waits until one has) and agent_id (to pin the
+task to one agent).
 
 Without --wait, a task that waits for an operator's yes is said so on stderr, with
 the chiffon approve line. With --wait it shows live progress (a bar on a terminal,
@@ -81,7 +84,7 @@ See also chiffon batch ID and chiffon batches.
 		},
 	}
 	cf.add(cmd)
-	tf.add(cmd, "hint k=v: max_duration_seconds, max_memory_mb, agent_id; repeatable")
+	tf.add(cmd, "hint k=v: max_duration_seconds, max_memory_mb, gpu_vram_mb, agent_id; repeatable")
 	f := cmd.Flags()
 	f.BoolVar(&wait, "wait", false, "follow the task (or batch) to its end and exit with its exit code")
 	bf.add(f)
@@ -143,11 +146,29 @@ func (tf *taskFlags) request() (api.SubmitRequest, error) {
 		return req, usagef("--param: " + err.Error())
 	}
 	if len(tf.hints) > 0 {
-		h, err := parseHints(tf.hints)
+		h, err := taskHints(tf.hints)
 		if err != nil {
 			return req, usagef("--hint: " + err.Error())
 		}
-		req.Hints = &task.Hints{MaxDurationSeconds: h.MaxDurationSeconds, MaxMemoryMB: h.MaxMemoryMB, AgentID: h.AgentID}
+		req.Hints = h
 	}
 	return req, nil
+}
+
+// taskHints reads --hint pairs as a task's hints: max_duration_seconds,
+// max_memory_mb, gpu_vram_mb (MiB) and agent_id; another key is an error.
+func taskHints(pairs []string) (*task.Hints, error) {
+	h, err := parseHints(pairs)
+	if err != nil {
+		return nil, err
+	}
+	out := &task.Hints{MaxDurationSeconds: h.MaxDurationSeconds, MaxMemoryMB: h.MaxMemoryMB, AgentID: h.AgentID}
+	for k, raw := range h.Extra {
+		if k != envelope.KeyGPUVRAMMB {
+			return nil, fmt.Errorf("unknown hint %q: a task takes max_duration_seconds, max_memory_mb, gpu_vram_mb and agent_id", k)
+		}
+		n, _ := strconv.ParseInt(string(raw), 10, 64) // parseHints wrote it
+		out.GPUVRAMMB = &n
+	}
+	return out, nil
 }

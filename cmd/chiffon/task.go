@@ -67,6 +67,9 @@ func printTask(w io.Writer, t *task.Task, description string) error {
 	row("Agent", dash(t.AgentID))
 	row("Request", t.RequestID)
 	row("Trace", t.TraceID)
+	if n := t.Hints.GPUNeed(); n > 0 {
+		row("GPU memory", fmt.Sprintf("%d MiB needed on one GPU", n))
+	}
 	row("Attempts", fmt.Sprint(t.Attempts))
 	row("Progress", fmt.Sprintf("%d%%", t.ProgressPercent))
 	row("Created", t.CreatedAt.Local().Format(time.DateTime))
@@ -82,6 +85,9 @@ func printTask(w io.Writer, t *task.Task, description string) error {
 		row("Result", fmt.Sprintf("%s, exit %d", r.Status, r.ExitCode))
 		if u := r.ResourcesUsed; u != nil {
 			row("Resources", fmt.Sprintf("%d s, cpu %d ms, vram %d MB", u.DurationSeconds, u.CPUTimeMS, u.GPUVRAMMB))
+		}
+		if len(r.GPUs) > 0 {
+			row("GPU", gpuUses(r.GPUs))
 		}
 	}
 	if e := t.Error; e != nil {

@@ -181,6 +181,12 @@ func (w *recordWriter) hints(h *task.Hints) {
 		w.String(h.AgentID)
 		sep = ","
 	}
+	if h.GPUVRAMMB != nil {
+		w.Raw(sep)
+		w.Raw(`"gpu_vram_mb":`)
+		w.Int(*h.GPUVRAMMB)
+		sep = ","
+	}
 	if sep == "{" {
 		w.Raw("{")
 	}
@@ -249,9 +255,37 @@ func (w *recordWriter) result(r *task.Result) {
 		w.Raw(`,"structured_output":`)
 		w.Value(r.StructuredOutput)
 	}
+	if len(r.GPUs) > 0 {
+		w.Raw(`,"gpus":`)
+		w.gpus(r.GPUs)
+	}
 	w.Raw(`,"at":`)
 	w.Time(r.At)
 	w.Raw("}")
+}
+
+func (w *recordWriter) gpus(uses []task.GPUUse) {
+	w.Raw("[")
+	for i := range uses {
+		u := &uses[i]
+		if i > 0 {
+			w.Raw(",")
+		}
+		w.Raw(`{"index":`)
+		w.Int(int64(u.Index))
+		if u.UUID != "" {
+			w.Raw(`,"uuid":`)
+			w.String(u.UUID)
+		}
+		if u.Name != "" {
+			w.Raw(`,"name":`)
+			w.String(u.Name)
+		}
+		w.Raw(`,"peak_vram_mb":`)
+		w.Int(u.PeakMB)
+		w.Raw("}")
+	}
+	w.Raw("]")
 }
 
 func (w *recordWriter) resources(r *envelope.ResourcesUsed) {
@@ -365,12 +399,13 @@ const (
 	// optionalTimeFixed is one of first_dispatch_at, last_attempt_at, finished_at,
 	// fire_time.
 	optionalTimeFixed = len(`,"first_dispatch_at":`) + jsonw.TimeSize
-	hintsFixed        = len(`,"hints":{"max_duration_seconds":,"max_memory_mb":,"agent_id":""}`) + 2*jsonw.IntSize
+	hintsFixed        = len(`,"hints":{"max_duration_seconds":,"max_memory_mb":,"agent_id":"","gpu_vram_mb":}`) + 3*jsonw.IntSize
 	retryFixed        = len(`,{"attempt":,"code":,"message":"","agent_id":"","wait_ms":,"at":}`) + 3*jsonw.IntSize + jsonw.TimeSize
 	stepFixed         = len(`,{"number":,"name":"","status":"","updated_at":}`) + jsonw.IntSize + jsonw.TimeSize
 	resourcesFixed    = len(`,"resources_used":{"duration_seconds":,"gpu_vram_mb":,"cpu_time_ms":}`) + 3*jsonw.IntSize
-	resultFixed       = len(`,"result":{"status":"","exit_code":,"output_truncated":true,"output_total_bytes":,"at":}`) +
+	resultFixed       = len(`,"result":{"status":"","exit_code":,"output_truncated":true,"output_total_bytes":,"gpus":[],"at":}`) +
 		2*jsonw.IntSize + jsonw.TimeSize + resourcesFixed
+	gpuFixed   = len(`,{"index":,"uuid":"","name":"","peak_vram_mb":}`) + 2*jsonw.IntSize
 	errorFixed = len(`,"error":{"code":,"message":"","context":}`) + jsonw.IntSize
 	// approvalFixed is an approval with every member.
 	approvalFixed = len(`,"approval":{"state":"","why":"","requested_at":,"expires_at":,"by":"","note":"","decided_at":}`) +
@@ -413,8 +448,11 @@ func taskSize(t *task.Task) int {
 		text += len(t.Steps[i].Name) + len(t.Steps[i].Status)
 	}
 	if t.Result != nil {
-		n += resultFixed + rawSize(t.Result.StructuredOutput)
+		n += resultFixed + rawSize(t.Result.StructuredOutput) + len(t.Result.GPUs)*gpuFixed
 		text += len(t.Result.Status)
+		for _, g := range t.Result.GPUs {
+			text += len(g.UUID) + len(g.Name)
+		}
 	}
 	if t.Error != nil {
 		n += errorSize(t.Error)

@@ -199,16 +199,17 @@ func TestMarshalStoredAllocatesOnlyItsOutput(t *testing.T) {
 // widest, times with nanoseconds and an offset, and text for every string.
 func widestRecords(text string) (*task.Task, *task.Event) {
 	at := time.Date(2025, 6, 1, 12, 0, 0, 123456789, time.FixedZone("", -(9*3600+30*60)))
-	off := int64(math.MinInt64)
+	off, gpu := int64(math.MinInt64), int64(math.MinInt64)
 	rec := &task.Task{ID: text, State: task.StateError, ToAgent: "infra", WorkType: text, AgentID: text, RequestID: text, TraceID: text,
 		BatchID: text, Schedule: text, FireTime: &at,
 		Approval: &task.Approval{State: text, Why: text, RequestedAt: at, ExpiresAt: at, By: text, Note: text, DecidedAt: &at},
-		Hints:    &task.Hints{MaxDurationSeconds: math.MinInt64, MaxMemoryMB: math.MinInt64, AgentID: text},
+		Hints:    &task.Hints{MaxDurationSeconds: math.MinInt64, MaxMemoryMB: math.MinInt64, AgentID: text, GPUVRAMMB: &gpu},
 		Attempts: math.MinInt, ProgressPercent: math.MinInt, OutputBytes: math.MinInt64, OutputComplete: true, CancelRequested: true,
 		Retries: []task.Retry{{Attempt: math.MinInt, Code: math.MinInt, Message: text, AgentID: text, WaitMS: math.MinInt64, At: at},
 			{Attempt: math.MinInt, Code: math.MinInt, Message: text, AgentID: text, WaitMS: math.MinInt64, At: at}},
 		Steps: []task.StepInfo{{Number: math.MinInt64, Name: text, Status: text, UpdatedAt: at}, {Number: math.MinInt64, Name: text, Status: text, UpdatedAt: at}},
 		Result: &task.Result{Status: text, ExitCode: math.MinInt64, OutputTruncated: true, OutputTotalBytes: math.MinInt64, At: at,
+			GPUs:          []task.GPUUse{{Index: math.MinInt, UUID: text, Name: text, PeakMB: math.MinInt64}, {Index: math.MinInt, UUID: text, Name: text, PeakMB: math.MinInt64}},
 			ResourcesUsed: &envelope.ResourcesUsed{DurationSeconds: math.MinInt64, GPUVRAMMB: math.MinInt64, CPUTimeMS: math.MinInt64}},
 		Error:     &task.TaskError{Code: math.MinInt, Message: text},
 		CreatedAt: at, UpdatedAt: at, FirstDispatchAt: &at, LastAttemptAt: &at, FinishedAt: &at,

@@ -63,12 +63,13 @@ func (o *Core) do(r *run, eff effect) {
 	}
 }
 
-// claim takes a slot on agentID for r's attempt and asks its breaker; nothing
-// when agentID is not registered.
+// claim takes a slot on agentID for r's attempt, and the GPU memory it needs
+// (gpu.go), and asks its breaker; nothing when agentID is not registered.
 func (o *Core) claim(r *run, agentID string) {
 	if a := o.agents[agentID]; a != nil {
 		a.inflight++
 		a.lastDispatch = time.Now()
+		a.gpu.Hold(r.t.ID, a.gpus(), r.t.Hints.GPUNeed())
 		r.agent = a
 		if done, err := a.breaker.Allow(); err == nil {
 			r.done = done
@@ -76,13 +77,14 @@ func (o *Core) claim(r *run, agentID string) {
 	}
 }
 
-// release settles r's attempt and gives its slot back, draining the type's queue
-// into it when e says so.
+// release settles r's attempt and gives its slot and GPU memory back, draining
+// the type's queue into them when e says so.
 func (o *Core) release(r *run, e release) {
 	o.settle(r, e.outcome)
 	if a := r.agent; a != nil {
 		r.agent = nil
 		a.inflight--
+		a.releaseGPU(r, e.outcome)
 		if e.drain {
 			o.then(followUp{drain: a.typ})
 		}

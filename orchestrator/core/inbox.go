@@ -50,6 +50,6 @@ func (o *Core) handleTaskMsg(msg *nats.Msg) {
 			o.log.Debug("message for a finished or unknown task dropped", "task_id", taskID, "type", env.Type)
 			return
 		}
-		o.deliver(r, message{agentID: agentID, env: env})
+		o.deliver(r, message{agentID: agentID, env: env, gpus: o.agents[agentID].gpus()})
 	})
 }

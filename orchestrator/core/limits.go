@@ -100,6 +100,7 @@ func workRequestSize(to envelope.AgentType, workType string, params map[string]a
 	env := envelope.New(envelope.Orchestrator, to, envelope.NewID(), envelope.NewID(),
 		&envelope.WorkRequest{TaskID: envelope.NewID(), WorkType: workType, Parameters: params,
 			Hints: hintsEnvelope(hints)})
+	env.XCustomFields = gpuFields(hints)
 	env.Timestamp = env.Timestamp.Truncate(time.Second).Add(time.Second - time.Nanosecond)
 	data, err := envelope.Encode(env)
 	return len(data), err

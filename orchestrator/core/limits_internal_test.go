@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/chiffon-dev/chiffon/envelope"
+	"github.com/chiffon-dev/chiffon/orchestrator/task"
 )
 
 // TestParamsBoundIsAnUpperBound: checkSize skips encoding when the bound says a
@@ -71,6 +72,8 @@ func TestParamsBoundIsAnUpperBound(t *testing.T) {
 	env := envelope.New(envelope.Orchestrator, envelope.Research, envelope.NewID(), envelope.NewID(),
 		&envelope.WorkRequest{TaskID: envelope.NewID(), WorkType: strings.Repeat("w", 64), Parameters: map[string]any{},
 			Hints: &envelope.Hints{MaxDurationSeconds: math.MaxInt64, MaxMemoryMB: math.MaxInt64, AgentID: strings.Repeat("a", 64)}})
+	gpu := int64(1 << 40) // the largest need the API takes
+	env.XCustomFields = gpuFields(&task.Hints{GPUVRAMMB: &gpu})
 	env.Timestamp = time.Date(2026, 12, 31, 23, 59, 59, 999999999, time.UTC)
 	data, err := envelope.Encode(env)
 	if err != nil {

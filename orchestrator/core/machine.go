@@ -132,10 +132,12 @@ type (
 		attempt int
 		err     error
 	}
-	// message: a work_status, work_result or error from agentID, authenticated.
+	// message: a work_status, work_result or error from agentID, authenticated;
+	// gpus are agentID's as it last reported them, to name those a result used.
 	message struct {
 		agentID string
 		env     *envelope.Envelope
+		gpus    []envelope.GPU
 	}
 	// noResponders: the server's status on the reply subject of an attempt.
 	noResponders struct {

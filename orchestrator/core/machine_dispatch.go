@@ -81,6 +81,7 @@ func (m *machine) stored(r *run, e stored) {
 	}
 	env := envelope.New(envelope.Orchestrator, t.ToAgent, t.RequestID, t.TraceID,
 		&envelope.WorkRequest{TaskID: t.ID, WorkType: t.WorkType, Parameters: t.Parameters, Hints: hintsEnvelope(t.Hints)})
+	env.XCustomFields = gpuFields(t.Hints)
 	env.ProtocolVersion = envelope.ProtocolVersion
 	if e.version != "" {
 		env.ProtocolVersion = e.version
@@ -108,7 +109,7 @@ func (m *machine) message(r *run, e message) {
 		}
 	case *envelope.WorkResult:
 		if p.TaskID == t.ID {
-			m.result(r, e.env, p)
+			m.result(r, e, p)
 			return
 		}
 	case *envelope.ErrorPayload:

@@ -20,8 +20,8 @@ const maxReasks = 2
 // result applies the result rule: a result that is not truncated holds the whole
 // output; a truncated one needs the streamed output whole, or the request is sent
 // again so that the agent's cache replays it.
-func (m *machine) result(r *run, env *envelope.Envelope, res *envelope.WorkResult) {
-	t := r.t
+func (m *machine) result(r *run, msg message, res *envelope.WorkResult) {
+	t, env := r.t, msg.env
 	r.accepted = true
 	truncated, total := output.Truncation(env.XCustomFields, res)
 	res = m.capResult(r, res, total)
@@ -57,8 +57,13 @@ func (m *machine) result(r *run, env *envelope.Envelope, res *envelope.WorkResul
 	if err != nil {
 		r.log.Warn("structured output dropped", "err", err)
 	}
+	gpus, gerr := envelope.GPUUses(env.XCustomFields)
+	if gerr != nil {
+		r.log.Warn("work_result's gpus ignored", "err", gerr)
+	}
 	t.Result = &task.Result{Status: res.Status, ExitCode: res.ExitCode, ResourcesUsed: res.ResourcesUsed,
-		OutputTruncated: truncated, OutputTotalBytes: total, StructuredOutput: structured, At: m.now()}
+		OutputTruncated: truncated, OutputTotalBytes: total, StructuredOutput: structured,
+		GPUs: task.NamedGPUUses(gpus, msg.gpus), At: m.now()}
 	if res.Status == envelope.ResultSuccess {
 		t.ProgressPercent = 100
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/chiffon-dev/chiffon/broker"
 	"github.com/chiffon-dev/chiffon/envelope"
 	"github.com/chiffon-dev/chiffon/errcodes"
+	"github.com/chiffon-dev/chiffon/orchestrator/gpuroom"
 	"github.com/chiffon-dev/chiffon/orchestrator/policy"
 	"github.com/chiffon-dev/chiffon/orchestrator/task"
 	"github.com/chiffon-dev/chiffon/worktype"
@@ -62,6 +63,8 @@ type agentEntry struct {
 	declared map[string]worktype.Declared
 	// rl are its rate limiters (ratelimit.go).
 	rl rateLimits
+	// gpu is the GPU memory its attempts in flight hold (gpu.go).
+	gpu gpuroom.Holds
 }
 
 // inFlight is one attempt of a task: r's attempt number attempt.
@@ -101,10 +104,11 @@ func (o *Core) agentInfos() []api.AgentInfo {
 			continue
 		}
 		reg := a.registeredAt
+		res, gpus := splitGPUs(a.resources)
 		info := api.AgentInfo{ID: id, Type: a.typ, Name: a.name, State: "offline", Status: a.status,
 			Load: a.inflight, Capacity: a.capacity, ReportedActive: a.reported,
 			Breaker: a.breaker.State().String(), LastHeartbeat: a.lastHB, ProtocolVersion: a.version,
-			WorkTypes: a.workTypes, RegisteredAt: &reg, Resources: a.resources, Labels: a.labels,
+			WorkTypes: a.workTypes, RegisteredAt: &reg, Resources: res, GPUs: gpus, Labels: a.labels,
 			Limits: limitsOf(a.conf)}
 		if a.online {
 			info.State = "online"
@@ -255,6 +259,7 @@ func (o *Core) register(typ envelope.AgentType, reg *envelope.Register, declared
 	}
 	o.catalog.Store(o.newCatalog())
 	a.resources, a.labels = reg.Resources, reg.Labels
+	a.gpu.Reported(nil)
 	a.hbInterval = time.Duration(reg.HeartbeatIntervalMS) * time.Millisecond
 	if a.hbInterval <= 0 {
 		a.hbInterval = 5 * time.Second
@@ -348,6 +353,7 @@ func (o *Core) heartbeat(agentID, instance string, hb *envelope.Heartbeat) {
 	if hb.Resources != nil {
 		a.resources = hb.Resources
 	}
+	a.gpu.Reported(hb.ActiveTaskIDs)
 	if hb.MaxConcurrency > 0 {
 		a.capacity = capped(a.conf, hb.MaxConcurrency)
 	}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/chiffon-dev/chiffon/envelope"
 	"github.com/chiffon-dev/chiffon/errcodes"
+	"github.com/chiffon-dev/chiffon/orchestrator/gpuroom"
 	"github.com/chiffon-dev/chiffon/orchestrator/task"
 	"github.com/sony/gobreaker/v2"
 )
@@ -19,6 +20,8 @@ type pickResult struct {
 	queue bool
 	// held are the candidates with room that their rate limits held back.
 	held []rateHold
+	// why says why a task is queued, when no rate limit does.
+	why string
 	// err is set when the task cannot be routed now; failFast says not to retry.
 	err      *errcodes.Error
 	failFast bool
@@ -26,11 +29,13 @@ type pickResult struct {
 
 // pick chooses the agent for r: among the online agents of the task's type that offer
 // its work type (or the one pinned by hints.agent_id), skipping agents whose
-// max_request_bytes the task is over, unreachable agents, open breakers, draining
-// agents and agents whose rate limits hold a dispatch back now, the one with the
-// fewest tasks running wins. avoid, when other candidates exist, is passed over.
+// max_request_bytes the task is over, unreachable agents, open breakers, agents
+// without a GPU with room for its hints.gpu_vram_mb now (gpu.go), draining agents
+// and agents whose rate limits hold a dispatch back now, the one with the fewest
+// tasks running wins. avoid, when other candidates exist, is passed over.
 // When the only agents that could take r are unreachable, r is queued until one
-// registers again; when they are held back by rate limits, until the earliest
+// registers again; when their GPUs lack room, until a heartbeat or an ended
+// attempt shows some; when they are held back by rate limits, until the earliest
 // allows (see dispatchOrHold). pick takes no rate limit's token: its caller does
 // for the agent chosen.
 func (o *Core) pick(r *run) pickResult {
@@ -43,6 +48,7 @@ func (o *Core) pick(r *run) pickResult {
 	var candidates []*agentEntry
 	var u unfit
 	size := taskSize{t: t}
+	need := t.Hints.GPUNeed()
 	typeOnline, offered := false, false
 	for _, a := range o.agents {
 		if a.typ == t.ToAgent && a.online {
@@ -68,6 +74,12 @@ func (o *Core) pick(r *run) pickResult {
 			u.open = append(u.open, a)
 			continue
 		}
+		if need > 0 {
+			if fit, _ := a.gpuFit(need); fit != gpuroom.Now {
+				u.gpu[fit] = append(u.gpu[fit], a)
+				continue
+			}
+		}
 		candidates = append(candidates, a)
 	}
 	if typeOnline && !offered {
@@ -88,10 +100,12 @@ func (o *Core) pick(r *run) pickResult {
 }
 
 // unfit are the agents pick passes over, by why: over their max_request_bytes
-// (tooSmall), requiring approval for unapproved work (asking), unreachable, or
-// with a breaker that is not closed (open).
+// (tooSmall), requiring approval for unapproved work (asking), unreachable,
+// with a breaker that is not closed (open), or without room on a GPU for the
+// task (gpu, by gpuroom.Never and gpuroom.Later).
 type unfit struct {
 	open, unreachable, tooSmall, asking []*agentEntry
+	gpu                                 [gpuroom.Later + 1][]*agentEntry
 }
 
 // noCandidate is pick's answer for t, of size bytes, when no agent can take it:
@@ -100,6 +114,9 @@ func (u *unfit) noCandidate(t *task.Task, pinned string, size int) pickResult {
 	if len(u.unreachable) > 0 {
 		// It waits in the queue for the agent to register again.
 		return pickResult{queue: true}
+	}
+	if later := u.gpu[gpuroom.Later]; len(later) > 0 {
+		return pickResult{queue: true, why: gpuWait(t.Hints.GPUNeed(), later)}
 	}
 	what := fmt.Sprintf("no online %s agent offers work type %q", t.ToAgent, t.WorkType)
 	if pinned != "" {
@@ -116,6 +133,9 @@ func (u *unfit) noCandidate(t *task.Task, pinned string, size int) pickResult {
 		e := errcodes.NewAgentUnavailable(fmt.Sprintf("every %s agent offering %q requires approval for it (approval_required, or its own approval: required): "+
 			"pin the task to one with hints.agent_id, and it waits for an operator's yes", t.ToAgent, t.WorkType), u.asking[0].id, nil)
 		return pickResult{err: e, failFast: true}
+	}
+	if never := u.gpu[gpuroom.Never]; len(never) > 0 {
+		return pickResult{err: gpuTooLarge(t, never), failFast: true}
 	}
 	return pickResult{err: errcodes.NewAgentUnavailable(what, pinned, nil)}
 }
@@ -227,6 +247,9 @@ func (o *Core) dispatchOrHold(r *run, res pickResult, again bool) {
 	}
 	first, held := res.earliestHold()
 	if res.agent != nil || !held {
+		if res.why != "" && !again {
+			r.log.Info("task queued: " + res.why)
+		}
 		return
 	}
 	for _, h := range res.held {
@@ -245,7 +268,7 @@ func (res pickResult) routed(workType string) routed {
 	if res.agent != nil {
 		return routed{agentID: res.agent.id, version: res.agent.version, stopGrace: res.agent.stopGrace(workType)}
 	}
-	why := ""
+	why := res.why
 	if h, ok := res.earliestHold(); ok {
 		why = h.String()
 	}
@@ -288,9 +311,14 @@ func (o *Core) drainQueue(typ envelope.AgentType, every bool) {
 	// ones kept, which were there first.
 	o.queues[typ] = nil
 	kept := q[:0:0]
-	// stuck are the work types of unpinned tasks that stayed queued: the next
-	// unpinned task of one would too, unless its size decides (max_request_bytes).
-	var stuck map[string]bool
+	// stuck are the work types and GPU needs of unpinned tasks that stayed
+	// queued: the next unpinned task of one would too, unless its size decides
+	// (max_request_bytes).
+	type kind struct {
+		workType string
+		gpu      int64
+	}
+	var stuck map[kind]bool
 	sizeMatters := o.sizeLimited(typ)
 	for i, id := range q {
 		if !every && !o.hasRoom(typ) {
@@ -304,7 +332,8 @@ func (o *Core) drainQueue(typ envelope.AgentType, every bool) {
 			continue
 		}
 		unpinned := r.t.Hints == nil || r.t.Hints.AgentID == ""
-		if unpinned && !sizeMatters && stuck[r.t.WorkType] {
+		k := kind{r.t.WorkType, r.t.Hints.GPUNeed()}
+		if unpinned && !sizeMatters && stuck[k] {
 			kept = append(kept, id)
 			continue
 		}
@@ -313,9 +342,9 @@ func (o *Core) drainQueue(typ envelope.AgentType, every bool) {
 			kept = append(kept, id)
 			if unpinned {
 				if stuck == nil {
-					stuck = map[string]bool{}
+					stuck = map[kind]bool{}
 				}
-				stuck[r.t.WorkType] = true
+				stuck[k] = true
 			}
 			o.dispatchOrHold(r, res, true)
 			continue

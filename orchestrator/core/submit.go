@@ -94,9 +94,10 @@ func (o *Core) admit(r *run) {
 	r.log.Debug("task submitted", "to_agent", r.t.ToAgent, "work_type", r.t.WorkType)
 }
 
-// hintsEnvelope returns h as a work_request carries it: nil when no hint is set.
+// hintsEnvelope returns h as a work_request's hints carry it: nil when none of
+// them is set. The GPU need goes in x_custom_fields (gpuFields).
 func hintsEnvelope(h *task.Hints) *envelope.Hints {
-	if h == nil || *h == (task.Hints{}) {
+	if h == nil || h.MaxDurationSeconds == 0 && h.MaxMemoryMB == 0 && h.AgentID == "" {
 		return nil
 	}
 	return &envelope.Hints{MaxDurationSeconds: h.MaxDurationSeconds, MaxMemoryMB: h.MaxMemoryMB, AgentID: h.AgentID}

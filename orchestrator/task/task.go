@@ -75,6 +75,18 @@ type Hints struct {
 	MaxMemoryMB int64 `json:"max_memory_mb,omitempty"`
 	// AgentID pins the task to one agent instance.
 	AgentID string `json:"agent_id,omitempty"`
+	// GPUVRAMMB is the GPU memory the task needs on one GPU, in MiB: it goes
+	// only to an agent with a GPU that has that much free. nil for a task that
+	// needs no GPU; when set, a positive integer (see GPUNeed).
+	GPUVRAMMB *int64 `json:"gpu_vram_mb,omitempty"`
+}
+
+// GPUNeed is the GPU memory the task needs on one GPU, in MiB; 0 for none.
+func (h *Hints) GPUNeed() int64 {
+	if h == nil || h.GPUVRAMMB == nil {
+		return 0
+	}
+	return *h.GPUVRAMMB
 }
 
 // Task is one piece of work and everything known about it.
@@ -184,7 +196,38 @@ type Result struct {
 	// StructuredOutput is the handler's machine-readable result, the work_result's
 	// x_custom_fields.structured_output (a script's last stdout line of JSON).
 	StructuredOutput json.RawMessage `json:"structured_output,omitempty"`
-	At               time.Time       `json:"at"`
+	// GPUs are the GPUs the task ran on, from the work_result's
+	// x_custom_fields.gpus; ResourcesUsed.GPUVRAMMB is their peaks' sum.
+	GPUs []GPUUse  `json:"gpus,omitempty"`
+	At   time.Time `json:"at"`
+}
+
+// GPUUse is what a task held of one GPU of its agent.
+type GPUUse struct {
+	// Index is the GPU's index on its machine, UUID the driver's id of it.
+	Index int    `json:"index"`
+	UUID  string `json:"uuid,omitempty"`
+	// Name is the GPU's model as its agent last reported it; "" when the
+	// agent did not list that GPU.
+	Name string `json:"name,omitempty"`
+	// PeakMB is the most memory the task's processes held on it at once, in MiB.
+	PeakMB int64 `json:"peak_vram_mb"`
+}
+
+// NamedGPUUses are uses, what a work_result says its task held of each GPU,
+// named from gpus, its agent's GPUs as last reported (by uuid, else by index).
+func NamedGPUUses(uses []envelope.GPUUse, gpus []envelope.GPU) []GPUUse {
+	var out []GPUUse
+	for _, u := range uses {
+		name := ""
+		for _, g := range gpus {
+			if u.UUID != "" && g.UUID == u.UUID || u.UUID == "" && g.Index == u.Index {
+				name = g.Name
+			}
+		}
+		out = append(out, GPUUse{Index: u.Index, UUID: u.UUID, Name: name, PeakMB: u.PeakMB})
+	}
+	return out
 }
 
 // TaskError is why a task ended in StateError (or the last retryable error).
@@ -236,6 +279,7 @@ func (t *Task) Clone() *Task {
 	c.Retries = slices.Clone(t.Retries)
 	if t.Result != nil {
 		res := *t.Result
+		res.GPUs = slices.Clone(t.Result.GPUs)
 		c.Result = &res
 	}
 	if t.Error != nil {
