@@ -29,7 +29,8 @@ func (a *fakeAgent) heartbeatGPUs(o *orchestrator.Orchestrator, capacity int, gp
 	a.t.Helper()
 	hb := envelope.New(envelope.Code, envelope.Orchestrator, "", "", &envelope.Heartbeat{AgentID: a.id,
 		Status: envelope.AgentIdle, MaxConcurrency: capacity, ActiveTaskIDs: active,
-		Resources: &envelope.Resources{GPUVRAMMB: 81920, GPUs: gpus}})
+		Resources: &envelope.Resources{GPUVRAMMB: 81920}})
+	hb.XCustomFields = envelope.PutGPUs(nil, gpus)
 	a.publishAs(a.subj.Heartbeat(a.id), a.token, hb)
 	waitFor(a.t, a.id+"'s GPUs", func() bool {
 		for _, info := range o.Agents() {
@@ -103,7 +104,7 @@ func TestAgentsListShowsTheirGPUs(t *testing.T) {
 	for _, info := range agents {
 		switch info.ID {
 		case "gpu-1":
-			if !slices.Equal(info.GPUs, gpus) || info.Resources == nil || info.Resources.GPUs != nil || info.Resources.GPUVRAMMB != 81920 {
+			if !slices.Equal(info.GPUs, gpus) || info.Resources == nil || info.Resources.GPUVRAMMB != 81920 {
 				t.Fatalf("gpu-1: gpus %+v, resources %+v", info.GPUs, info.Resources)
 			}
 		case "cpu-1":

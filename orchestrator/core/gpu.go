@@ -19,10 +19,10 @@ import (
 
 // gpus are a's GPUs as it last reported them; nil for none or no agent.
 func (a *agentEntry) gpus() []envelope.GPU {
-	if a == nil || a.resources == nil {
+	if a == nil {
 		return nil
 	}
-	return a.resources.GPUs
+	return a.machineGPUs
 }
 
 // gpuFit is how a task needing need MiB fits a, and the most room of a GPU of a.
@@ -81,14 +81,4 @@ func gpuFields(h *task.Hints) map[string]any {
 		return map[string]any{envelope.KeyGPUVRAMMB: n}
 	}
 	return nil
-}
-
-// splitGPUs are r without its GPUs, and its GPUs: the API shows them apart.
-func splitGPUs(r *envelope.Resources) (*envelope.Resources, []envelope.GPU) {
-	if r == nil || r.GPUs == nil {
-		return r, nil
-	}
-	c := *r
-	c.GPUs = nil
-	return &c, r.GPUs
 }

@@ -24,7 +24,7 @@ func gpu0(total, free int64) envelope.GPU {
 // gpuAgent is an online, idle code agent offering echo with gpus.
 func gpuAgent(id string, gpus ...envelope.GPU) *agentEntry {
 	return &agentEntry{id: id, typ: envelope.Code, online: true, capacity: 4, status: envelope.AgentIdle,
-		workTypes: []string{"echo"}, resources: &envelope.Resources{GPUs: gpus},
+		workTypes: []string{"echo"}, machineGPUs: gpus,
 		breaker: gobreaker.NewTwoStepCircuitBreaker[struct{}](gobreaker.Settings{Name: id})}
 }
 
@@ -111,26 +111,26 @@ func TestTwoGPUTasksInARowDoNotShareRoomForOne(t *testing.T) {
 		t.Fatalf("second went out beside the first: %+v", res)
 	}
 	// A heartbeat that does not list the first yet frees nothing.
-	a.resources = &envelope.Resources{GPUs: []envelope.GPU{gpu0(10000, 6000)}}
+	a.machineGPUs = []envelope.GPU{gpu0(10000, 6000)}
 	a.gpu.Reported(nil)
 	if res := o.pick(second); res.agent != nil {
 		t.Fatalf("a heartbeat made before the first reached the agent freed its memory: %+v", res)
 	}
 	// One that lists it, with its memory taken, leaves room for no second either.
-	a.resources = &envelope.Resources{GPUs: []envelope.GPU{gpu0(10000, 2000)}}
+	a.machineGPUs = []envelope.GPU{gpu0(10000, 2000)}
 	a.gpu.Reported([]string{"t1"})
 	if res := o.pick(second); res.agent != nil {
 		t.Fatalf("second went out with 2000 MiB free: %+v", res)
 	}
 	// The other process on the GPU let go of its memory: room for the second.
-	a.resources = &envelope.Resources{GPUs: []envelope.GPU{gpu0(10000, 6000)}}
+	a.machineGPUs = []envelope.GPU{gpu0(10000, 6000)}
 	a.gpu.Reported([]string{"t1"})
 	if res := o.pick(second); res.agent != a {
 		t.Fatalf("second still held back with room: %+v", res)
 	}
 	// Back to a GPU with only the first's memory taken: the first's end frees it
 	// at once, and a heartbeat that still lists the first does not undo that.
-	a.resources = &envelope.Resources{GPUs: []envelope.GPU{gpu0(10000, 2000)}}
+	a.machineGPUs = []envelope.GPU{gpu0(10000, 2000)}
 	a.gpu.Reported([]string{"t1"})
 	a.releaseGPU(first, nil)
 	if res := o.pick(second); res.agent != a {

@@ -42,6 +42,8 @@ type agentEntry struct {
 	reported     int // active tasks as the last heartbeat said
 	// resources is what the agent last said its machine has.
 	resources *envelope.Resources
+	// machineGPUs are its GPUs as it last listed them (x_custom_fields.gpus).
+	machineGPUs []envelope.GPU
 	labels    map[string]string
 	inflight  int // tasks this orchestrator has running there
 	// lastDispatch is when this orchestrator last sent it a work_request: ties in
@@ -104,7 +106,7 @@ func (o *Core) agentInfos() []api.AgentInfo {
 			continue
 		}
 		reg := a.registeredAt
-		res, gpus := splitGPUs(a.resources)
+		res, gpus := a.resources, a.machineGPUs
 		info := api.AgentInfo{ID: id, Type: a.typ, Name: a.name, State: "offline", Status: a.status,
 			Load: a.inflight, Capacity: a.capacity, ReportedActive: a.reported,
 			Breaker: a.breaker.State().String(), LastHeartbeat: a.lastHB, ProtocolVersion: a.version,
@@ -158,6 +160,11 @@ func (o *Core) handleRegister(msg *nats.Msg) {
 		o.replyError(msg, agentID, env, errcodes.NewInvalidMessage(field, "%s", detail))
 		return
 	}
+	if _, gerr := envelope.MachineGPUs(env.XCustomFields); gerr != nil {
+		o.log.Warn("registration with a bad GPU list refused", "agent_id", agentID, "err", gerr)
+		o.replyError(msg, agentID, env, gerr)
+		return
+	}
 	instance := broker.InstanceOf(msg)
 	known := false
 	if o.call(func() {
@@ -197,7 +204,8 @@ func (o *Core) handleRegister(msg *nats.Msg) {
 func (o *Core) accept(msg *nats.Msg, env *envelope.Envelope, reg *envelope.Register,
 	declared map[string]worktype.Declared, instance, version string, known bool) {
 	agentID := reg.AgentID
-	o.register(env.FromAgent, reg, declared, instance, version, known)
+	gpus, _ := envelope.MachineGPUs(env.XCustomFields) // checked before
+	o.register(env.FromAgent, reg, gpus, declared, instance, version, known)
 	rep := env.Reply(&envelope.RegisterAck{AgentID: agentID, OrchestratorID: o.id, ProtocolVersion: version})
 	rep.ProtocolVersion = version
 	if reply := o.answerable(msg, agentID); reply != "" {
@@ -219,8 +227,8 @@ func (o *Core) accept(msg *nats.Msg, env *envelope.Envelope, reg *envelope.Regis
 // allows, and its capacity to its config's max_concurrency (governance.go);
 // declared, its catalogue, to those work types, and the catalogue's snapshot is
 // renewed (catalog.go).
-func (o *Core) register(typ envelope.AgentType, reg *envelope.Register, declared map[string]worktype.Declared,
-	instance, version string, known bool) {
+func (o *Core) register(typ envelope.AgentType, reg *envelope.Register, gpus []envelope.GPU,
+	declared map[string]worktype.Declared, instance, version string, known bool) {
 	now := time.Now().UTC()
 	a := o.agents[reg.AgentID]
 	if a == nil {
@@ -258,7 +266,7 @@ func (o *Core) register(typ envelope.AgentType, reg *envelope.Register, declared
 		}
 	}
 	o.catalog.Store(o.newCatalog())
-	a.resources, a.labels = reg.Resources, reg.Labels
+	a.resources, a.machineGPUs, a.labels = reg.Resources, gpus, reg.Labels
 	a.gpu.Reported(nil)
 	a.hbInterval = time.Duration(reg.HeartbeatIntervalMS) * time.Millisecond
 	if a.hbInterval <= 0 {
@@ -326,12 +334,17 @@ func (o *Core) handleHeartbeat(msg *nats.Msg) {
 		o.log.Warn("heartbeat for another agent dropped", "agent_id", agentID)
 		return
 	}
+	gpus, gerr := envelope.MachineGPUs(env.XCustomFields)
+	if gerr != nil {
+		o.log.Warn("heartbeat's GPU list ignored", "agent_id", agentID, "err", gerr)
+	}
 	instance := broker.InstanceOf(msg)
-	o.post(func() { o.heartbeat(agentID, instance, hb) })
+	o.post(func() { o.heartbeat(agentID, instance, hb, gpus, gerr == nil) })
 }
 
-// heartbeat applies an authenticated heartbeat from process instance of agentID.
-func (o *Core) heartbeat(agentID, instance string, hb *envelope.Heartbeat) {
+// heartbeat applies an authenticated heartbeat from process instance of agentID,
+// with the GPUs it lists when listed is true (a malformed list keeps the last).
+func (o *Core) heartbeat(agentID, instance string, hb *envelope.Heartbeat, gpus []envelope.GPU, listed bool) {
 	a := o.agents[agentID]
 	if a == nil {
 		o.log.Debug("heartbeat from an unregistered agent", "agent_id", agentID)
@@ -352,6 +365,9 @@ func (o *Core) heartbeat(agentID, instance string, hb *envelope.Heartbeat) {
 	a.status, a.reported = hb.Status, hb.ActiveTasks
 	if hb.Resources != nil {
 		a.resources = hb.Resources
+	}
+	if listed {
+		a.machineGPUs = gpus
 	}
 	a.gpu.Reported(hb.ActiveTaskIDs)
 	if hb.MaxConcurrency > 0 {

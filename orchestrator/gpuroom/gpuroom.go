@@ -4,8 +4,9 @@
 // as dispatches, attempts' ends and heartbeats come, and routes by Fit.
 //
 // Each attempt dispatched with a need holds that much of one GPU of its agent,
-// the one with the most room (an agent puts a task where it has most), from its
-// dispatch (Hold) to its end (Release). The room of a GPU is the smaller of
+// the one the agent puts it on (best fit: of the GPUs with room for it, the one
+// left with the least; the first of equals), from its dispatch (Hold) to its
+// end (Release). The room of a GPU is the smaller of
 //   - its free_mb as last reported, less the holds that report does not show
 //     yet, plus those it shows whose attempts have ended since. A hold shows
 //     once a heartbeat lists its task as active (Reported): a heartbeat made
@@ -98,16 +99,33 @@ func (h *Holds) Fit(gpus []envelope.GPU, need int64) (index int, most int64, fit
 	return index, most, fit
 }
 
-// Hold charges an attempt of taskID, needing need MiB, to the GPU of gpus with
-// the most room; nothing without GPUs. It replaces what an earlier attempt of
-// the task held: that memory is not free while this one may be the same run.
+// Hold charges an attempt of taskID, needing need MiB, to the GPU of gpus the
+// agent puts it on (place); nothing without GPUs. It replaces what an earlier
+// attempt of the task held: that memory is not free while this one may be the
+// same run.
 func (h *Holds) Hold(taskID string, gpus []envelope.GPU, need int64) {
 	if need <= 0 || len(gpus) == 0 {
 		return
 	}
 	h.holds = slices.DeleteFunc(h.holds, func(x hold) bool { return x.taskID == taskID })
-	index, _, _ := h.Fit(gpus, need)
-	h.holds = append(h.holds, hold{taskID: taskID, index: index, need: need})
+	h.holds = append(h.holds, hold{taskID: taskID, index: h.place(gpus, need), need: need})
+}
+
+// place is the index of the GPU an agent puts a task needing need MiB on, as
+// the agent chooses it (agent/gpu_pool.go): of those with room for it, the one
+// left with the least, the first of equals; with room on none, the one with
+// the most room.
+func (h *Holds) place(gpus []envelope.GPU, need int64) int {
+	best, left := -1, int64(0)
+	for _, g := range gpus {
+		if r := room(g, h.holds); r >= need && (best < 0 || r-need < left) {
+			best, left = g.Index, r-need
+		}
+	}
+	if best < 0 {
+		best, _, _ = h.Fit(gpus, need)
+	}
+	return best
 }
 
 // Release ends the hold of taskID's attempt: its memory is free again.

@@ -106,3 +106,22 @@ func TestHoldsFollowDispatchesEndsAndReports(t *testing.T) {
 		t.Fatalf("holds left: %+v", h.holds)
 	}
 }
+
+// TestHoldGoesWhereTheAgentPutsTheTask: a hold lands on the GPU the agent
+// picks, the best fit, so that a larger task after it still finds the larger
+// GPU's room: with the hold on the GPU of most room, it would wait.
+func TestHoldGoesWhereTheAgentPutsTheTask(t *testing.T) {
+	two := []envelope.GPU{{Index: 0, TotalMB: 40, FreeMB: 30}, {Index: 1, TotalMB: 80, FreeMB: 50}}
+	var h Holds
+	h.Hold("small", two, 20)
+	if len(h.holds) != 1 || h.holds[0].index != 0 {
+		t.Fatalf("the 20 MiB task held %+v, want GPU 0 (30 free: the best fit)", h.holds)
+	}
+	if _, room, fit := h.Fit(two, 40); fit != Now || room != 50 {
+		t.Fatalf("a 40 MiB task after it: room %d, fit %d; want GPU 1's 50, now", room, fit)
+	}
+	h.Hold("big", two, 70) // room on none: the GPU of most room
+	if h.holds[1].index != 1 {
+		t.Fatalf("a task no GPU has room for held %+v, want GPU 1", h.holds[1])
+	}
+}
