@@ -44,8 +44,8 @@ type agentEntry struct {
 	resources *envelope.Resources
 	// machineGPUs are its GPUs as it last listed them (x_custom_fields.gpus).
 	machineGPUs []envelope.GPU
-	labels    map[string]string
-	inflight  int // tasks this orchestrator has running there
+	labels      map[string]string
+	inflight    int // tasks this orchestrator has running there
 	// lastDispatch is when this orchestrator last sent it a work_request: ties in
 	// routing go to the agent that waited longest.
 	lastDispatch time.Time
