@@ -69,8 +69,8 @@ func TestBenchAgentsReportsEveryFigure(t *testing.T) {
 	}
 	idle := res.Idle
 	if idle.WindowS < 2.5 || idle.OrchestratorCPUPct < 0 || idle.OrchestratorCPUPct > 100*float64(runtime.NumCPU()) ||
-		idle.BenchCPUPct <= 0 || idle.OrchestratorRSSMiB <= 0 {
-		t.Errorf("idle figures %+v: want a window of 10 heartbeats, CPU shares and the RSS", idle)
+		idle.BenchCPUPct <= 0 || idle.OrchestratorRSSMiB <= 0 || idle.BenchRSSMiB <= 0 || idle.LongestTickGapMS < 100 {
+		t.Errorf("idle figures %+v: want a window of 10 heartbeats, CPU shares, RSS and a tick gap", idle)
 	}
 	rs := res.Restart
 	if rs.BrokerDownMS <= 0 || rs.ReregisterS < 0 || rs.Reregistered != 5 || rs.Online != 5 || rs.BreakersNotClosed != 0 {
@@ -103,12 +103,12 @@ func TestBenchPrintsTheCurveAndTheAgentsFigures(t *testing.T) {
 	}
 	b.Reset()
 	r := &benchrun.AgentsResult{Agents: 100, HeartbeatS: 5, RegisterS: 1.5,
-		Idle:           benchrun.IdleFigures{WindowS: 50, OrchestratorCPUPct: 1.25, BenchCPUPct: 3.5, OrchestratorRSSMiB: 40.5},
+		Idle:           benchrun.IdleFigures{WindowS: 50, OrchestratorCPUPct: 1.25, BenchCPUPct: 3.5, OrchestratorRSSMiB: 40.5, BenchRSSMiB: 312, LongestTickGapMS: 104},
 		Restart:        benchrun.RestartFigures{BrokerDownMS: 3, ReregisterS: 0.75, Reregistered: 100, Online: 100, BreakersOpened: 2},
 		Spread:         benchrun.SpreadFigures{Tasks: 1000, TasksPerS: 900, Spread: benchrun.Spread{Min: 8, Median: 10, Max: 12}},
 		BreakersOpened: 2, AgentsWentOffline: 1}
 	printAgents(&b, r)
-	for _, want := range []string{"100 agents", "1.25% of one core over 50 s", "40.5 MiB", "3.5%", "down 3 ms",
+	for _, want := range []string{"100 agents", "1.25% of one core over 50 s", "40.5 MiB", "3.5%, 312 MiB", "tick gap 104 ms", "down 3 ms",
 		"all 100 registered again 0.75 s", "breakers opened: 2", "1000 no-op tasks at 900/s", "min 8, median 10, max 12",
 		"1 agents went offline"} {
 		if !strings.Contains(b.String(), want) {

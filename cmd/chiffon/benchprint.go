@@ -27,8 +27,9 @@ func printScale(w io.Writer, res *benchrun.ScaleResult) {
 // printAgents writes the figures of `bench --agents`.
 func printAgents(w io.Writer, r *benchrun.AgentsResult) {
 	fmt.Fprintf(w, "%d agents, heartbeat %gs; all online %.2f s after they started\n", r.Agents, r.HeartbeatS, r.RegisterS)
-	fmt.Fprintf(w, "idle:    orchestrator %.2f%% of one core over %.0f s, RSS %.1f MiB (this process, the agents and the broker: %.1f%%)\n",
-		r.Idle.OrchestratorCPUPct, r.Idle.WindowS, r.Idle.OrchestratorRSSMiB, r.Idle.BenchCPUPct)
+	id := r.Idle
+	fmt.Fprintf(w, "idle:    orchestrator %.2f%% of one core over %.0f s, RSS %.1f MiB (this process, the agents and the broker: %.1f%%, %.0f MiB); longest tick gap %.0f ms\n",
+		id.OrchestratorCPUPct, id.WindowS, id.OrchestratorRSSMiB, id.BenchCPUPct, id.BenchRSSMiB, id.LongestTickGapMS)
 	rs := r.Restart
 	fmt.Fprintf(w, "restart: broker down %.0f ms; all %d registered again %.2f s after it was back, %d online; breakers opened: %d\n",
 		rs.BrokerDownMS, rs.Reregistered, rs.ReregisterS, rs.Online, rs.BreakersOpened)

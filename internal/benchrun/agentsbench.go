@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"runtime"
 	"time"
 
@@ -91,8 +92,15 @@ type IdleFigures struct {
 	OrchestratorCPUPct float64 `json:"orchestrator_cpu_pct"`
 	// BenchCPUPct is the same for this process: the agents and the broker.
 	BenchCPUPct float64 `json:"bench_cpu_pct"`
-	// OrchestratorRSSMiB is the orchestrator's resident memory at the window's end.
+	// OrchestratorRSSMiB is the orchestrator's resident memory at the window's
+	// end, BenchRSSMiB this process's.
 	OrchestratorRSSMiB float64 `json:"orchestrator_rss_mib"`
+	BenchRSSMiB        float64 `json:"bench_rss_mib"`
+	// LongestTickGapMS is the longest gap between two ticks of a 100 ms ticker
+	// of this process in the window. Far over 100 says the machine stalled (or
+	// starved this process): the CPU shares are then low, and agents may have
+	// gone offline without a fault of Chiffon's.
+	LongestTickGapMS float64 `json:"longest_tick_gap_ms"`
 }
 
 // RestartFigures are those of a restart of the broker on the same port.
@@ -143,6 +151,9 @@ func RunAgents(ctx context.Context, cfg AgentsConfig) (*AgentsResult, error) {
 	defer os.RemoveAll(dir)
 	progress := func(format string, args ...any) { fmt.Fprintf(cfg.Progress, format+"\n", args...) }
 
+	if smi, err := exec.LookPath("nvidia-smi"); err == nil {
+		progress("note:    %s is on PATH: every agent runs it at each heartbeat, as a real one does", smi)
+	}
 	f, took, err := startFleet(ctx, dir, cfg)
 	if err != nil {
 		return nil, err
@@ -155,8 +166,8 @@ func RunAgents(ctx context.Context, cfg AgentsConfig) (*AgentsResult, error) {
 	if res.Idle, err = f.idle(ctx); err != nil {
 		return nil, fmt.Errorf("idle: %w", err)
 	}
-	progress("idle:    orchestrator %.2f%% of a core over %.0f s (this process, agents and broker: %.1f%%), RSS %.1f MiB",
-		res.Idle.OrchestratorCPUPct, res.Idle.WindowS, res.Idle.BenchCPUPct, res.Idle.OrchestratorRSSMiB)
+	progress("idle:    orchestrator %.2f%% of a core over %.0f s (this process, agents and broker: %.1f%%), RSS %.1f MiB; longest tick gap %.0f ms",
+		res.Idle.OrchestratorCPUPct, res.Idle.WindowS, res.Idle.BenchCPUPct, res.Idle.OrchestratorRSSMiB, res.Idle.LongestTickGapMS)
 
 	if res.Restart, err = f.restart(ctx); err != nil {
 		return nil, fmt.Errorf("broker restart: %w", err)

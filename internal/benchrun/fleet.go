@@ -14,8 +14,11 @@ import (
 )
 
 // onlinePoll is how often the orchestrator's agent list is read while waiting for
-// the agents to be online.
-const onlinePoll = 100 * time.Millisecond
+// n agents to be online: 100 ms, and 200 µs more per agent, so that encoding the
+// list (about 600 bytes an agent) does not become the orchestrator's main work.
+func onlinePoll(n int) time.Duration {
+	return 100*time.Millisecond + time.Duration(n)*200*time.Microsecond
+}
 
 // fleetRun is what RunAgents runs: the broker in this process, the orchestrator
 // as a subprocess with its log followed, and the light agents.
@@ -79,7 +82,13 @@ func startFleet(ctx context.Context, dir string, cfg AgentsConfig) (_ *fleetRun,
 		return nil, 0, err
 	}
 	start := time.Now()
+	f.log.mark(start)
 	if f.agents, err = startLightAgents(cfg.Agents, f.srv.ClientURL(), prefix, agentsDir, files, cfg.Heartbeat); err != nil {
+		return nil, 0, err
+	}
+	// The log first, which costs the orchestrator nothing more; then its list,
+	// which says when the agents' first heartbeats have made them online.
+	if _, err := f.log.waitRegistered(ctx, cfg.Agents, cfg.waitTimeout(), f.agents.errs); err != nil {
 		return nil, 0, err
 	}
 	if _, _, err := f.waitOnline(ctx); err != nil {
@@ -94,7 +103,7 @@ func (f *fleetRun) waitOnline(ctx context.Context) (online, notClosed int, err e
 	timeout := f.cfg.waitTimeout()
 	deadline := time.NewTimer(timeout)
 	defer deadline.Stop()
-	tick := time.NewTicker(onlinePoll)
+	tick := time.NewTicker(onlinePoll(f.cfg.Agents))
 	defer tick.Stop()
 	var last error
 	for {
@@ -139,7 +148,8 @@ func (f *fleetRun) idle(ctx context.Context) (IdleFigures, error) {
 		return IdleFigures{}, err
 	}
 	t0 := time.Now()
-	if err := sleepCtx(ctx, time.Duration(f.cfg.IdleHeartbeats)*hb); err != nil {
+	gap, err := longestTickGap(ctx, time.Duration(f.cfg.IdleHeartbeats)*hb)
+	if err != nil {
 		return IdleFigures{}, err
 	}
 	after, err := cpuOf(pids)
@@ -148,7 +158,32 @@ func (f *fleetRun) idle(ctx context.Context) (IdleFigures, error) {
 	}
 	wall := time.Since(t0)
 	return IdleFigures{WindowS: wall.Seconds(), OrchestratorCPUPct: cpuPercent(after[0]-before[0], wall),
-		BenchCPUPct: cpuPercent(after[1]-before[1], wall), OrchestratorRSSMiB: procStatusMiB(pids[0], "VmRSS:")}, nil
+		BenchCPUPct: cpuPercent(after[1]-before[1], wall), OrchestratorRSSMiB: procStatusMiB(pids[0], "VmRSS:"),
+		BenchRSSMiB: procStatusMiB(pids[1], "VmRSS:"), LongestTickGapMS: float64(gap.Microseconds()) / 1e3}, nil
+}
+
+// stallTick is the period of the ticker whose longest gap tells a stall.
+const stallTick = 100 * time.Millisecond
+
+// longestTickGap waits d and returns the longest time between two ticks of a
+// stallTick ticker meanwhile: far over stallTick when the machine stalled.
+func longestTickGap(ctx context.Context, d time.Duration) (time.Duration, error) {
+	tick := time.NewTicker(stallTick)
+	defer tick.Stop()
+	end := time.NewTimer(d)
+	defer end.Stop()
+	var gap time.Duration
+	last := time.Now()
+	for {
+		select {
+		case now := <-tick.C:
+			gap, last = max(gap, now.Sub(last)), now
+		case <-end.C:
+			return max(gap, time.Since(last)), nil
+		case <-ctx.Done():
+			return 0, ctx.Err()
+		}
+	}
 }
 
 // cpuOf is each process's CPU time so far.

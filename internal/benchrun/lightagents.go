@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -17,7 +16,8 @@ import (
 // lightAgents are the agents of `chiffon bench --agents`, run in this process:
 // each with a NATS connection of its own, as a real agent has, and an in-memory
 // dedupe cache instead of Badger, offering the no-op work type only, whose
-// handler counts the tasks each agent runs.
+// handler counts the tasks each agent runs. Each finds nvidia-smi as an agent
+// does, on PATH: where there is one, each runs it at every heartbeat.
 type lightAgents struct {
 	ids    []string
 	runs   []atomic.Int64
@@ -48,9 +48,7 @@ func startLightAgents(n int, url, prefix, dir string, files siteFiles, hb time.D
 		a, err := agent.New(agent.Config{ID: id, Type: "infra", DataDir: dir,
 			NATS:  broker.NATSConfig{URLs: []string{url}, Prefix: prefix},
 			Token: token, OrchestratorToken: orchToken, HeartbeatInterval: agent.Duration(hb),
-			DedupeCache: memcache.New(agent.DefaultDedupeTTL), Logger: slog.New(slog.DiscardHandler),
-			// No GPUs: n agents must not run nvidia-smi at every heartbeat.
-			GPU: agent.GPUConfig{NVIDIASMI: filepath.Join(dir, "no-nvidia-smi")}})
+			DedupeCache: memcache.New(agent.DefaultDedupeTTL), Logger: slog.New(slog.DiscardHandler)})
 		if err != nil {
 			l.stop()
 			return nil, err

@@ -37,6 +37,9 @@ func newOrchLog() *orchLog {
 
 // line takes one line of the log.
 func (l *orchLog) line(s string) {
+	if !strings.Contains(s, msgRegistered) && !strings.Contains(s, msgBreakerOpen) && !strings.Contains(s, msgOffline) {
+		return // most lines, such as each task's: no need to decode them
+	}
 	var e struct {
 		Time    time.Time `json:"time"`
 		Msg     string    `json:"msg"`
