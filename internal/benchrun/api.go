@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 
+	"github.com/chiffon-dev/chiffon/api"
 	"github.com/chiffon-dev/chiffon/client"
 	"github.com/chiffon-dev/chiffon/internal/stack"
 	"github.com/chiffon-dev/chiffon/orchestrator/task"
@@ -14,28 +15,38 @@ import (
 // until it ends, through client.Client over loopback HTTP. The rate is with
 // cfg.InFlight clients at once, the latency one at a time.
 func runAPI(ctx context.Context, st *stack.Stack, cfg Config) (stats, error) {
-	tr := http.DefaultTransport.(*http.Transport).Clone()
-	tr.MaxIdleConnsPerHost = 2 * cfg.InFlight
-	defer tr.CloseIdleConnections()
-	c := &client.Client{BaseURL: st.APIURL(), Token: st.APIToken(), HTTP: &http.Client{Transport: tr}}
+	c, done := apiClient(st.APIURL(), st.APIToken(), cfg.InFlight)
+	defer done()
 	req := noopRequest(cfg.Size)
-	one := func(int) error {
-		t, err := c.Submit(ctx, req)
-		if err != nil {
-			return err
-		}
-		var last task.State
-		err = c.Events(ctx, t.ID, func(ev *task.Event) error {
-			last = ev.State
-			return nil
-		})
-		if err != nil {
-			return err
-		}
-		if last != task.StateSucceeded {
-			return fmt.Errorf("task %s ended %s", t.ID, last)
-		}
-		return nil
-	}
+	one := func(int) error { return apiTask(ctx, c, req) }
 	return latencyAndRate(ctx, max(cfg.Tasks/4, 1), cfg.Tasks, cfg.InFlight, one)
+}
+
+// apiClient is a client of the API at url that keeps a connection for each of
+// inFlight callers; done closes them.
+func apiClient(url, token string, inFlight int) (c *client.Client, done func()) {
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.MaxIdleConnsPerHost = 2 * inFlight
+	return &client.Client{BaseURL: url, Token: token, HTTP: &http.Client{Transport: tr}}, tr.CloseIdleConnections
+}
+
+// apiTask submits req through c and follows the task's event stream until it
+// ends: an error unless it succeeded.
+func apiTask(ctx context.Context, c *client.Client, req api.SubmitRequest) error {
+	t, err := c.Submit(ctx, req)
+	if err != nil {
+		return err
+	}
+	var last task.State
+	err = c.Events(ctx, t.ID, func(ev *task.Event) error {
+		last = ev.State
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	if last != task.StateSucceeded {
+		return fmt.Errorf("task %s ended %s", t.ID, last)
+	}
+	return nil
 }

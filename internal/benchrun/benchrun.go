@@ -14,10 +14,12 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"time"
 
 	"github.com/chiffon-dev/chiffon/broker"
+	"github.com/chiffon-dev/chiffon/internal/stack"
 	"github.com/chiffon-dev/chiffon/orchestrator"
 	"github.com/nats-io/nats.go"
 )
@@ -49,6 +51,9 @@ type Config struct {
 	// then a cluster of that many nodes in this process (a server given by NATSURL
 	// must be part of such a cluster). Only with StoreJetStream.
 	Replicas int
+	// ThroughputOnly stops Run after the raw and chiffon phases: one point of
+	// the scale curve (RunScale).
+	ThroughputOnly bool
 }
 
 func (c Config) withDefaults() Config {
@@ -76,6 +81,8 @@ type Result struct {
 	Tasks    int `json:"tasks"`
 	InFlight int `json:"inflight"`
 	Size     int `json:"size_bytes"`
+	// GOMAXPROCS is the Go scheduler's processors during the run.
+	GOMAXPROCS int `json:"gomaxprocs"`
 	// Replicas is the number of replicas of the JetStream store's stream, as
 	// the broker reports it after the run; 0 with Badger.
 	Replicas int `json:"replicas,omitempty"`
@@ -103,14 +110,12 @@ type Result struct {
 	IdleOrchestratorRSSMiB float64 `json:"idle_orchestrator_rss_mib,omitempty"`
 }
 
-// Run runs every phase in order and returns the figures.
+// Run runs every phase in order (only raw and chiffon with cfg.ThroughputOnly)
+// and returns the figures.
 func Run(ctx context.Context, cfg Config) (*Result, error) {
 	cfg = cfg.withDefaults()
-	if err := cfg.storeConfig("").Validate(); err != nil {
+	if err := cfg.validate(); err != nil {
 		return nil, err
-	}
-	if cfg.Replicas > 1 && cfg.Store != orchestrator.StoreJetStream {
-		return nil, fmt.Errorf("--replicas %d: only the %s store has replicas", cfg.Replicas, orchestrator.StoreJetStream)
 	}
 	dir, err := os.MkdirTemp("", "chiffon-bench-")
 	if err != nil {
@@ -125,7 +130,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		}
 		defer stop()
 	}
-	res := &Result{Tasks: cfg.Tasks, InFlight: cfg.InFlight, Size: cfg.Size}
+	res := &Result{Tasks: cfg.Tasks, InFlight: cfg.InFlight, Size: cfg.Size, GOMAXPROCS: runtime.GOMAXPROCS(0)}
 	progress := func(format string, args ...any) { fmt.Fprintf(cfg.Progress, format+"\n", args...) }
 
 	raw, err := runRaw(ctx, url, cfg)
@@ -150,22 +155,45 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	progress("chiffon: %8.0f task/s p50 %7.1f µs  p99 %7.1f µs", ch.perSecond, ch.p50, ch.p99)
 	res.ThroughputRatio = ratio(res.ChiffonTasksPerS, res.RawTasksPerS)
 	res.LatencyRatio = ratio(res.ChiffonP50US, res.RawP50US)
+	if cfg.ThroughputOnly {
+		return res, nil
+	}
+	if err := runRest(ctx, st, url, dir, run, cfg, res, progress); err != nil {
+		return nil, err
+	}
+	return res, nil
+}
 
+// validate checks the store settings.
+func (c Config) validate() error {
+	if err := c.storeConfig("").Validate(); err != nil {
+		return err
+	}
+	if c.Replicas > 1 && c.Store != orchestrator.StoreJetStream {
+		return fmt.Errorf("--replicas %d: only the %s store has replicas", c.Replicas, orchestrator.StoreJetStream)
+	}
+	return nil
+}
+
+// runRest runs the phases after chiffon's on st: api, chunks, the store's
+// replicas and memory.
+func runRest(ctx context.Context, st *stack.Stack, url, dir, run string, cfg Config, res *Result,
+	progress func(string, ...any)) error {
 	api, err := runAPI(ctx, st, cfg)
 	if err != nil {
-		return nil, fmt.Errorf("api: %w", err)
+		return fmt.Errorf("api: %w", err)
 	}
 	res.APITasksPerS, res.APIP50US = api.perSecond, api.p50
 	progress("api:     %8.0f task/s p50 %7.1f µs", api.perSecond, api.p50)
 
 	if res.ChunkMiBPerS, err = runChunks(ctx, st.Orchestrator(), cfg); err != nil {
-		return nil, fmt.Errorf("chunks: %w", err)
+		return fmt.Errorf("chunks: %w", err)
 	}
 	progress("chunks:  %8.1f MiB/s", res.ChunkMiBPerS)
 
 	if cfg.Store == orchestrator.StoreJetStream {
 		if res.Replicas, err = streamReplicas(ctx, url, cfg.storeConfig(run).JetStream.Stream); err != nil {
-			return nil, fmt.Errorf("task stream: %w", err)
+			return fmt.Errorf("task stream: %w", err)
 		}
 		progress("store:   a JetStream stream of %d replicas", res.Replicas)
 	}
@@ -173,12 +201,12 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	res.PeakRSSMiB = peakRSSMiB()
 	if cfg.Executable != "" {
 		if res.IdleAgentRSSMiB, res.IdleOrchestratorRSSMiB, err = idleRSS(ctx, url, dir, cfg); err != nil {
-			return nil, fmt.Errorf("idle rss: %w", err)
+			return fmt.Errorf("idle rss: %w", err)
 		}
 		progress("idle:    agent %.1f MiB, orchestrator %.1f MiB", res.IdleAgentRSSMiB, res.IdleOrchestratorRSSMiB)
 	}
 	progress("peak:    %.1f MiB", res.PeakRSSMiB)
-	return res, nil
+	return nil
 }
 
 // stats are the figures of one phase.
