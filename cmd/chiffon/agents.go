@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/chiffon-dev/chiffon/api"
+	"github.com/chiffon-dev/chiffon/internal/taskview"
 	"github.com/spf13/cobra"
 )
 
@@ -72,7 +73,7 @@ func printAgentTable(w io.Writer, agents []api.AgentInfo, now time.Time) error {
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d/%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n",
 			a.ID, dash(string(a.Type)), a.State, dash(a.Status), a.Load, a.Capacity, a.Breaker, hb, dash(a.ProtocolVersion),
-			dash(compactList(a.WorkTypes, workTypesWidth)), dash(gpuList(a.GPUs)), dash(limitList(a.Limits)), dash(labelList(a.Labels)))
+			dash(compactList(a.WorkTypes, workTypesWidth)), dash(taskview.GPUList(a.GPUs)), dash(limitList(a.Limits)), dash(labelList(a.Labels)))
 	}
 	return tw.Flush()
 }

@@ -357,7 +357,7 @@ func submitBatch(cmd *cobra.Command, c *client.Client, req api.BatchRequest, jso
 		if _, err := fmt.Fprintln(cmd.OutOrStdout(), b.ID); err != nil {
 			return err
 		}
-		if hint := batchApprovalHint(b); hint != "" {
+		if hint := taskview.BatchApprovalHint(b); hint != "" {
 			fmt.Fprintln(stderr, hint)
 		}
 		return nil

@@ -418,9 +418,9 @@ func TestBatchWaitGivesUpOnAnUnknownBatch(t *testing.T) {
 
 func TestBatchWaitStopsWhenTheOrchestratorStaysAway(t *testing.T) {
 	clearClientEnv(t)
-	old := batchGiveUp
-	batchGiveUp = 300 * time.Millisecond
-	t.Cleanup(func() { batchGiveUp = old })
+	old := taskview.BatchGiveUp
+	taskview.BatchGiveUp = 300 * time.Millisecond
+	t.Cleanup(func() { taskview.BatchGiveUp = old })
 	var rec recorder
 	server := serveAPI(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		rec.add(r)

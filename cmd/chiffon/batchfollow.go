@@ -2,11 +2,8 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"net/http"
-	"time"
 
 	"github.com/chiffon-dev/chiffon/api"
 	"github.com/chiffon-dev/chiffon/client"
@@ -26,13 +23,6 @@ failed; 2 a usage error; 65 a parameter the work type's schema refuses: no batch
 made; 75 the wait stopped (Ctrl-C, or the orchestrator stayed unreachable) before the
 batch finished, and the batch goes on.`
 
-// How a broken batch stream is followed again: after a growing wait, up to
-// batchRetryMax; and given up after batchGiveUp without an answer.
-var (
-	batchRetryMax = 5 * time.Second
-	batchGiveUp   = 2 * time.Minute
-)
-
 // followBatch shows batch id as it changes until it ends, and each agent's
 // output on stdout, as it comes by lines prefixed with the agent's id, or with
 // group agent by agent at the end; then it prints a table of the agents and a
@@ -50,12 +40,13 @@ func followBatch(cmd *cobra.Command, c *client.Client, id string, jsonOut, group
 			output.Batch(b)
 		}
 	}
-	b, err := watchBatch(cmd.Context(), c, id, see)
+	b, err := taskview.WatchBatch(cmd.Context(), c, id, see)
+	err = noBatch(err, id)
 	view.Close()
 	if err != nil && output != nil {
 		output.Stop()
 	}
-	var lost *lostError
+	var lost *taskview.LostError
 	switch {
 	case errors.Is(err, context.Canceled):
 		return exitCode(exitNotFinished, fmt.Errorf("stopped watching; the batch goes on: chiffon batch %s --wait", id))
@@ -66,7 +57,7 @@ func followBatch(cmd *cobra.Command, c *client.Client, id string, jsonOut, group
 	}
 	if !jsonOut {
 		output.Finish(b, cmd.ErrOrStderr())
-		fmt.Fprintln(cmd.ErrOrStderr(), batchSummary(b))
+		fmt.Fprintln(cmd.ErrOrStderr(), taskview.BatchSummary(b))
 	}
 	if code := batchExitCode(b); code != 0 {
 		return exitCode(code, nil)
@@ -83,110 +74,4 @@ func batchExitCode(b *api.Batch) int {
 		return 0
 	}
 	return exitBatchFailed
-}
-
-// batchSummary is the line that ends a followed batch.
-func batchSummary(b *api.Batch) string {
-	s := fmt.Sprintf("batch %s %s: %s", b.ID, b.State, taskview.CountsText(b.Counts))
-	if b.FinishedAt != nil {
-		s += " in " + b.FinishedAt.Sub(b.CreatedAt).Round(time.Millisecond).String()
-	}
-	return s
-}
-
-// lostError is a batch stream that could not be had again for batchGiveUp.
-type lostError struct {
-	since time.Duration
-	err   error
-}
-
-func (e *lostError) Error() string {
-	return fmt.Sprintf("no answer from the orchestrator for %s: %v", e.since.Round(time.Second), e.err)
-}
-func (e *lostError) Unwrap() error { return e.err }
-
-// watchBatch hands fn batch id each time it changes, from its event stream,
-// until the batch has finished (FinishedAt set), and returns it. A stream that
-// breaks or ends early (an orchestrator restarting, a proxy cutting it) is
-// opened again after a growing wait, and the batch read with GET meanwhile,
-// so that an end missed while away is found.
-func watchBatch(ctx context.Context, c *client.Client, id string, fn func(*api.Batch)) (*api.Batch, error) {
-	var (
-		last     *api.Batch
-		lastJSON []byte
-		changed  bool
-		answered = time.Now()
-		wait     time.Duration
-	)
-	see := func(b *api.Batch) {
-		answered = time.Now()
-		data, _ := json.Marshal(b)
-		if string(data) != string(lastJSON) {
-			lastJSON, last, changed = data, b, true
-			fn(b)
-		}
-	}
-	for {
-		changed = false
-		// The stream ends after the batch's end; the end seen, it is not waited for.
-		sctx, stop := context.WithCancel(ctx)
-		err := noBatch(c.BatchEvents(sctx, id, func(b *api.Batch) error {
-			see(b)
-			if b.FinishedAt != nil {
-				stop()
-			}
-			return nil
-		}), id)
-		stop()
-		if last != nil && last.FinishedAt != nil {
-			return last, nil
-		}
-		if ctx.Err() != nil {
-			return last, ctx.Err()
-		}
-		if err != nil && !transient(err) {
-			return last, err
-		}
-		if changed {
-			wait = 0
-		} else {
-			wait = min(max(2*wait, 50*time.Millisecond), batchRetryMax)
-		}
-		select {
-		case <-ctx.Done():
-			return last, ctx.Err()
-		case <-time.After(wait):
-		}
-		b, gerr := c.Batch(ctx, id)
-		gerr = noBatch(gerr, id)
-		switch {
-		case gerr == nil:
-			see(b)
-			if b.FinishedAt != nil {
-				return b, nil
-			}
-		case ctx.Err() != nil:
-			return last, ctx.Err()
-		case !transient(gerr):
-			return last, gerr
-		default:
-			err = gerr
-		}
-		if err != nil && time.Since(answered) > batchGiveUp {
-			return last, &lostError{since: time.Since(answered), err: err}
-		}
-	}
-}
-
-// transient reports whether err may pass: a connection refused or cut, or a
-// server error, not an answer that the request is wrong.
-func transient(err error) bool {
-	var ae *client.APIError
-	switch {
-	case errors.As(err, &ae):
-		return ae.Status >= 500 || ae.Status == http.StatusTooManyRequests || ae.Status == http.StatusRequestTimeout
-	case errors.Is(err, client.ErrBadEvent):
-		return false
-	}
-	return true
 }

@@ -114,14 +114,14 @@ func runBench(cmd *cobra.Command, cfg benchrun.Config, f benchFlags) error {
 		if err != nil {
 			return err
 		}
-		return printResult(out, f.asJSON, res, func() { printScale(out, res) })
+		return printResult(out, f.asJSON, res, func() { res.WriteText(out) })
 	case f.agents > 0:
 		res, err := benchrun.RunAgents(cmd.Context(), benchrun.AgentsConfig{Agents: f.agents, Heartbeat: f.heartbeat,
 			InFlight: cfg.InFlight, Executable: exe, Progress: cfg.Progress})
 		if err != nil {
 			return err
 		}
-		return printResult(out, f.asJSON, res, func() { printAgents(out, res) })
+		return printResult(out, f.asJSON, res, func() { res.WriteText(out) })
 	}
 	cfg.ThroughputOnly = f.scalePoint
 	if f.scalePoint {

@@ -88,31 +88,3 @@ func TestBenchAgentsReportsEveryFigure(t *testing.T) {
 		t.Errorf("--agents with --nats: exit %d, %s; want a usage error", code, errb.String())
 	}
 }
-
-func TestBenchPrintsTheCurveAndTheAgentsFigures(t *testing.T) {
-	var b bytes.Buffer
-	printScale(&b, &benchrun.ScaleResult{NumCPU: 4, Tasks: 50, InFlight: 4, Scale: []benchrun.ScalePoint{
-		{Procs: 1, ChiffonTasksPerS: 5123, RawTasksPerS: 40000, ThroughputRatio: 0.128, ChiffonP50US: 150.25},
-		{Procs: 2, Error: "exit status 3: the broker would not start"},
-	}})
-	for _, want := range []string{"PROCS", "CHIFFON TASKS/S", "RAW TASKS/S", "RATIO", "CHIFFON P50 µS",
-		"5123", "40000", "0.13", "150.2", "error: exit status 3: the broker would not start"} {
-		if !strings.Contains(b.String(), want) {
-			t.Errorf("the curve has no %q:\n%s", want, b.String())
-		}
-	}
-	b.Reset()
-	r := &benchrun.AgentsResult{Agents: 100, HeartbeatS: 5, RegisterS: 1.5,
-		Idle:           benchrun.IdleFigures{WindowS: 50, OrchestratorCPUPct: 1.25, BenchCPUPct: 3.5, OrchestratorRSSMiB: 40.5, BenchRSSMiB: 312, LongestTickGapMS: 104},
-		Restart:        benchrun.RestartFigures{BrokerDownMS: 3, ReregisterS: 0.75, Reregistered: 100, Online: 100, BreakersOpened: 2},
-		Spread:         benchrun.SpreadFigures{Tasks: 1000, TasksPerS: 900, Spread: benchrun.Spread{Min: 8, Median: 10, Max: 12}},
-		BreakersOpened: 2, AgentsWentOffline: 1}
-	printAgents(&b, r)
-	for _, want := range []string{"100 agents", "1.25% of one core over 50 s", "40.5 MiB", "3.5%, 312 MiB", "tick gap 104 ms", "down 3 ms",
-		"all 100 registered again 0.75 s", "breakers opened: 2", "1000 no-op tasks at 900/s", "min 8, median 10, max 12",
-		"1 agents went offline"} {
-		if !strings.Contains(b.String(), want) {
-			t.Errorf("the summary has no %q:\n%s", want, b.String())
-		}
-	}
-}

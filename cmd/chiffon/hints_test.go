@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/chiffon-dev/chiffon/api"
+	"github.com/chiffon-dev/chiffon/internal/taskview"
 	"github.com/chiffon-dev/chiffon/orchestrator/task"
 )
 
@@ -94,7 +95,7 @@ func TestSubmitSaysATaskWaitsForApproval(t *testing.T) {
 	if code != 0 || strings.TrimSpace(out) != "t-approve" || !strings.Contains(errOut, want) {
 		t.Fatalf("exit %d, stdout %q, stderr %q; want %q", code, out, errOut, want)
 	}
-	if hint := approvalHint(&task.Task{ID: "x", State: task.StateRunning}); hint != "" {
+	if hint := taskview.ApprovalHint(&task.Task{ID: "x", State: task.StateRunning}); hint != "" {
 		t.Fatalf("a running task got the hint %q", hint)
 	}
 }
@@ -122,7 +123,7 @@ func TestSubmitAllSaysABatchWaitsForApproval(t *testing.T) {
 	if code != 0 || strings.TrimSpace(out) != "b-approve" || !strings.Contains(errOut, want) {
 		t.Fatalf("exit %d, stdout %q, stderr %q; want %q", code, out, errOut, want)
 	}
-	if hint := batchApprovalHint(&api.Batch{ID: "x", State: api.BatchRunning}); hint != "" {
+	if hint := taskview.BatchApprovalHint(&api.Batch{ID: "x", State: api.BatchRunning}); hint != "" {
 		t.Fatalf("a running batch got the hint %q", hint)
 	}
 }

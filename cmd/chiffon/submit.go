@@ -7,6 +7,7 @@ import (
 	"github.com/chiffon-dev/chiffon/api"
 	"github.com/chiffon-dev/chiffon/client"
 	"github.com/chiffon-dev/chiffon/envelope"
+	"github.com/chiffon-dev/chiffon/internal/taskview"
 	"github.com/chiffon-dev/chiffon/orchestrator/task"
 	"github.com/spf13/cobra"
 )
@@ -106,7 +107,7 @@ func submitTask(cmd *cobra.Command, c *client.Client, req api.SubmitRequest, jso
 		if _, err := fmt.Fprintln(cmd.OutOrStdout(), task.ID); err != nil {
 			return err
 		}
-		if hint := approvalHint(task); hint != "" {
+		if hint := taskview.ApprovalHint(task); hint != "" {
 			fmt.Fprintln(cmd.ErrOrStderr(), hint)
 		}
 		return nil

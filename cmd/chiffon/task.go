@@ -9,6 +9,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/chiffon-dev/chiffon/internal/taskview"
 	"github.com/chiffon-dev/chiffon/orchestrator/task"
 	"github.com/spf13/cobra"
 )
@@ -87,7 +88,7 @@ func printTask(w io.Writer, t *task.Task, description string) error {
 			row("Resources", fmt.Sprintf("%d s, cpu %d ms, vram %d MB", u.DurationSeconds, u.CPUTimeMS, u.GPUVRAMMB))
 		}
 		if len(r.GPUs) > 0 {
-			row("GPU", gpuUses(r.GPUs))
+			row("GPU", taskview.GPUUses(r.GPUs))
 		}
 	}
 	if e := t.Error; e != nil {

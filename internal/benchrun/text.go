@@ -1,16 +1,14 @@
-package main
+package benchrun
 
 import (
 	"fmt"
 	"io"
 	"text/tabwriter"
-
-	"github.com/chiffon-dev/chiffon/internal/benchrun"
 )
 
-// printScale writes the scale curve as a table, a point that failed with its
+// WriteText writes the scale curve as a table, a point that failed with its
 // error.
-func printScale(w io.Writer, res *benchrun.ScaleResult) {
+func (res *ScaleResult) WriteText(w io.Writer) {
 	fmt.Fprintf(w, "%d tasks, %d in flight, %d CPUs; each point a fresh process\n", res.Tasks, res.InFlight, res.NumCPU)
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "PROCS\tCHIFFON TASKS/S\tRAW TASKS/S\tRATIO\tCHIFFON P50 µS\t")
@@ -24,8 +22,8 @@ func printScale(w io.Writer, res *benchrun.ScaleResult) {
 	_ = tw.Flush()
 }
 
-// printAgents writes the figures of `bench --agents`.
-func printAgents(w io.Writer, r *benchrun.AgentsResult) {
+// WriteText writes the figures of `chiffon bench --agents`.
+func (r *AgentsResult) WriteText(w io.Writer) {
 	fmt.Fprintf(w, "%d agents, heartbeat %gs; all online %.2f s after they started\n", r.Agents, r.HeartbeatS, r.RegisterS)
 	id := r.Idle
 	fmt.Fprintf(w, "idle:    orchestrator %.2f%% of one core over %.0f s, RSS %.1f MiB (this process, the agents and the broker: %.1f%%, %.0f MiB); longest tick gap %.0f ms\n",

@@ -1,4 +1,4 @@
-package main
+package taskview
 
 import (
 	"fmt"
@@ -8,11 +8,11 @@ import (
 	"github.com/chiffon-dev/chiffon/orchestrator/task"
 )
 
-// gpuList is an agent's GPUs, compactly, for the GPUS column of chiffon agents:
+// GPUList is an agent's GPUs, compactly, for the GPUS column of chiffon agents:
 // GPUs of one model and size together, each one's free memory, then their size,
 // "2× H100 79.6,12.0/80.0 GiB free; 1× L4 22.4/22.5 GiB free". chiffon agents
 // --json lists each GPU whole.
-func gpuList(gpus []envelope.GPU) string {
+func GPUList(gpus []envelope.GPU) string {
 	type model struct {
 		name  string
 		total int64
@@ -52,9 +52,9 @@ func gpuModel(name string) string {
 // gib is mb MiB in GiB, to a tenth.
 func gib(mb int64) string { return fmt.Sprintf("%.1f", float64(mb)/1024) }
 
-// gpuUses is what a task held of each GPU it ran on, for chiffon task:
+// GPUUses is what a task held of each GPU it ran on, for chiffon task:
 // "#0 NVIDIA H100 80GB HBM3 peak 4.0 GiB".
-func gpuUses(uses []task.GPUUse) string {
+func GPUUses(uses []task.GPUUse) string {
 	parts := make([]string, 0, len(uses))
 	for _, u := range uses {
 		name := u.Name
