@@ -127,6 +127,11 @@ type Batch struct {
 	// RegisterUntil is set while targets were registering when the batch was
 	// made: the end of the grace it waits for their agents (register_grace).
 	RegisterUntil *time.Time `json:"register_until,omitempty"`
+	// WorkflowRun is the workflow run whose step made the batch, if any.
+	WorkflowRun string `json:"workflow_run,omitempty"`
+	// StopAsked is set once the batch was asked to stop (its workflow run was
+	// cancelled): its waiting targets are skipped, its running tasks cancelled.
+	StopAsked *time.Time `json:"stop_asked,omitempty"`
 	// Counts counts the targets by state.
 	Counts     map[string]int `json:"counts"`
 	CreatedAt  time.Time      `json:"created_at"`

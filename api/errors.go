@@ -20,6 +20,13 @@ var (
 	ErrBatchNoTargets = errors.New("no agent matches the batch")
 	// ErrScheduleExists is returned when adding a schedule whose name is taken.
 	ErrScheduleExists = errors.New("a schedule of that name exists")
+	// ErrTooManyRuns is returned when a workflow runs max_runs runs already.
+	ErrTooManyRuns = errors.New("the workflow runs as many runs as its max_runs allows")
+	// ErrWorkflowFromConfig is returned when changing through the API a
+	// workflow of the orchestrator's config.
+	ErrWorkflowFromConfig = errors.New("the workflow is defined in the orchestrator's config; change it there")
+	// ErrRunFinished is returned when cancelling a workflow run that ended.
+	ErrRunFinished = errors.New("workflow run already finished")
 	// ErrClosed is returned by the calls of a closed orchestrator.
 	ErrClosed = errors.New("orchestrator closed")
 	// ErrTooLarge is what a task too large for one broker message, or over a

@@ -70,6 +70,9 @@ type Config struct {
 	MaxOutputBytes int64 `yaml:"max_output_bytes"`
 	// Batches holds what batches wait for.
 	Batches BatchesConfig `yaml:"batches"`
+	// Workflows are workflows that the API lists and runs and cannot change
+	// (workflowconfig.go).
+	Workflows WorkflowsConfig `yaml:"workflows"`
 
 	// APIToken and each AgentConfig's tokens may be set directly (by tests or an
 	// embedding program) instead of naming files.
@@ -230,6 +233,9 @@ func (c Config) Validate() error {
 	}
 	if err := c.Store.Validate(); err != nil {
 		return err // it names the key
+	}
+	if err := c.Workflows.validate(); err != nil {
+		return err
 	}
 	if err := c.HA.validate(c); err != nil {
 		return err // it names the key

@@ -25,7 +25,7 @@ var (
 // newFleet makes o's fleet, stopped.
 func (o *Orchestrator) newFleet() *fleet.Fleet {
 	p := fleet.Params{Core: fleetCore{o}, Store: o.st, Log: o.log, TooLarge: core.ErrTooLarge,
-		RegisterGrace: o.cfg.Batches.RegisterGrace}
+		RegisterGrace: o.cfg.Batches.RegisterGrace, Workflows: o.cfg.Workflows, ConfiguredAt: time.Now().UTC()}
 	if o.hooks != nil { // a nil *webhook.Dispatcher is not a nil fleet.Hooks
 		p.Hooks = o.hooks
 	}
@@ -144,12 +144,23 @@ func (c fleetCore) BatchTargets(req *api.BatchRequest) ([]api.BatchTarget, error
 	return r.BatchTargets(req)
 }
 
+// Cancel cancels task id, saying why.
+func (c fleetCore) Cancel(id, reason string) (*task.Task, error) {
+	r, err := c.core()
+	if err != nil {
+		return nil, err
+	}
+	return r.Cancel(id, reason, "")
+}
+
 // fleetReader wakes the runner of a batch one of whose tasks ended, and the
 // runners when an agent comes online (one may wait for it to register).
 func (o *Orchestrator) fleetReader(ev core.Event) {
 	switch {
 	case ev.Kind == core.TaskEnded && ev.Task.BatchID != "":
 		o.fleet.TaskEnded(ev.Task.BatchID)
+	case ev.Kind == core.TaskEnded && ev.Task.WorkflowRun != "":
+		o.fleet.RunChanged(ev.Task.WorkflowRun)
 	case ev.Kind == core.AgentOnline:
 		o.fleet.AgentOnline(ev.AgentID)
 	}

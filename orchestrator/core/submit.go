@@ -42,7 +42,7 @@ func (o *Core) SubmitAs(req api.SubmitRequest, org task.Origin) (t *task.Task, m
 	now := time.Now().UTC()
 	t = &task.Task{ID: org.ID, State: task.StatePending, ToAgent: req.ToAgent, WorkType: req.WorkType,
 		Parameters: req.Parameters, Hints: req.Hints, RequestID: org.RequestID, TraceID: envelope.NewID(),
-		BatchID: org.BatchID, Schedule: org.Schedule, FireTime: org.FireTime,
+		BatchID: org.BatchID, WorkflowRun: org.WorkflowRun, Schedule: org.Schedule, FireTime: org.FireTime,
 		Steps: []task.StepInfo{}, CreatedAt: now, UpdatedAt: now}
 	if t.ID == "" {
 		t.ID, t.RequestID = envelope.NewID(), envelope.NewID()

@@ -220,7 +220,7 @@ func ViewBatch(b *api.Batch, tasks map[string]*task.Task) {
 		t.State, t.ProgressPercent = string(tk.State), tk.ProgressPercent
 		failed = failed || tk.State.Final() && tk.State != task.StateSucceeded
 	}
-	if failed && b.StopOnFailure {
+	if failed && b.StopOnFailure || b.StopAsked != nil {
 		for i := range b.Targets {
 			if t := &b.Targets[i]; t.State == api.TargetWaiting || t.State == api.TargetRegistering {
 				t.State = api.TargetSkipped

@@ -37,16 +37,27 @@ func (f *Fleet) CreateBatch(req api.BatchRequest, by string) (*api.Batch, error)
 	if err := f.core.CheckSize(&sr); err != nil {
 		return nil, err
 	}
-	return f.createBatch(req, envelope.NewID(), "", nil, by)
+	return f.createBatch(req, batchOrigin{id: envelope.NewID(), by: by})
 }
 
-// createBatch makes the batch id of req, or returns the one stored under id.
-func (f *Fleet) createBatch(req api.BatchRequest, id, schedule string, fireTime *time.Time, by string) (*api.Batch, error) {
+// batchOrigin is what made a batch: its id, the schedule's firing or the
+// workflow run that made it, and who.
+type batchOrigin struct {
+	id, schedule string
+	fireTime     *time.Time
+	by           string
+	workflowRun  string
+}
+
+// createBatch makes the batch org.id of req, or returns the one stored under
+// that id.
+func (f *Fleet) createBatch(req api.BatchRequest, org batchOrigin) (*api.Batch, error) {
+	id := org.id
 	if old, err := f.storedBatch(id); err == nil || !errors.Is(err, task.ErrNotFound) {
 		return old, err
 	}
-	b := &api.Batch{ID: id, State: api.BatchRunning, BatchRequest: req, Schedule: schedule, FireTime: fireTime,
-		CreatedBy: by, CreatedAt: time.Now().UTC()}
+	b := &api.Batch{ID: id, State: api.BatchRunning, BatchRequest: req, Schedule: org.schedule, FireTime: org.fireTime,
+		WorkflowRun: org.workflowRun, CreatedBy: org.by, CreatedAt: time.Now().UTC()}
 	var err error
 	if b.Targets, err = f.core.BatchTargets(&req); err != nil {
 		return nil, err
@@ -219,4 +230,35 @@ func (f *Fleet) batchTasks(b *api.Batch) (map[string]*task.Task, error) {
 		}
 	}
 	return f.core.TasksByID(ids)
+}
+
+// stopBatch stops batch id for reason: its waiting targets are skipped and
+// its running tasks cancelled; it ends once they have. A batch that ended is
+// left as it is.
+func (f *Fleet) stopBatch(id, reason string) error {
+	f.batchMu.Lock()
+	b, err := f.storedBatch(id)
+	if err == nil && b.State == api.BatchRunning && b.StopAsked == nil {
+		now := time.Now().UTC()
+		b.StopAsked = &now
+		err = f.putBatch(b)
+	}
+	f.batchMu.Unlock()
+	if err != nil || b.State.Final() {
+		return err
+	}
+	f.TaskEnded(id) // wakes its runner
+	tasks, err := f.batchTasks(b)
+	if err != nil {
+		return err
+	}
+	for _, t := range tasks {
+		if t.State.Final() {
+			continue
+		}
+		if _, err := f.core.Cancel(t.ID, reason); err != nil && !errors.Is(err, api.ErrFinished) {
+			return err
+		}
+	}
+	return nil
 }

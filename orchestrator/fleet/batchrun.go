@@ -41,10 +41,11 @@ func (f *Fleet) runBatch(ctx context.Context, b *api.Batch, wake <-chan struct{}
 
 // stepBatch looks at b once and carries out what the machine says: it reports
 // whether the runner stops, or else how long to wait at most (0: until one of
-// b's tasks ends). While b awaits its approval, its record is read again and
-// the step holds batchMu, which an operator's decision holds too.
+// b's tasks ends). While b awaits its approval, or when a workflow run made it
+// (whose cancel may stop it), its record is read again and the step holds
+// batchMu, which an operator's decision and stopBatch hold too.
 func (f *Fleet) stepBatch(b *api.Batch, log *slog.Logger) (after time.Duration, stop bool) {
-	if a := b.Approval; a != nil && a.State == task.ApprovalWaiting {
+	if a := b.Approval; a != nil && a.State == task.ApprovalWaiting || b.WorkflowRun != "" {
 		f.batchMu.Lock()
 		defer f.batchMu.Unlock()
 		stored, err := f.storedBatch(b.ID)
@@ -76,7 +77,7 @@ func (f *Fleet) stepBatch(b *api.Batch, log *slog.Logger) (after time.Duration, 
 			f.changed.bump()
 		case BatchMakeTask:
 			org := task.Origin{ID: taskOf(b, e.AgentID), RequestID: derivedID("batch-request", b.ID, e.AgentID),
-				BatchID: b.ID, Schedule: b.Schedule, FireTime: b.FireTime, By: b.CreatedBy, Approval: b.Approval}
+				BatchID: b.ID, WorkflowRun: b.WorkflowRun, Schedule: b.Schedule, FireTime: b.FireTime, By: b.CreatedBy, Approval: b.Approval}
 			if _, _, err := f.core.SubmitAs(b.TaskFor(e.AgentID), org); err != nil {
 				log.Warn("batch: make a task", "agent_id", e.AgentID, "err", err)
 				return Retry, false
@@ -150,7 +151,12 @@ func taskOf(b *api.Batch, agentID string) string {
 }
 
 // batchFinished tells the webhook receivers that b's end is stored.
-func (f *Fleet) batchFinished(b *api.Batch) { f.hooks.Send(webhook.BatchFinished, b) }
+func (f *Fleet) batchFinished(b *api.Batch) {
+	f.hooks.Send(webhook.BatchFinished, b)
+	if b.WorkflowRun != "" {
+		f.RunChanged(b.WorkflowRun)
+	}
+}
 
 // runningBatches reads the batches whose record says they run.
 func (f *Fleet) runningBatches() ([]*api.Batch, error) {

@@ -32,6 +32,9 @@ type Core interface {
 	// Approval is the waiting approval req needs, asked at now, or nil when its
 	// work type and its pinned agent need none.
 	Approval(req *api.SubmitRequest, now time.Time) *task.Approval
+	// Cancel cancels task id, saying why; a task that ended is refused with
+	// api.ErrFinished.
+	Cancel(id, reason string) (*task.Task, error)
 }
 
 // Records is the part of the task store (task.Store) that keeps the fleet's
@@ -52,6 +55,10 @@ const (
 	BatchRecord    = "batch"
 	ScheduleRecord = "schedule"
 	FiringRecord   = "firing"
+	// WorkflowRecord holds a workflow made through the API; RunRecord a
+	// workflow run.
+	WorkflowRecord = "workflow"
+	RunRecord      = "workflow-run"
 )
 
 // putRecord stores v, as JSON, as the record id of kind; what names it in an

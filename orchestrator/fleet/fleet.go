@@ -27,6 +27,11 @@ type Params struct {
 	// are configured and have not registered (api.TargetRegistering); 0: they
 	// are unknown at once.
 	RegisterGrace time.Duration
+	// Workflows are the workflows of the orchestrator's config, each checked
+	// (workflow.Check); the API cannot change them.
+	Workflows []api.WorkflowSpec
+	// ConfiguredAt is when the config was read: its workflows' UpdatedAt.
+	ConfiguredAt time.Time
 }
 
 // Hooks hands events to the webhook receivers (webhook.Dispatcher).
@@ -55,10 +60,12 @@ type Fleet struct {
 	hooks Hooks
 	large error
 	grace time.Duration
+	// configured are the config's workflows, by name.
+	configured map[string]*api.Workflow
 
 	// schedMu orders the changes made here to schedules, batchMu those to
-	// batches waiting for approval.
-	schedMu, batchMu sync.Mutex
+	// batches, runMu those to workflow runs (runners and calls alike).
+	schedMu, batchMu, runMu sync.Mutex
 
 	mu  sync.Mutex
 	cur *term // nil while stopped
@@ -75,6 +82,9 @@ type term struct {
 	wg sync.WaitGroup
 	// batches wakes each running batch's runner when one of its tasks ends.
 	batches map[string]chan struct{}
+	// runs wakes each running workflow run's runner when a step's task or
+	// batch ends, or a call changed the run.
+	runs map[string]chan struct{}
 	// schedules wakes the schedules' clock when a schedule changes.
 	schedules chan struct{}
 }
@@ -89,7 +99,12 @@ func New(p Params) *Fleet {
 	if hooks == nil {
 		hooks = noHooks{}
 	}
-	return &Fleet{core: p.Core, st: p.Store, log: log, hooks: hooks, large: p.TooLarge, grace: p.RegisterGrace}
+	f := &Fleet{core: p.Core, st: p.Store, log: log, hooks: hooks, large: p.TooLarge, grace: p.RegisterGrace,
+		configured: map[string]*api.Workflow{}}
+	for _, spec := range p.Workflows {
+		f.configured[spec.Name] = &api.Workflow{WorkflowSpec: spec, Source: api.WorkflowFromConfig, UpdatedAt: p.ConfiguredAt}
+	}
+	return f
 }
 
 // Start starts a runner for each running batch and the schedules' clock. A
@@ -100,7 +115,7 @@ func (f *Fleet) Start() error {
 		f.mu.Unlock()
 		return nil
 	}
-	t := &term{batches: map[string]chan struct{}{}, schedules: make(chan struct{}, 1)}
+	t := &term{batches: map[string]chan struct{}{}, runs: map[string]chan struct{}{}, schedules: make(chan struct{}, 1)}
 	t.ctx, t.cancel = context.WithCancel(context.Background())
 	f.cur = t
 	f.mu.Unlock()
@@ -110,6 +125,13 @@ func (f *Fleet) Start() error {
 	}
 	for _, b := range running {
 		f.batchMade(b)
+	}
+	runs, err := f.runningRuns()
+	if err != nil {
+		return err
+	}
+	for _, r := range runs {
+		f.runMade(r.ID)
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -190,6 +212,46 @@ func (f *Fleet) batchMade(b *api.Batch) {
 func (f *Fleet) batchEnded(t *term, id string) {
 	f.mu.Lock()
 	delete(t.batches, id)
+	f.mu.Unlock()
+	f.changed.bump()
+}
+
+// runMade starts run id's runner, unless the fleet is stopped or it has one.
+func (f *Fleet) runMade(id string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	t := f.cur
+	if t == nil || t.runs[id] != nil {
+		return
+	}
+	wake := make(chan struct{}, 1)
+	t.runs[id] = wake
+	t.wg.Add(1)
+	go func() {
+		defer t.wg.Done()
+		defer f.runEnded(t, id)
+		f.runWorkflow(t.ctx, id, wake)
+	}()
+}
+
+// runEnded forgets the runner of run id in term t.
+func (f *Fleet) runEnded(t *term, id string) {
+	f.mu.Lock()
+	delete(t.runs, id)
+	f.mu.Unlock()
+	f.changed.bump()
+}
+
+// RunChanged wakes the runner of workflow run id: a step's task or batch
+// ended, or a call changed the run. It never waits: the core's loop calls it.
+func (f *Fleet) RunChanged(id string) {
+	f.mu.Lock()
+	if t := f.cur; t != nil {
+		select {
+		case t.runs[id] <- struct{}{}:
+		default:
+		}
+	}
 	f.mu.Unlock()
 	f.changed.bump()
 }

@@ -47,8 +47,8 @@ func (c *fakeCore) SubmitAs(req api.SubmitRequest, org task.Origin) (*task.Task,
 		cp := *t
 		return &cp, false, nil
 	}
-	t := &task.Task{ID: org.ID, RequestID: org.RequestID, BatchID: org.BatchID, State: task.StateRunning,
-		ToAgent: req.ToAgent, WorkType: req.WorkType}
+	t := &task.Task{ID: org.ID, RequestID: org.RequestID, BatchID: org.BatchID, WorkflowRun: org.WorkflowRun,
+		State: task.StateRunning, ToAgent: req.ToAgent, WorkType: req.WorkType, Parameters: req.Parameters}
 	c.tasks[org.ID] = t
 	c.made <- org
 	cp := *t
@@ -101,6 +101,22 @@ func (c *fakeCore) setTarget(id, state string) {
 }
 
 func (c *fakeCore) Approval(*api.SubmitRequest, time.Time) *task.Approval { return nil }
+
+// Cancel ends a task cancelled, as the core does one not sent yet.
+func (c *fakeCore) Cancel(id, _ string) (*task.Task, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	t := c.tasks[id]
+	if t == nil {
+		return nil, task.ErrNotFound
+	}
+	if t.State.Final() {
+		return t, api.ErrFinished
+	}
+	t.State = task.StateCancelled
+	cp := *t
+	return &cp, nil
+}
 
 // hookFunc is a fleet.Hooks that calls itself.
 type hookFunc func(event string, data any)

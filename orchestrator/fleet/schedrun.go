@@ -113,7 +113,8 @@ func (f *Fleet) fire(s *api.Schedule, at time.Time) (*api.Firing, error) {
 		}
 		return fired, nil
 	}
-	b, err := f.createBatch(*s.Batch, derivedID("schedule-batch", s.Name, key), s.Name, &fired.At, "schedule "+s.Name)
+	b, err := f.createBatch(*s.Batch, batchOrigin{id: derivedID("schedule-batch", s.Name, key), schedule: s.Name,
+			fireTime: &fired.At, by: "schedule " + s.Name})
 	switch {
 	case errors.Is(err, ErrBatchNoTargets):
 		f.log.Warn("schedule fired: no agent matches its batch; nothing made", "schedule", s.Name, "fire_time", key)

@@ -18,6 +18,9 @@ type Origin struct {
 	FireTime *time.Time
 	// By names who made it: the caller's API token, or the schedule.
 	By string
+	// WorkflowRun is the workflow run whose step made the task (or its
+	// batch), or "".
+	WorkflowRun string
 	// Approval, when set, is the approval the task was made with (its batch's).
 	Approval *Approval
 }

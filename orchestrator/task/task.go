@@ -103,6 +103,8 @@ type Task struct {
 	TraceID   string `json:"trace_id"`
 	// BatchID is the batch the task is one of, if any.
 	BatchID string `json:"batch_id,omitempty"`
+	// WorkflowRun is the workflow run whose step made the task, if any.
+	WorkflowRun string `json:"workflow_run,omitempty"`
 	// Schedule is the schedule whose firing made the task (or its batch), and
 	// FireTime that firing's time.
 	Schedule string     `json:"schedule,omitempty"`

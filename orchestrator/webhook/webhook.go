@@ -49,10 +49,17 @@ const (
 	// ApprovalRequested: a task waits for an operator's yes; the data is the
 	// task.
 	ApprovalRequested = "approval.requested"
+	// WorkflowFinished: a workflow run ended; the data is the run.
+	WorkflowFinished = "workflow.finished"
+	// WorkflowStepStarted and WorkflowStepFinished: a step of a run started
+	// or ended (skipped too); the data is an api.WorkflowStepEvent.
+	WorkflowStepStarted  = "workflow.step.started"
+	WorkflowStepFinished = "workflow.step.finished"
 )
 
 // Events are every event name a receiver may list.
-var Events = []string{TaskSucceeded, TaskFailed, TaskCancelled, TaskFinished, BatchFinished, ApprovalRequested}
+var Events = []string{TaskSucceeded, TaskFailed, TaskCancelled, TaskFinished, BatchFinished, ApprovalRequested,
+	WorkflowFinished, WorkflowStepStarted, WorkflowStepFinished}
 
 // Receiver is one receiver of deliveries.
 type Receiver struct {
