@@ -133,7 +133,7 @@ const (
 	// StepPending: it waits for its needs.
 	StepPending StepState = "pending"
 	// StepRunning: its task or batch runs, or its gate waits.
-	StepRunning StepState = "running"
+	StepRunning   StepState = "running"
 	StepSucceeded StepState = "succeeded"
 	StepFailed    StepState = "failed"
 	// StepSkipped: it will not run (SkipReason says why).

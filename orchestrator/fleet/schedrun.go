@@ -114,7 +114,7 @@ func (f *Fleet) fire(s *api.Schedule, at time.Time) (*api.Firing, error) {
 		return fired, nil
 	}
 	b, err := f.createBatch(*s.Batch, batchOrigin{id: derivedID("schedule-batch", s.Name, key), schedule: s.Name,
-			fireTime: &fired.At, by: "schedule " + s.Name})
+		fireTime: &fired.At, by: "schedule " + s.Name})
 	switch {
 	case errors.Is(err, ErrBatchNoTargets):
 		f.log.Warn("schedule fired: no agent matches its batch; nothing made", "schedule", s.Name, "fire_time", key)
