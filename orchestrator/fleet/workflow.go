@@ -340,17 +340,21 @@ func DecideRun(run *api.WorkflowRun, seen map[string]StepSeen, now time.Time) (a
 	}
 	seen = withGates(&view, seen, now)
 	var ended, started []RunEffect
-	for changed := true; changed; {
+	moved := false
+	// Each step once; then the pending ones again, as long as a skip leaves
+	// another step's needs unmet.
+	for pass, changed := 0, true; changed; pass++ {
 		changed = false
 		for i := range view.Steps {
 			s := &view.Steps[i]
 			ev := observeStep(&view, s, seen[s.Name])
-			if ev == stepGo {
+			if ev == stepGo || pass > 0 && s.State != api.StepPending {
 				continue // started below, once the ends are stored
 			}
 			before := s.State
 			ended = append(ended, stepRows[stepKey{s.State, ev}](&view, s, seen[s.Name], now)...)
 			changed = changed || s.State != before
+			moved = moved || changed
 		}
 	}
 	for i := range view.Steps {
@@ -361,7 +365,7 @@ func DecideRun(run *api.WorkflowRun, seen map[string]StepSeen, now time.Time) (a
 	}
 	endRun(&view, now)
 	var effects []RunEffect
-	if len(ended) > 0 || len(started) > 0 || !sameRun(run, &view) {
+	if moved || len(started) > 0 || !sameRun(run, &view) {
 		effects = append(effects, RunEffect{Kind: RunStore})
 	}
 	effects = append(effects, ended...)
