@@ -2,8 +2,8 @@ package fleet
 
 import (
 	"encoding/json"
-	"fmt"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
