@@ -237,8 +237,13 @@ func (e stepError) Unwrap() error { return e.error }
 // refusedForGood reports whether err ends a step rather than asks for another
 // try.
 func refusedForGood(err, tooLarge error) bool {
-	var se stepError
-	return errors.As(err, &se) || errors.Is(err, ErrBatchNoTargets) || tooLarge != nil && errors.Is(err, tooLarge)
+	var (
+		se stepError
+		fe *api.FieldError
+		we *api.WorkTypeError
+	)
+	return errors.As(err, &se) || errors.As(err, &fe) || errors.As(err, &we) || errors.Is(err, ErrBatchNoTargets) ||
+		tooLarge != nil && errors.Is(err, tooLarge)
 }
 
 // runScope is what the templates of view's steps read: its parameters and
