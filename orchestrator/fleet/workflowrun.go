@@ -55,6 +55,7 @@ func (f *Fleet) stepRun(id string, log *slog.Logger) (after time.Duration, stop 
 		return Retry, false
 	}
 	view, effects := DecideRun(run, seen, time.Now().UTC())
+	lookNow := false // a step failed as it was made: the steps after it may go on now
 	for _, e := range effects {
 		switch e.Kind {
 		case RunStore:
@@ -63,10 +64,12 @@ func (f *Fleet) stepRun(id string, log *slog.Logger) (after time.Duration, stop 
 				return Retry, false
 			}
 		case RunMakeStep:
-			if err := f.makeStep(&view, e.Step); err != nil {
+			failed, err := f.makeStep(&view, e.Step)
+			if err != nil {
 				log.Warn("workflow run: make a step", "step", e.Step, "err", err)
 				return Retry, false
 			}
+			lookNow = lookNow || failed
 		case RunCancelStep:
 			f.cancelStep(&view, e.Step, log)
 		case RunStepEvent:
@@ -75,6 +78,9 @@ func (f *Fleet) stepRun(id string, log *slog.Logger) (after time.Duration, stop 
 			log.Info("workflow run finished", "workflow", view.Workflow, "state", view.State)
 			f.hooks.Send(webhook.WorkflowFinished, &view)
 		case RunWait:
+			if lookNow {
+				return time.Nanosecond, false
+			}
 			return e.After, false
 		case RunStop:
 			return 0, true
@@ -167,24 +173,24 @@ func (f *Fleet) batchSeen(id string) (StepSeen, error) {
 // parameters' templates expanded, or tells the receivers that its gate waits.
 // A step the core refuses for good (a template that reads nothing, a request
 // the catalogue or the size limits refuse, a batch no agent matches) fails,
-// stored so; an error is worth another look.
-func (f *Fleet) makeStep(view *api.WorkflowRun, name string) error {
+// stored so (failed); an error is worth another look.
+func (f *Fleet) makeStep(view *api.WorkflowRun, name string) (failed bool, err error) {
 	s, spec := view.Step(name), specStep(view, name)
 	if spec.Approval != nil {
 		f.hooks.Send(webhook.ApprovalRequested, view)
-		return nil
+		return false, nil
 	}
-	err := f.submitStep(view, s, spec)
+	err = f.submitStep(view, s, spec)
 	if err == nil || !refusedForGood(err, f.large) {
-		return err
+		return false, err
 	}
 	now := time.Now().UTC()
 	s.State, s.Error, s.FinishedAt = api.StepFailed, err.Error(), &now
 	if err := f.putRun(view); err != nil {
-		return err
+		return false, err
 	}
 	f.stepEvent(view, name)
-	return nil
+	return true, nil
 }
 
 // submitStep makes s's task or batch.

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -215,5 +216,42 @@ func TestWorkflowRunCancelAndMaxRuns(t *testing.T) {
 	}
 	if _, err := f.StartRun("chain", req, "op"); err != nil {
 		t.Fatalf("a run after the first ended: %v", err)
+	}
+}
+
+// TestWorkflowStepRefusedForGoodFails: a step whose request is refused for
+// good (a batch no agent matches, parameters the catalogue refuses, a
+// template that reads a missing value) fails at once, named so, and the run
+// takes its failure branch; it is not tried again.
+func TestWorkflowStepRefusedForGoodFails(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	core := newFakeCore() // no agent: a batch matches none
+	core.refuses = "x"
+	spec := api.WorkflowSpec{Name: "refused", Steps: []api.WorkflowStep{
+		{Name: "fan", Batch: &api.BatchRequest{ToAgent: envelope.Code, WorkType: "build"}},
+		{Name: "pinned", Task: &api.SubmitRequest{ToAgent: envelope.Code, WorkType: "build", Hints: &task.Hints{AgentID: "x"}}},
+		{Name: "reads", Task: &api.SubmitRequest{ToAgent: envelope.Code, WorkType: "build",
+			Parameters: map[string]any{"v": "${steps.fan.output.nope}"}}, Needs: []api.WorkflowNeed{{Step: "fan", When: api.NeedAlways}}},
+		{Name: "after", Needs: []api.WorkflowNeed{{Step: "reads", When: api.NeedFailure}}, Task: &api.SubmitRequest{ToAgent: envelope.Code, WorkType: "build"}},
+	}}
+	f := New(Params{Core: core, Store: &memRecords{}, Workflows: []api.WorkflowSpec{spec}})
+	if err := f.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer f.Stop()
+	run, err := f.StartRun("refused", api.WorkflowRunRequest{}, "op")
+	if err != nil {
+		t.Fatal(err)
+	}
+	after := nextMade(t, core)
+	if after.ID != derivedID("workflow-task", run.ID, "after") {
+		t.Fatalf("made %s, want the failure branch's task", after.ID)
+	}
+	got := awaitRun(t, f, run.ID, func(r *api.WorkflowRun) bool { return r.Step("reads").State.Final() })
+	for name, want := range map[string]string{"fan": "no agent matches", "pinned": "", "reads": "fan.output is not an object"} {
+		s := got.Step(name)
+		if s.State != api.StepFailed || !strings.Contains(s.Error, want) {
+			t.Errorf("step %s %s (%s), want failed with %q", name, s.State, s.Error, want)
+		}
 	}
 }
