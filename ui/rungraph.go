@@ -86,7 +86,10 @@ func (n graphNode) StateText() string {
 
 // Tooltip is the box's title: all the box cuts or leaves out.
 func (n graphNode) Tooltip() string {
-	parts := []string{n.Name, strings.TrimSpace(n.Kind + " " + n.What)}
+	parts := []string{n.Name, n.Kind}
+	if n.What != "" {
+		parts = append(parts, n.What)
+	}
 	if s := n.StateText(); s != "" {
 		parts = append(parts, s)
 	}
