@@ -12,14 +12,15 @@ import (
 // The run graph's sizes, in CSS pixels: a step's box, the room between two
 // columns (where the edges go) and two rows, and the margin around it all.
 const (
-	nodeWidth  = 196
+	nodeWidth  = 176
 	nodeHeight = 60
-	columnGap  = 64
+	columnGap  = 56
 	rowGap     = 22
 	graphPad   = 10
-	// labelRunes is how much of a step's name its box shows; its tooltip has
-	// it whole.
-	labelRunes = 22
+	// labelRunes and kindRunes are how much of a step's name and of its kind
+	// and work its box shows; its tooltip has them whole.
+	labelRunes = 20
+	kindRunes  = 26
 )
 
 // Step kinds, as a box names them.
@@ -74,6 +75,14 @@ func (n graphNode) Class() string {
 		c += " waiting"
 	}
 	return c
+}
+
+// KindText is the box's second line: the kind and the work, cut to fit.
+func (n graphNode) KindText() string {
+	if n.What == "" {
+		return n.Kind
+	}
+	return cut(n.Kind+" · "+n.What, kindRunes)
 }
 
 // StateText is the state as the box says it.

@@ -202,4 +202,8 @@ func TestCutKeepsWholeCharacters(t *testing.T) {
 			t.Errorf("cut(%q) = %q, want %q", in, got, want)
 		}
 	}
+	n := graphNode{Kind: kindTask, What: "research/a-very-long-work-type-name"}
+	if got := n.KindText(); got != "task · research/a-very-lo…" {
+		t.Errorf("a long work's box says %q", got)
+	}
 }

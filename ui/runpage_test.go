@@ -36,7 +36,7 @@ func TestRunPageDrawsEachStepInItsState(t *testing.T) {
 	}
 	_, failed := get(t, c, srv.URL+"/workflow-runs/"+runFailedID)
 	for _, want := range []string{`data-final="true"`, `<p class="problem" id="run-error">step build failed</p>`,
-		"<title>build · task · code/build · failed · exit code 2</title>", `<rect width="196" height="60" rx="8" fill="url(#stripes)"/>`,
+		"<title>build · task · code/build · failed · exit code 2</title>", `<rect width="176" height="60" rx="8" fill="url(#stripes)"/>`,
 		"<title>deploy · task · code/deploy · skipped · step build failed</title>"} {
 		if !strings.Contains(failed, want) {
 			t.Errorf("the failed run's page lacks %s", want)
