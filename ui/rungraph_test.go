@@ -44,7 +44,7 @@ func TestStepColumnsAreOneMoreThanTheDeepestNeed(t *testing.T) {
 		{"a chain", flowOf("a", "b<-a", "c<-b"), map[string]int{"a": 0, "b": 1, "c": 2}},
 		{"two roots", flowOf("a", "b"), map[string]int{"a": 0, "b": 0}},
 		{"a diamond", flowOf("a", "b<-a", "c<-a", "d<-b,c"), map[string]int{"a": 0, "b": 1, "c": 1, "d": 2}},
-		{"uneven needs: the deepest wins", flowOf("a", "b<-a", "c<-b", "d<-a,c"), map[string]int{"a": 0, "b": 1, "c": 2, "d": 3}},
+		{"uneven needs: the deepest wins", flowOf("a", "b<-a", "c<-b", "d<-c,a"), map[string]int{"a": 0, "b": 1, "c": 2, "d": 3}},
 		{"a need listed after its step", flowOf("d<-c", "c<-b", "b<-a", "a"), map[string]int{"a": 0, "b": 1, "c": 2, "d": 3}},
 		{"conditions count as needs", flowOf("a", "b<-a:failure", "c<-b:always"), map[string]int{"a": 0, "b": 1, "c": 2}},
 		{"a need of no step", flowOf("a<-ghost", "b<-a"), map[string]int{"a": 0, "b": 1}},

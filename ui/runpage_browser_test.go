@@ -28,6 +28,7 @@ func stepIs(step, state, class string) string {
 // the run's end, and fits a 390 px screen, the graph scrolling in its box.
 func TestBrowserRunPageFollowsTheRunLive(t *testing.T) {
 	srv, seen, flows := newFlowServer(t)
+	flows.holdEnd = true
 	b := newBrowser(t)
 	b.signIn(srv.URL+"/", operatorToken)
 	b.do("the run's page", chromedp.Navigate(srv.URL+"/workflow-runs/"+runRunningID))
@@ -78,6 +79,14 @@ func TestBrowserRunPageFollowsTheRunLive(t *testing.T) {
 		document.getElementById("run-state").textContent === "succeeded" && document.getElementById("cancel-run") === null && `+
 		stepIs("rollback", "skipped", "skipped"))
 	b.shot("workflow-run-done")
+	select {
+	case id := <-flows.closed:
+		if id != runRunningID {
+			t.Errorf("the page closed the stream of run %s", id)
+		}
+	case <-time.After(20 * time.Second):
+		t.Errorf("the page did not stop following the run at its end")
+	}
 
 	b.do("a phone", chromedp.EmulateViewport(390, 844), chromedp.Navigate(srv.URL+"/workflow-runs/"+runGateID))
 	b.waitJS("the gate's page", `document.getElementById("gate-approve") !== null`)

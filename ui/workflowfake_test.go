@@ -97,10 +97,14 @@ type fakeFlows struct {
 	flows   []*api.Workflow
 	runs    map[string]*api.WorkflowRun
 	changed chan struct{} // closed, and made again, at each change
+	// holdEnd keeps a stream open after the run's end, unlike the API's, until
+	// the page closes it; closed then gets the run's id.
+	holdEnd bool
+	closed  chan string
 }
 
 func newFakeFlows() *fakeFlows {
-	return &fakeFlows{runs: fakeRuns(), changed: make(chan struct{}),
+	return &fakeFlows{runs: fakeRuns(), changed: make(chan struct{}), closed: make(chan string, 16),
 		flows: []*api.Workflow{{WorkflowSpec: releaseSpec(), Source: api.WorkflowFromConfig, UpdatedAt: runAt},
 			{WorkflowSpec: oddSpec(), Source: api.WorkflowFromAPI, UpdatedAt: runAt}}}
 }
@@ -231,7 +235,12 @@ func (f *fakeFlows) events(w http.ResponseWriter, r *http.Request) {
 		data, _ := json.Marshal(run)
 		fmt.Fprintf(w, "id: %d\nevent: run\ndata: %s\n\n", n, data)
 		w.(http.Flusher).Flush()
+		if run.State.Final() && !f.holdEnd {
+			return
+		}
 		if run.State.Final() {
+			<-r.Context().Done()
+			f.closed <- run.ID
 			return
 		}
 		select {
