@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/chiffon-dev/chiffon/api"
 	"github.com/chiffon-dev/chiffon/orchestrator/task"
 )
 
@@ -31,6 +32,9 @@ var funcs = template.FuncMap{
 	"counts":   countList,
 	"what":     eventWhat,
 	"short":    task.ShortID,
+	"done":     stepsDone,
+	"need":     needText,
+	"kind":     func(st api.WorkflowStep) string { k, _ := stepKind(st); return k },
 }
 
 // dict makes a map of its key, value pairs, to pass several values to a

@@ -52,9 +52,16 @@ func (p page) Role() string {
 	return p.Session.role
 }
 
+// pageTitles are the titles of the pages whose template's name does not say
+// it.
+var pageTitles = map[string]string{"runform": "Start a run", "run": "Workflow run"}
+
 func (u *UI) render(w http.ResponseWriter, status int, name string, sess *session, data any) {
 	var buf bytes.Buffer
 	title := strings.ToUpper(name[:1]) + name[1:]
+	if t, ok := pageTitles[name]; ok {
+		title = t
+	}
 	if err := u.pages[name].Execute(&buf, page{Base: u.path, Title: title, Session: sess, Now: time.Now(), Data: data}); err != nil {
 		u.log.Error("ui: render", "page", name, "err", err)
 		http.Error(w, "the page could not be rendered", http.StatusInternalServerError)

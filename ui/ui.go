@@ -5,8 +5,9 @@
 // standby forwards a submit, a cancel or an approval to the leader as it does
 // for the CLI.
 // Each page reads without JavaScript; with it, a task's page follows the task's
-// event stream, a batch's page the batch's, and the home page refreshes its
-// lists.
+// event stream, a batch's page the batch's, a workflow run's page the run's
+// (its graph drawn again on the server at each change), and the home page
+// refreshes its lists.
 package ui
 
 import (
@@ -74,9 +75,9 @@ func New(opts Options) (*UI, error) {
 	u := &UI{api: opts.API, path: opts.Path, auth: opts.Authenticate, secure: opts.Secure, log: opts.Logger,
 		sessions: newSessions(opts.SessionTTL), pages: map[string]*template.Template{}}
 	for _, name := range []string{"login", "home", "tasks", "task", "agents", "agent", "submit", "error",
-		"batches", "batch", "schedules", "remove", "schedule"} {
+		"batches", "batch", "schedules", "remove", "schedule", "workflows", "workflow", "runform", "run"} {
 		t, err := template.New("base.html").Funcs(funcs).ParseFS(templateFS, "templates/base.html", "templates/partials.html",
-			"templates/workfields.html", "templates/"+name+".html")
+			"templates/workfields.html", "templates/graph.html", "templates/"+name+".html")
 		if err != nil {
 			return nil, fmt.Errorf("ui: template %s: %w", name, err)
 		}
@@ -110,6 +111,15 @@ func New(opts Options) (*UI, error) {
 	m.HandleFunc("GET /batches/{id}/events", u.signedIn(u.batchEvents))
 	m.HandleFunc("POST /batches/{id}/approve", u.signedIn(u.decide("batches", true)))
 	m.HandleFunc("POST /batches/{id}/reject", u.signedIn(u.decide("batches", false)))
+	m.HandleFunc("GET /workflows", u.signedIn(u.workflows))
+	m.HandleFunc("GET /workflows/{name}", u.signedIn(u.workflow))
+	m.HandleFunc("GET /workflows/{name}/run", u.signedIn(u.runFormPage))
+	m.HandleFunc("POST /workflows/{name}/run", u.signedIn(u.startRun))
+	m.HandleFunc("GET /workflow-runs/{id}", u.signedIn(u.workflowRun))
+	m.HandleFunc("GET /workflow-runs/{id}/events", u.signedIn(u.runEvents))
+	m.HandleFunc("POST /workflow-runs/{id}/cancel", u.signedIn(u.cancelRun))
+	m.HandleFunc("POST /workflow-runs/{id}/steps/{step}/approve", u.signedIn(u.decideStep(true)))
+	m.HandleFunc("POST /workflow-runs/{id}/steps/{step}/reject", u.signedIn(u.decideStep(false)))
 	m.HandleFunc("GET /schedules", u.signedIn(u.schedules))
 	m.HandleFunc("POST /schedules/{name}/pause", u.signedIn(u.pauseSchedule(true)))
 	m.HandleFunc("POST /schedules/{name}/resume", u.signedIn(u.pauseSchedule(false)))

@@ -110,6 +110,12 @@ func fakeAPI(t *testing.T, seen *apiLog) http.Handler {
 func newServer(t *testing.T, path string) (*httptest.Server, *apiLog) {
 	t.Helper()
 	seen := &apiLog{}
+	return serveDashboard(t, path, fakeAPI(t, seen)), seen
+}
+
+// serveDashboard serves the dashboard at path, over the API apiHandler.
+func serveDashboard(t *testing.T, path string, apiHandler http.Handler) *httptest.Server {
+	t.Helper()
 	auth := func(tok string) (string, bool) {
 		switch tok {
 		case operatorToken:
@@ -119,7 +125,7 @@ func newServer(t *testing.T, path string) (*httptest.Server, *apiLog) {
 		}
 		return "", false
 	}
-	u, err := New(Options{API: fakeAPI(t, seen), Authenticate: auth, Path: path, SessionTTL: time.Hour})
+	u, err := New(Options{API: apiHandler, Authenticate: auth, Path: path, SessionTTL: time.Hour})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -131,7 +137,7 @@ func newServer(t *testing.T, path string) (*httptest.Server, *apiLog) {
 	mux.Handle(path, h)
 	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)
-	return srv, seen
+	return srv
 }
 
 // browserClient keeps cookies and does not follow redirects.

@@ -1,8 +1,9 @@
 // Chiffon's dashboard script: every page works without it; with it a task's page
 // follows the task's event stream (progress, step, state, and the output tail,
 // kept to its last 64 KiB), a batch's page the batch's (each agent's state,
-// progress and task), each reloads once its approval is decided, the home
-// page refreshes its lists, and the submit and schedule forms show the
+// progress and task), each reloads once its approval is decided; a workflow
+// run's page follows the run's (its graph and steps, drawn by the server at
+// each change) until the run ends; the home page refreshes its lists, and the submit and schedule forms show the
 // parameters' inputs of the work type chosen. A task's page also keeps its
 // steps and its time so far up to date, and its output box at the last line
 // unless the reader scrolled up.
@@ -171,6 +172,23 @@
     });
   }
 
+  // followRun shows each "run" event, the run's page's live part as the server
+  // draws it for the run at that change, in place of each part that changed
+  // (a part unchanged stays, with a note being typed in it), until the run ends.
+  function followRun(el) {
+    const src = new EventSource(el.dataset.events);
+    src.addEventListener("run", function (msg) {
+      const fresh = new DOMParser().parseFromString(msg.data, "text/html").getElementById("run-live");
+      if (!fresh) { return; }
+      for (const part of Array.from(fresh.children)) {
+        const shown = part.id ? document.getElementById(part.id) : null;
+        if (shown && shown.outerHTML !== part.outerHTML) { shown.replaceWith(document.adoptNode(part)); }
+      }
+      el.dataset.final = fresh.dataset.final;
+      if (fresh.dataset.final === "true") { src.close(); }
+    });
+  }
+
   function refresh(el) {
     const every = Number(el.dataset.refresh) * 1000;
     setInterval(function () {
@@ -216,6 +234,8 @@
     if (task && task.dataset.final !== "true") { followTask(task, grew); }
     const batch = document.getElementById("batch");
     if (batch && batch.dataset.final !== "true") { followBatch(batch); }
+    const run = document.getElementById("run-live");
+    if (run && run.dataset.final !== "true") { followRun(run); }
     const r = document.querySelector("[data-refresh]");
     if (r) { refresh(r); }
     const choice = document.querySelector("form[data-choose]");
