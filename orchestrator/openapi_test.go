@@ -295,6 +295,7 @@ func TestOpenAPISchemasDescribeTheGoTypes(t *testing.T) {
 		{"ScheduleSpec", api.ScheduleSpec{}},
 		{"Schedule", api.Schedule{}},
 		{"Firing", api.Firing{}},
+		{"ScheduleWorkflow", api.ScheduleWorkflow{}},
 		{"WorkflowSpec", api.WorkflowSpec{}},
 		{"WorkflowParam", api.WorkflowParam{}},
 		{"WorkflowStep", api.WorkflowStep{}},

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/chiffon-dev/chiffon/agent"
 	"github.com/chiffon-dev/chiffon/api"
@@ -468,5 +469,43 @@ func TestWorkflowAPIRolesLetAViewerReadOnly(t *testing.T) {
 	}
 	if ws, err := o.Workflows(); err != nil || len(ws) != 1 || len(ws[0].Steps) != 2 {
 		t.Fatalf("a viewer's call reached the workflows: %+v %v", ws, err)
+	}
+}
+
+// TestAScheduleStartsWorkflowRuns: a schedule of a workflow is added through
+// the API (refused 400 for a workflow that is not there, or parameters it
+// refuses); its firing starts a run, named in the firing, that says which
+// schedule and fire time made it.
+func TestAScheduleStartsWorkflowRuns(t *testing.T) {
+	_, o, c, _ := workflowEnv(t)
+	orchestrator.StopFleet(o) // the test fires the schedules itself
+	if status, body := call(t, c, "PUT", "/api/v1/workflows/gated", c.Token,
+		`{"params": {"env": {"required": true}}, "steps": [{"name": "gate", "approval": {}}]}`); status != http.StatusOK {
+		t.Fatalf("PUT gated: HTTP %d %s", status, body)
+	}
+	for _, tc := range []struct{ name, workflow, field string }{
+		{"no such workflow", `{"name": "nope"}`, "workflow.name"},
+		{"a parameter missing", `{"name": "gated"}`, "workflow.params.env"},
+		{"a task too", `{"name": "gated", "params": {"env": "prod"}}, "task": {"to_agent": "code", "work_type": "echo"}`, "task"},
+	} {
+		status, body := call(t, c, "POST", "/api/v1/schedules", c.Token, `{"name": "nightly", "cron": "@daily", "workflow": `+tc.workflow+`}`)
+		wantError(t, tc.name, status, body, 400, "invalid_field", tc.field)
+	}
+	status, body := call(t, c, "POST", "/api/v1/schedules", c.Token,
+		`{"name": "nightly", "cron": "* * * * * *", "workflow": {"name": "gated", "params": {"env": "prod"}}}`)
+	var s api.Schedule
+	if status != http.StatusCreated || json.Unmarshal([]byte(body), &s) != nil || s.Workflow == nil {
+		t.Fatalf("POST a schedule of gated: HTTP %d %s", status, body)
+	}
+	at := s.CreatedAt.Truncate(time.Second).Add(time.Second)
+	orchestrator.FireDue(o, s.CreatedAt, at.Add(100*time.Millisecond))
+	got, err := c.Schedule(context.Background(), "nightly")
+	if err != nil || got.Last == nil || got.Last.RunID == "" {
+		t.Fatalf("the schedule after its firing: %+v %v", got, err)
+	}
+	r, err := c.Run(context.Background(), got.Last.RunID)
+	if err != nil || r.Workflow != "gated" || r.Schedule != "nightly" || r.FireTime == nil || !r.FireTime.Equal(at) ||
+		r.Params["env"] != "prod" || r.CreatedBy != "schedule nightly" {
+		t.Fatalf("the run the firing made: %+v %v", r, err)
 	}
 }
