@@ -39,9 +39,20 @@ type ScheduleSpec struct {
 	CatchUp CatchUp `json:"catch_up,omitempty"`
 	// Paused schedules do not fire.
 	Paused bool `json:"paused,omitempty"`
-	// Task is the task each firing makes; or Batch, the batch.
-	Task  *SubmitRequest `json:"task,omitempty"`
-	Batch *BatchRequest  `json:"batch,omitempty"`
+	// Task is the task each firing makes; or Batch, the batch; or Workflow, a
+	// run of the workflow.
+	Task     *SubmitRequest    `json:"task,omitempty"`
+	Batch    *BatchRequest     `json:"batch,omitempty"`
+	Workflow *ScheduleWorkflow `json:"workflow,omitempty"`
+}
+
+// ScheduleWorkflow is the workflow run a schedule's firing starts.
+type ScheduleWorkflow struct {
+	// Name names the workflow.
+	Name string `json:"name"`
+	// Params are the run's parameters, checked against the workflow's as a
+	// run's are.
+	Params map[string]any `json:"params,omitempty"`
 }
 
 // Schedule is a schedule as stored and shown.
@@ -56,11 +67,13 @@ type Schedule struct {
 	Next *time.Time `json:"next,omitempty"`
 }
 
-// Firing is one firing of a schedule and what it made.
+// Firing is one firing of a schedule and what it made: its task, its batch
+// or its workflow run.
 type Firing struct {
 	At      time.Time `json:"at"`
 	TaskID  string    `json:"task_id,omitempty"`
 	BatchID string    `json:"batch_id,omitempty"`
+	RunID   string    `json:"run_id,omitempty"`
 }
 
 var scheduleName = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,62}$`)
@@ -109,17 +122,25 @@ func (s *ScheduleSpec) Validate() error {
 	default:
 		return &FieldError{Field: "catch_up", Message: fmt.Sprintf("must be none, latest or all, got %q", s.CatchUp)}
 	}
+	targets := 0
+	for _, set := range []bool{s.Task != nil, s.Batch != nil, s.Workflow != nil} {
+		if set {
+			targets++
+		}
+	}
 	switch {
-	case (s.Task == nil) == (s.Batch == nil):
-		return &FieldError{Field: "task", Message: "give exactly one of task and batch"}
+	case targets != 1:
+		return &FieldError{Field: "task", Message: "give exactly one of task, batch and workflow"}
 	case s.Task != nil:
 		if err := s.Task.Validate(); err != nil {
 			return prefixField("task.", err)
 		}
-	default:
+	case s.Batch != nil:
 		if err := s.Batch.Validate(); err != nil {
 			return prefixField("batch.", err)
 		}
+	case !scheduleName.MatchString(s.Workflow.Name): // a workflow's names are a schedule's
+		return &FieldError{Field: "workflow.name", Message: "must name a workflow: 1 to 63 of a-z, 0-9, '_' and '-', starting with a letter or digit"}
 	}
 	return nil
 }

@@ -45,7 +45,8 @@ func webhookConsts(t *testing.T) map[string]string {
 
 // sentEvents finds every call of hooks.Send in the non-test files of the
 // package and of package fleet (the batches' events) and returns the events
-// they can send: a webhook constant, or any taskEvent gives.
+// they can send: a webhook constant, a variable given webhook constants, or
+// any taskEvent gives.
 func sentEvents(t *testing.T) []string {
 	t.Helper()
 	consts := webhookConsts(t)
@@ -73,6 +74,7 @@ func sentEvents(t *testing.T) []string {
 		if err != nil {
 			t.Fatal(err)
 		}
+		assigned := webhookAssignments(f, consts)
 		ast.Inspect(f, func(n ast.Node) bool {
 			call, ok := n.(*ast.CallExpr)
 			if !ok {
@@ -91,6 +93,13 @@ func sentEvents(t *testing.T) []string {
 					add(consts[arg.Sel.Name])
 					return true
 				}
+			case *ast.Ident:
+				if evs := assigned[arg.Name]; len(evs) > 0 {
+					for _, ev := range evs {
+						add(ev)
+					}
+					return true
+				}
 			case *ast.CallExpr:
 				if fn, ok := arg.Fun.(*ast.Ident); ok && fn.Name == "taskEvent" {
 					for _, s := range task.States {
@@ -107,6 +116,30 @@ func sentEvents(t *testing.T) []string {
 	}
 	slices.Sort(sent)
 	return sent
+}
+
+// webhookAssignments maps each variable of f that is given a webhook
+// constant (event := webhook.X, event = webhook.Y) to the events it is given.
+func webhookAssignments(f *ast.File, consts map[string]string) map[string][]string {
+	out := map[string][]string{}
+	ast.Inspect(f, func(n ast.Node) bool {
+		as, ok := n.(*ast.AssignStmt)
+		if !ok || len(as.Lhs) != len(as.Rhs) {
+			return true
+		}
+		for i, lhs := range as.Lhs {
+			id, ok := lhs.(*ast.Ident)
+			sel, isSel := as.Rhs[i].(*ast.SelectorExpr)
+			if !ok || !isSel {
+				continue
+			}
+			if pkg, ok := sel.X.(*ast.Ident); ok && pkg.Name == "webhook" && consts[sel.Sel.Name] != "" {
+				out[id.Name] = append(out[id.Name], consts[sel.Sel.Name])
+			}
+		}
+		return true
+	})
+	return out
 }
 
 // receiverName is the name of x, a variable or a field.

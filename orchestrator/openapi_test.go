@@ -295,6 +295,16 @@ func TestOpenAPISchemasDescribeTheGoTypes(t *testing.T) {
 		{"ScheduleSpec", api.ScheduleSpec{}},
 		{"Schedule", api.Schedule{}},
 		{"Firing", api.Firing{}},
+		{"ScheduleWorkflow", api.ScheduleWorkflow{}},
+		{"WorkflowSpec", api.WorkflowSpec{}},
+		{"WorkflowParam", api.WorkflowParam{}},
+		{"WorkflowStep", api.WorkflowStep{}},
+		{"WorkflowNeed", api.WorkflowNeed{}},
+		{"WorkflowGate", api.WorkflowGate{}},
+		{"Workflow", api.Workflow{}},
+		{"WorkflowRunRequest", api.WorkflowRunRequest{}},
+		{"WorkflowRun", api.WorkflowRun{}},
+		{"StepRun", api.StepRun{}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.schema, func(t *testing.T) {

@@ -87,6 +87,10 @@ func (w *recordWriter) taskRequest(t *task.Task) {
 		w.Raw(`,"batch_id":`)
 		w.String(t.BatchID)
 	}
+	if t.WorkflowRun != "" {
+		w.Raw(`,"workflow_run":`)
+		w.String(t.WorkflowRun)
+	}
 	if t.Schedule != "" {
 		w.Raw(`,"schedule":`)
 		w.String(t.Schedule)
@@ -393,9 +397,9 @@ const (
 	taskFixed = len(`{"id":"","state":"","to_agent":"","work_type":"","agent_id":"","request_id":"","trace_id":"",`+
 		`"attempts":,"progress_percent":,"steps":[],"output_bytes":,"output_complete":false,`+
 		`"cancel_requested":true,"created_at":,"updated_at":}`) + 3*jsonw.IntSize + 2*jsonw.TimeSize
-	// originFixed is what batch_id and schedule take together (fire_time is an
-	// optional time).
-	originFixed = len(`,"batch_id":"","schedule":""`)
+	// originFixed is what batch_id, workflow_run and schedule take together
+	// (fire_time is an optional time).
+	originFixed = len(`,"batch_id":"","workflow_run":"","schedule":""`)
 	// optionalTimeFixed is one of first_dispatch_at, last_attempt_at, finished_at,
 	// fire_time.
 	optionalTimeFixed = len(`,"first_dispatch_at":`) + jsonw.TimeSize
@@ -431,8 +435,8 @@ func taskSize(t *task.Task) int {
 		}
 	}
 	text := len(t.ID) + len(t.State) + len(t.ToAgent) + len(t.WorkType) + len(t.AgentID) + len(t.RequestID) + len(t.TraceID) +
-		len(t.BatchID) + len(t.Schedule)
-	if t.BatchID != "" || t.Schedule != "" {
+		len(t.BatchID) + len(t.WorkflowRun) + len(t.Schedule)
+	if t.BatchID != "" || t.WorkflowRun != "" || t.Schedule != "" {
 		n += originFixed
 	}
 	if t.Hints != nil {

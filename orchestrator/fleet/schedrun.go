@@ -14,7 +14,7 @@ import (
 const scheduleIdle = time.Minute
 
 // runSchedules fires the schedules while the core runs: at each schedule's next
-// time it makes its task or batch, then records the firing. A firing due before
+// time it makes its task, batch or workflow run, then records the firing. A firing due before
 // the clock started was missed (no orchestrator ran it): the schedule's catch_up
 // says which of those it makes.
 func (f *Fleet) runSchedules(ctx context.Context, wake <-chan struct{}) {
@@ -95,11 +95,15 @@ func (f *Fleet) runSchedule(s *api.Schedule, effects []ScheduleEffect) (time.Tim
 	return wake, true
 }
 
-// fire makes the task or batch of s's firing at at: with the ids derived from
-// the schedule and the time, a firing made twice makes it once.
+// fire makes the task, batch or workflow run of s's firing at at: with the
+// ids derived from the schedule and the time, a firing made twice makes it
+// once.
 func (f *Fleet) fire(s *api.Schedule, at time.Time) (*api.Firing, error) {
 	key := at.UTC().Format(time.RFC3339Nano)
 	fired := &api.Firing{At: at}
+	if s.Workflow != nil {
+		return f.fireRun(s, fired, key)
+	}
 	if s.Task != nil {
 		org := task.Origin{ID: derivedID("schedule-task", s.Name, key), RequestID: derivedID("schedule-request", s.Name, key),
 			Schedule: s.Name, FireTime: &fired.At, By: "schedule " + s.Name}
@@ -143,4 +147,29 @@ func earliest(a, b time.Time) time.Time {
 		return b
 	}
 	return a
+}
+
+// fireRun starts the workflow run of s's firing, fired, whose time is key. A
+// run its workflow refuses (it runs max_runs runs, it is gone, its
+// parameters no longer do) is not made: the firing is skipped, logged, and
+// not tried again.
+func (f *Fleet) fireRun(s *api.Schedule, fired *api.Firing, key string) (*api.Firing, error) {
+	w := s.Workflow
+	run, err := f.startRun(w.Name, w.Params, derivedID("schedule-run", s.Name, key), s.Name, &fired.At, "schedule "+s.Name)
+	var fe *api.FieldError
+	switch {
+	case errors.Is(err, ErrTooManyRuns):
+		f.log.Warn("schedule fired: its workflow runs as many runs as its max_runs allows; this firing is skipped",
+			"schedule", s.Name, "fire_time", key, "workflow", w.Name)
+		return fired, nil
+	case errors.Is(err, task.ErrNotFound), errors.As(err, &fe):
+		f.log.Warn("schedule fired: its workflow refuses the run; nothing made",
+			"schedule", s.Name, "fire_time", key, "workflow", w.Name, "err", err)
+		return fired, nil
+	case err != nil:
+		return nil, err
+	}
+	fired.RunID = run.ID
+	f.log.Info("schedule fired", "schedule", s.Name, "fire_time", key, "run_id", run.ID)
+	return fired, nil
 }

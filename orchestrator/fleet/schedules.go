@@ -10,14 +10,17 @@ import (
 
 	"github.com/chiffon-dev/chiffon/api"
 	"github.com/chiffon-dev/chiffon/orchestrator/task"
+	"github.com/chiffon-dev/chiffon/workflow"
 )
 
-// A schedule makes a task, or a batch, at each time its cron expression names.
+// A schedule makes a task, a batch or a workflow run at each time its cron
+// expression names.
 // Its definition is one record of the task store and what it last fired is
 // another (schedrun.go writes it, the API the definition, so neither overwrites
 // the other). The task or batch of a firing has an id and a request_id derived
-// from the schedule's name and the fire time: a firing made again (retried, after
-// a restart, by a new leader) finds what the first made, so it runs once.
+// from the schedule's name and the fire time (a workflow run, an id): a firing
+// made again (retried, after a restart, by a new leader) finds what the first
+// made, so it runs once.
 
 // ErrScheduleExists is returned for a new schedule whose name a schedule has.
 var ErrScheduleExists = api.ErrScheduleExists
@@ -30,15 +33,7 @@ func (f *Fleet) AddSchedule(spec api.ScheduleSpec) (*api.Schedule, error) {
 	if err := spec.Validate(); err != nil {
 		return nil, err
 	}
-	sr := spec.Task
-	if spec.Batch != nil {
-		t := spec.Batch.TaskFor("")
-		sr = &t
-	}
-	if err := f.core.CheckWorkType(sr); err != nil {
-		return nil, err
-	}
-	if err := f.core.CheckSize(sr); err != nil {
+	if err := f.checkTarget(&spec); err != nil {
 		return nil, err
 	}
 	f.schedMu.Lock()
@@ -59,6 +54,39 @@ func (f *Fleet) AddSchedule(spec api.ScheduleSpec) (*api.Schedule, error) {
 	}
 	f.schedulesChanged()
 	return scheduleView(s, nil), nil
+}
+
+// checkTarget refuses what spec would make, as the catalogue and the size
+// limits would refuse its task (a batch's, as one of its agents gets it), or
+// as its workflow would refuse a run: a workflow that is not there, or its
+// parameters (a *api.FieldError on workflow.name, workflow.params.NAME).
+func (f *Fleet) checkTarget(spec *api.ScheduleSpec) error {
+	if w := spec.Workflow; w != nil {
+		wf, err := f.GetWorkflow(w.Name)
+		if errors.Is(err, task.ErrNotFound) {
+			return &api.FieldError{Field: "workflow.name", Message: fmt.Sprintf("no workflow is named %q", w.Name)}
+		}
+		if err != nil {
+			return err
+		}
+		if _, err := workflow.RunParams(&wf.WorkflowSpec, w.Params); err != nil {
+			var fe *api.FieldError
+			if errors.As(err, &fe) {
+				return &api.FieldError{Field: "workflow." + fe.Field, Message: fe.Message}
+			}
+			return err
+		}
+		return nil
+	}
+	sr := spec.Task
+	if spec.Batch != nil {
+		t := spec.Batch.TaskFor("")
+		sr = &t
+	}
+	if err := f.core.CheckWorkType(sr); err != nil {
+		return err
+	}
+	return f.core.CheckSize(sr)
 }
 
 // PauseSchedule pauses schedule name, or resumes it (its firings from now on).

@@ -1,7 +1,7 @@
 // Package httpapi is the orchestrator's HTTP API: the /api/v1 routes, the API
-// tokens and their roles, the Server-Sent Events of tasks and batches, the
-// OpenAPI document, the probes and metrics, and a standby's forwarding of what
-// needs the core to the leader over NATS. It serves a Backend, a Fleet and a
+// tokens and their roles, the Server-Sent Events of tasks, batches and
+// workflow runs, the OpenAPI document, the probes and metrics, and a standby's
+// forwarding of what needs the core to the leader over NATS. It serves a Backend, a Fleet and a
 // Store, which package orchestrator implements; it does not import it.
 package httpapi
 
@@ -148,6 +148,7 @@ func (a *API) routes(metrics http.Handler) *http.ServeMux {
 		writeJSON(w, http.StatusOK, a.core.Deliveries())
 	}))
 	a.routeFleet(route)
+	a.routeWorkflows(route)
 	route("/api/", func(w http.ResponseWriter, _ *http.Request) {
 		writeError(w, http.StatusNotFound, "not_found", "", "no such API endpoint")
 	})

@@ -75,6 +75,39 @@ type Fleet interface {
 	PauseSchedule(name string, pause bool) (*api.Schedule, error)
 	// RemoveSchedule deletes schedule name.
 	RemoveSchedule(name string) error
+	Workflows
+}
+
+// Workflows is what the API needs of the workflows and their runs.
+type Workflows interface {
+	// Workflows lists the workflows, by name.
+	Workflows() ([]*api.Workflow, error)
+	// GetWorkflow returns workflow name, or task.ErrNotFound.
+	GetWorkflow(name string) (*api.Workflow, error)
+	// PutWorkflow stores spec, new or in place of the workflow of its name: an
+	// *api.FieldError for a spec its check refuses, api.ErrWorkflowFromConfig
+	// for a workflow of the config.
+	PutWorkflow(spec api.WorkflowSpec) (*api.Workflow, error)
+	// DeleteWorkflow deletes workflow name: task.ErrNotFound,
+	// api.ErrWorkflowFromConfig.
+	DeleteWorkflow(name string) error
+	// StartRun starts a run of workflow name: task.ErrNotFound, an
+	// *api.FieldError on "params.NAME", api.ErrTooManyRuns.
+	StartRun(ctx context.Context, name string, req api.WorkflowRunRequest, caller string) (*api.WorkflowRun, error)
+	// GetRun returns run id, or task.ErrNotFound.
+	GetRun(id string) (*api.WorkflowRun, error)
+	// Runs lists up to limit runs (0: the default) of workflow name (all with
+	// ""), newest first.
+	Runs(name string, limit int) ([]*api.WorkflowRun, error)
+	// CancelRun asks run id to stop; for a run that ended, the run and
+	// api.ErrRunFinished.
+	CancelRun(ctx context.Context, id, caller string) (*api.WorkflowRun, error)
+	// DecideStep approves or rejects the gate step of run id, with a note: an
+	// *api.FieldError on "step" for a step the run does not have, the run and
+	// api.ErrNotAwaitingApproval for a step that does not wait.
+	DecideStep(ctx context.Context, id, step string, approve bool, note, caller string) (*api.WorkflowRun, error)
+	// RunChanges returns a channel closed at the next change of a run.
+	RunChanges() <-chan struct{}
 }
 
 // Store is what the API reads of the task store itself, as the leader wrote it:

@@ -70,14 +70,9 @@ func (a *API) apiCreateBatch(w http.ResponseWriter, r *http.Request) {
 }
 
 func (a *API) apiBatches(w http.ResponseWriter, r *http.Request) {
-	limit := 0
-	if v := r.URL.Query().Get("limit"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 || n > 1000 {
-			writeError(w, http.StatusBadRequest, "invalid_field", "limit", "must be an integer from 1 to 1000")
-			return
-		}
-		limit = n
+	limit, ok := queryLimit(w, r)
+	if !ok {
+		return
 	}
 	list, err := a.fleet.Batches(limit)
 	if err != nil {
@@ -85,6 +80,21 @@ func (a *API) apiBatches(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, list)
+}
+
+// queryLimit reads the ?limit= of a list, 1 to 1000 (0 when absent: the
+// list's default); it answers a bad one itself and reports false.
+func queryLimit(w http.ResponseWriter, r *http.Request) (int, bool) {
+	v := r.URL.Query().Get("limit")
+	if v == "" {
+		return 0, true
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 || n > 1000 {
+		writeError(w, http.StatusBadRequest, "invalid_field", "limit", "must be an integer from 1 to 1000")
+		return 0, false
+	}
+	return n, true
 }
 
 // withBatch reads the batch the {id} path value names: its id, its short id or

@@ -13,9 +13,10 @@ import (
 )
 
 // A standby forwards the API requests that need the core (a submit, a cancel, the
-// agent list, the webhook deliveries, and what makes batches and changes
-// schedules) to the leader: one NATS request on OrchAPI, which only the leader
-// subscribes to and only orchestrators may use (broker permissions). The request
+// agent list, the webhook deliveries, and what makes batches and workflow runs
+// or changes schedules and workflows) to the leader: one NATS request on
+// OrchAPI, which only the leader subscribes to and only orchestrators may use
+// (broker permissions). The request
 // carries the HTTP method, path and Authorization header, with the body as its
 // data; the leader serves it with its own API, which checks the token again, and
 // answers the status, the headers a client reads and the body. Nothing is
@@ -108,17 +109,23 @@ func (a *API) forward(w http.ResponseWriter, r *http.Request) {
 // forwardable are the requests a standby may forward, by method and route: the
 // routes the API serves through leaderOnly.
 var forwardable = map[string]bool{
-	"POST /api/v1/tasks":                              true,
-	"POST /api/v1/tasks/{id}/cancel":                  true,
-	"GET /api/v1/agents":                              true,
-	"GET /api/v1/work-types":                          true,
-	"GET /api/v1/work-types/{agent_type}/{work_type}": true,
-	"GET /api/v1/webhooks/deliveries":                 true,
-	"POST /api/v1/batches":                            true,
-	"POST /api/v1/schedules":                          true,
-	"POST /api/v1/schedules/{name}/pause":             true,
-	"POST /api/v1/schedules/{name}/resume":            true,
-	"DELETE /api/v1/schedules/{name}":                 true,
+	"POST /api/v1/tasks":                                   true,
+	"POST /api/v1/tasks/{id}/cancel":                       true,
+	"GET /api/v1/agents":                                   true,
+	"GET /api/v1/work-types":                               true,
+	"GET /api/v1/work-types/{agent_type}/{work_type}":      true,
+	"GET /api/v1/webhooks/deliveries":                      true,
+	"POST /api/v1/batches":                                 true,
+	"POST /api/v1/schedules":                               true,
+	"POST /api/v1/schedules/{name}/pause":                  true,
+	"POST /api/v1/schedules/{name}/resume":                 true,
+	"DELETE /api/v1/schedules/{name}":                      true,
+	"PUT /api/v1/workflows/{name}":                         true,
+	"DELETE /api/v1/workflows/{name}":                      true,
+	"POST /api/v1/workflows/{name}/runs":                   true,
+	"POST /api/v1/workflow-runs/{id}/cancel":               true,
+	"POST /api/v1/workflow-runs/{id}/steps/{step}/approve": true,
+	"POST /api/v1/workflow-runs/{id}/steps/{step}/reject":  true,
 }
 
 // AnswerForwarded serves msg, a request a standby forwarded, and publishes the

@@ -93,7 +93,7 @@ func operatorOnly(h http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		if role := RoleOf(r.Context()); role != RoleOperator {
 			writeError(w, http.StatusForbidden, "forbidden", "Authorization",
-				fmt.Sprintf("a %s token may read, not act (submit, cancel, batches, schedules); an %s's may", role, RoleOperator))
+				fmt.Sprintf("a %s token may read, not act (submit, cancel, batches, schedules, workflows); an %s's may", role, RoleOperator))
 			return
 		}
 		h(w, r)
