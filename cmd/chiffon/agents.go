@@ -3,8 +3,6 @@ package main
 import (
 	"fmt"
 	"io"
-	"maps"
-	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -73,18 +71,9 @@ func printAgentTable(w io.Writer, agents []api.AgentInfo, now time.Time) error {
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d/%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n",
 			a.ID, dash(string(a.Type)), a.State, dash(a.Status), a.Load, a.Capacity, a.Breaker, hb, dash(a.ProtocolVersion),
-			dash(compactList(a.WorkTypes, workTypesWidth)), dash(taskview.GPUList(a.GPUs)), dash(limitList(a.Limits)), dash(labelList(a.Labels)))
+			dash(compactList(a.WorkTypes, workTypesWidth)), dash(taskview.GPUList(a.GPUs)), dash(limitList(a.Limits)), dash(taskview.LabelList(a.Labels)))
 	}
 	return tw.Flush()
-}
-
-// labelList is labels as k=v,k=v in key order.
-func labelList(labels map[string]string) string {
-	parts := make([]string, 0, len(labels))
-	for _, k := range slices.Sorted(maps.Keys(labels)) {
-		parts = append(parts, k+"="+labels[k])
-	}
-	return strings.Join(parts, ",")
 }
 
 // limitList is an agent's limits, compactly: "5/s, ≤64KiB, cap 2, only build,test"

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -12,7 +11,6 @@ import (
 	"github.com/chiffon-dev/chiffon/api"
 	"github.com/chiffon-dev/chiffon/client"
 	"github.com/chiffon-dev/chiffon/internal/taskview"
-	"github.com/chiffon-dev/chiffon/orchestrator/task"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 )
@@ -109,7 +107,7 @@ func printBatchTable(w io.Writer, bs []*api.Batch, now time.Time, wide bool) err
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "ID\tSTATE\tWORK\tTARGETS\tCREATED")
 	for _, b := range bs {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s ago\n", listID(b.ID, wide), b.State, workText(b.ToAgent, b.WorkType), taskview.CountsText(b.Counts), age(now, b.CreatedAt))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s ago\n", listID(b.ID, wide), b.State, taskview.WorkText(b.ToAgent, b.WorkType), taskview.CountsText(b.Counts), age(now, b.CreatedAt))
 	}
 	return tw.Flush()
 }
@@ -120,7 +118,7 @@ func printBatch(w io.Writer, b *api.Batch) error {
 	row := func(k, v string) { fmt.Fprintf(tw, "%s:\t%s\n", k, v) }
 	row("ID", b.ID)
 	row("State", string(b.State))
-	batchRequestRows(row, &b.BatchRequest)
+	taskview.BatchRequestRows(row, &b.BatchRequest)
 	if b.Schedule != "" {
 		s := b.Schedule
 		if b.FireTime != nil {
@@ -152,39 +150,6 @@ func printTargets(w io.Writer, targets []api.BatchTarget) error {
 		fmt.Fprintf(tw, "%s\t%s\t%d%%\t%s\n", t.AgentID, t.State, t.ProgressPercent, dash(t.TaskID))
 	}
 	return tw.Flush()
-}
-
-// batchRequestRows adds the rows of what a batch runs and where.
-func batchRequestRows(row func(k, v string), req *api.BatchRequest) {
-	row("Work", workText(req.ToAgent, req.WorkType))
-	if len(req.Parameters) > 0 {
-		row("Parameters", compactJSON(req.Parameters))
-	}
-	if h := req.Hints; h != nil && *h != (task.Hints{}) {
-		row("Hints", compactJSON(h))
-	}
-	row("Selector", selectorText(req))
-	mp := "0 (all at once)"
-	if req.MaxParallel > 0 {
-		mp = fmt.Sprint(req.MaxParallel)
-	}
-	row("Max parallel", mp)
-	row("Stop on failure", yesNo(req.StopOnFailure))
-}
-
-// workText is a work type and the agent type it goes to.
-func workText[T ~string](to T, workType string) string { return string(to) + "/" + workType }
-
-// selectorText says which agents a batch is for.
-func selectorText(req *api.BatchRequest) string {
-	s := fmt.Sprintf("every %s agent", req.ToAgent)
-	if len(req.Agents) > 0 {
-		s = fmt.Sprintf("%s agents %s", req.ToAgent, strings.Join(req.Agents, ","))
-	}
-	if len(req.Labels) > 0 {
-		s += " labelled " + labelList(req.Labels)
-	}
-	return s
 }
 
 // noTask lists, on w, the agents of b that get no task, and why, and those it
@@ -294,6 +259,7 @@ func (bf *batchFlags) request(task api.SubmitRequest) (*api.BatchRequest, error)
 var fieldFlags = map[string]string{
 	"name": "NAME", "cron": "--cron", "tz": "--tz", "catch_up": "--catch-up", "to_agent": "--to",
 	"work_type": "--work-type", "parameters": "--param", "labels": "--label", "max_parallel": "--max-parallel",
+	"workflow.name": "--workflow",
 }
 
 // fieldUsage turns a request's field error into a usage error naming the flag
@@ -319,23 +285,6 @@ func fieldUsage(err error) error {
 		flag = fe.Field
 	}
 	return usagef(flag + ": " + msg)
-}
-
-// compactJSON is v as one line of JSON.
-func compactJSON(v any) string {
-	b, err := json.Marshal(v)
-	if err != nil {
-		return fmt.Sprint(v)
-	}
-	return string(b)
-}
-
-// yesNo is b as yes or no.
-func yesNo(b bool) string {
-	if b {
-		return "yes"
-	}
-	return "no"
 }
 
 // submitBatch makes batch req and prints its id, or its JSON; with wait it

@@ -46,6 +46,7 @@ func newRootCmd() *cobra.Command {
 		newBatchesCmd(),
 		newBatchCmd(),
 		newScheduleCmd(),
+		newWorkflowCmd(),
 		newOutputCmd(),
 		newWatchCmd(),
 		newCancelCmd(),

@@ -11,6 +11,7 @@ import (
 
 	"github.com/chiffon-dev/chiffon/api"
 	"github.com/chiffon-dev/chiffon/client"
+	"github.com/chiffon-dev/chiffon/internal/taskview"
 	"github.com/chiffon-dev/chiffon/worktype"
 )
 
@@ -95,7 +96,7 @@ func lookupParamSchema(ctx context.Context, c *client.Client, to, name string) (
 	if wt == nil || wt.Parameters == nil {
 		return nil, nil
 	}
-	return newParamSchema(workText(to, name), wt.Parameters), nil
+	return newParamSchema(taskview.WorkText(to, name), wt.Parameters), nil
 }
 
 // typedParams reads the parameters again, by the schema the orchestrator has of

@@ -1,14 +1,13 @@
 package main
 
 import (
+	"context"
 	"fmt"
-	"io"
 	"net/http"
-	"text/tabwriter"
-	"time"
 
 	"github.com/chiffon-dev/chiffon/api"
-	"github.com/chiffon-dev/chiffon/orchestrator/task"
+	"github.com/chiffon-dev/chiffon/client"
+	"github.com/chiffon-dev/chiffon/internal/taskview"
 	"github.com/spf13/cobra"
 )
 
@@ -16,9 +15,9 @@ import (
 func newScheduleCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "schedule",
-		Short: "Schedules: a task, or a batch, made at the times of a cron expression",
-		Long: `A schedule makes a task, or a batch (one task per matching agent), at each time its
-cron expression names, in its time zone. The orchestrator that leads runs them; each
+		Short: "Schedules: a task, a batch or a workflow run made at the times of a cron expression",
+		Long: `A schedule makes a task, a batch (one task per matching agent) or a run of a workflow
+at each time its cron expression names, in its time zone. The orchestrator that leads runs them; each
 firing is made once, even across a restart or a change of leader.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
@@ -31,20 +30,22 @@ firing is made once, even across a restart or a change of leader.`,
 // newScheduleAddCmd is `chiffon schedule add NAME`.
 func newScheduleAddCmd() *cobra.Command {
 	var (
-		cf                clientFlags
-		cron, tz, catchUp string
-		paused            bool
-		tf                taskFlags
-		bf                batchFlags
+		cf                          clientFlags
+		cron, tz, catchUp, workflow string
+		paused                      bool
+		tf                          taskFlags
+		bf                          batchFlags
 	)
 	cmd := &cobra.Command{
-		Use:   "add NAME --cron EXPR --to TYPE --work-type W [--param k=v]... [--all | --label k=v | --agents a,b]",
-		Short: "Add a schedule of a task, or with --all/--label/--agents of a batch",
+		Use:   "add NAME --cron EXPR (--to TYPE --work-type W [--all | --label k=v | --agents a,b] | --workflow W) [--param k=v]...",
+		Short: "Add a schedule of a task, with --all/--label/--agents of a batch, with --workflow of a workflow run",
 		Long: `Adds schedule NAME (1 to 63 of a-z, 0-9, '_' and '-'): at each time of --cron it
 makes the task that --to, --work-type, --param, --params-json and --hint describe, as
 submit does (--param k=v typed by the work type's schema; a value it refuses exits 65).
 With --all, --label or --agents it makes a batch instead, one task per matching agent
-(--max-parallel and --stop-on-failure as for submit --all).
+(--max-parallel and --stop-on-failure as for submit --all). With --workflow W it starts
+a run of workflow W instead, --param typed by W's parameters (as workflow run types
+them); a firing W refuses (it runs max_runs runs already) is skipped.
 
 --cron takes five fields (minute hour day-of-month month day-of-week), six with seconds
 first, or a descriptor such as @daily, @hourly or "@every 10m". It is read in the IANA
@@ -58,7 +59,7 @@ name must be removed first (schedule rm).`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			spec := api.ScheduleSpec{Name: args[0], Cron: cron, TZ: tz,
 				CatchUp: api.CatchUp(catchUp), Paused: paused}
-			task, err := scheduleWhat(&spec, &tf, &bf)
+			task, err := scheduleWhat(&spec, &tf, &bf, workflow)
 			if err != nil {
 				return err
 			}
@@ -66,14 +67,13 @@ name must be removed first (schedule rm).`,
 			if err != nil {
 				return err
 			}
-			params, err := tf.typedParams(cmd.Context(), c, *task)
+			if workflow != "" {
+				spec.Workflow, err = workflowConfig().ScheduleWorkflow(cmd.Context(), c, workflow, tf.params)
+			} else {
+				err = typeScheduleParams(cmd.Context(), c, &spec, &tf, *task)
+			}
 			if err != nil {
 				return err
-			}
-			if spec.Task != nil {
-				spec.Task.Parameters = params
-			} else {
-				spec.Batch.Parameters = params
 			}
 			s, err := c.AddSchedule(cmd.Context(), spec)
 			if status(err) == http.StatusConflict {
@@ -89,7 +89,7 @@ name must be removed first (schedule rm).`,
 			if cf.jsonOut {
 				return printJSON(cmd.OutOrStdout(), s)
 			}
-			_, err = fmt.Fprintf(cmd.OutOrStdout(), "schedule %s added; %s\n", s.Name, nextText(s))
+			_, err = fmt.Fprintf(cmd.OutOrStdout(), "schedule %s added; %s\n", s.Name, taskview.NextText(s))
 			return err
 		},
 	}
@@ -99,7 +99,11 @@ name must be removed first (schedule rm).`,
 	f.StringVar(&tz, "tz", "", "IANA time zone the cron expression is read in, such as Europe/Paris (default UTC)")
 	f.StringVar(&catchUp, "catch-up", string(api.CatchUpNone), "the firings missed while no orchestrator ran: none, latest or all")
 	f.BoolVar(&paused, "paused", false, "add it paused")
+	f.StringVar(&workflow, "workflow", "", "start a run of this workflow at each firing (not with --to, --work-type, --hint or a batch)")
 	tf.add(cmd, "hint k=v: max_duration_seconds, max_memory_mb, gpu_vram_mb, agent_id (not with a batch); repeatable")
+	for _, name := range []string{"to", "work-type"} { // but with --workflow: scheduleWhat asks for them
+		_ = f.SetAnnotation(name, cobra.BashCompOneRequiredFlag, []string{"false"})
+	}
 	bf.add(f)
 	_ = cmd.MarkFlagRequired("cron")
 	return cmd
@@ -107,8 +111,21 @@ name must be removed first (schedule rm).`,
 
 // scheduleWhat sets what spec makes, the task of tf or the batch of bf, and
 // checks spec: a refusal is a usage error. task is the one each firing makes
-// (a batch's, for one agent).
-func scheduleWhat(spec *api.ScheduleSpec, tf *taskFlags, bf *batchFlags) (task *api.SubmitRequest, err error) {
+// (a batch's, for one agent). With workflow, spec gets its run later, and tf
+// and bf may give only --param.
+func scheduleWhat(spec *api.ScheduleSpec, tf *taskFlags, bf *batchFlags, workflow string) (task *api.SubmitRequest, err error) {
+	switch {
+	case workflow != "" && (tf.to != "" || tf.workType != "" || tf.paramsJS != "" || len(tf.hints) > 0 || bf.batch()):
+		return nil, usagef("--workflow: not with --to, --work-type, --params-json, --hint or a batch's flags")
+	case workflow != "":
+		spec.Workflow = &api.ScheduleWorkflow{Name: workflow} // its params once the workflow is read
+		if err := spec.Validate(); err != nil {
+			return nil, fieldUsage(err)
+		}
+		return nil, nil
+	case tf.to == "" || tf.workType == "":
+		return nil, usagef(`required flag(s) "to", "work-type" not set (or --workflow)`)
+	}
 	t, err := tf.request()
 	if err != nil {
 		return nil, err
@@ -131,6 +148,18 @@ func scheduleWhat(spec *api.ScheduleSpec, tf *taskFlags, bf *batchFlags) (task *
 	return &t, nil
 }
 
+// typeScheduleParams types the parameters of spec's task or batch by the
+// work type's schema.
+func typeScheduleParams(ctx context.Context, c *client.Client, spec *api.ScheduleSpec, tf *taskFlags, task api.SubmitRequest) error {
+	params, err := tf.typedParams(ctx, c, task)
+	if spec.Task != nil {
+		spec.Task.Parameters = params
+	} else {
+		spec.Batch.Parameters = params
+	}
+	return err
+}
+
 // newScheduleListCmd is `chiffon schedule list`.
 func newScheduleListCmd() *cobra.Command {
 	var cf clientFlags
@@ -151,7 +180,7 @@ func newScheduleListCmd() *cobra.Command {
 			if cf.jsonOut {
 				return printJSON(cmd.OutOrStdout(), ss)
 			}
-			return printScheduleTable(cmd.OutOrStdout(), ss)
+			return taskview.ScheduleTable(cmd.OutOrStdout(), ss)
 		},
 	}
 	cf.add(cmd)
@@ -177,7 +206,7 @@ func newScheduleShowCmd() *cobra.Command {
 			if cf.jsonOut {
 				return printJSON(cmd.OutOrStdout(), s)
 			}
-			return printSchedule(cmd.OutOrStdout(), s)
+			return taskview.ScheduleText(cmd.OutOrStdout(), s)
 		},
 	}
 	cf.add(cmd)
@@ -211,7 +240,7 @@ func newSchedulePauseCmd(pause bool) *cobra.Command {
 			if s.Paused {
 				_, err = fmt.Fprintf(cmd.OutOrStdout(), "schedule %s %s: it does not fire until resumed\n", s.Name, done)
 			} else {
-				_, err = fmt.Fprintf(cmd.OutOrStdout(), "schedule %s %s; %s\n", s.Name, done, nextText(s))
+				_, err = fmt.Fprintf(cmd.OutOrStdout(), "schedule %s %s; %s\n", s.Name, done, taskview.NextText(s))
 			}
 			return err
 		},
@@ -253,115 +282,4 @@ With --json it prints {"name": NAME, "removed": true}.`,
 	}
 	cf.add(cmd)
 	return cmd
-}
-
-// printScheduleTable is the table of `chiffon schedule list`.
-func printScheduleTable(w io.Writer, ss []*api.Schedule) error {
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "NAME\tCRON\tTZ\tCATCH-UP\tSTATE\tNEXT\tLAST\tWORK")
-	for _, s := range ss {
-		last := "-"
-		if s.Last != nil {
-			last = s.Last.At.Local().Format(time.DateTime)
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", s.Name, s.Cron, tzText(s.TZ), catchUpText(s.CatchUp),
-			scheduleState(s), timeText(s.Next), last, scheduleWork(s))
-	}
-	return tw.Flush()
-}
-
-// printSchedule shows one schedule.
-func printSchedule(w io.Writer, s *api.Schedule) error {
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	row := func(k, v string) { fmt.Fprintf(tw, "%s:\t%s\n", k, v) }
-	row("Name", s.Name)
-	row("State", scheduleState(s))
-	row("Cron", s.Cron)
-	row("TZ", tzText(s.TZ))
-	row("Catch-up", catchUpText(s.CatchUp))
-	switch {
-	case s.Batch != nil:
-		row("Makes", "a batch")
-		batchRequestRows(row, s.Batch)
-	case s.Task != nil:
-		row("Makes", "a task")
-		row("Work", workText(s.Task.ToAgent, s.Task.WorkType))
-		if len(s.Task.Parameters) > 0 {
-			row("Parameters", compactJSON(s.Task.Parameters))
-		}
-		if h := s.Task.Hints; h != nil && *h != (task.Hints{}) {
-			row("Hints", compactJSON(h))
-		}
-	}
-	row("Created", s.CreatedAt.Local().Format(time.DateTime))
-	if s.ResumedAt != nil {
-		row("Resumed", s.ResumedAt.Local().Format(time.DateTime))
-	}
-	row("Next", timeText(s.Next))
-	last := "never"
-	if l := s.Last; l != nil {
-		last = l.At.Local().Format(time.DateTime)
-		switch {
-		case l.BatchID != "":
-			last += ": batch " + l.BatchID
-		case l.TaskID != "":
-			last += ": task " + l.TaskID
-		}
-	}
-	row("Last", last)
-	return tw.Flush()
-}
-
-// scheduleState is active or paused.
-func scheduleState(s *api.Schedule) string {
-	if s.Paused {
-		return "paused"
-	}
-	return "active"
-}
-
-// scheduleWork says what a schedule makes: task or batch, and its work.
-func scheduleWork(s *api.Schedule) string {
-	switch {
-	case s.Batch != nil:
-		return "batch " + workText(s.Batch.ToAgent, s.Batch.WorkType)
-	case s.Task != nil:
-		return "task " + workText(s.Task.ToAgent, s.Task.WorkType)
-	}
-	return "-"
-}
-
-// nextText says when a schedule fires next.
-func nextText(s *api.Schedule) string {
-	if s.Next == nil {
-		if s.Paused {
-			return "paused: it does not fire until resumed"
-		}
-		return "no next firing"
-	}
-	return "next at " + s.Next.Local().Format(time.DateTime)
-}
-
-// tzText is a schedule's time zone, UTC when none is given.
-func tzText(tz string) string {
-	if tz == "" {
-		return "UTC"
-	}
-	return tz
-}
-
-// catchUpText is a schedule's catch-up mode, none when none is given.
-func catchUpText(c api.CatchUp) string {
-	if c == "" {
-		return string(api.CatchUpNone)
-	}
-	return string(c)
-}
-
-// timeText is t in local time, or "-".
-func timeText(t *time.Time) string {
-	if t == nil {
-		return "-"
-	}
-	return t.Local().Format(time.DateTime)
 }

@@ -85,9 +85,9 @@ func showWorkType(w io.Writer, list []api.WorkType, to, name string, jsonOut boo
 			names = append(names, o.Name)
 		}
 		if len(names) == 0 {
-			return fmt.Errorf("no work type %s: no agent of type %q offers any", workText(to, name), to)
+			return fmt.Errorf("no work type %s: no agent of type %q offers any", taskview.WorkText(to, name), to)
 		}
-		return fmt.Errorf("no work type %s: agents of type %s offer %s", workText(to, name), to, strings.Join(names, ", "))
+		return fmt.Errorf("no work type %s: agents of type %s offer %s", taskview.WorkText(to, name), to, strings.Join(names, ", "))
 	}
 	if jsonOut {
 		return printJSON(w, wt)
@@ -123,7 +123,7 @@ func approvalCell(wt api.WorkType) string {
 func printWorkType(w io.Writer, wt *api.WorkType) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	row := func(k, v string) { fmt.Fprintf(tw, "%s:\t%s\n", k, v) }
-	row("Work type", taskview.Printable(workText(wt.AgentType, wt.Name)))
+	row("Work type", taskview.Printable(taskview.WorkText(wt.AgentType, wt.Name)))
 	descriptionRows(tw, "Description", wt.Description)
 	row("Approval", workTypeApproval(*wt))
 	row("Agents", dash(strings.Join(wt.Agents, ", ")))
@@ -198,9 +198,9 @@ func printParameters(w io.Writer, title string, schema map[string]any) error {
 	for _, f := range fields {
 		def := ""
 		if f.Default != nil {
-			def = compactJSON(f.Default)
+			def = taskview.CompactJSON(f.Default)
 		}
-		fmt.Fprintf(tw, "%s  %s\t%s\t%s\t%s\t%s\t%s\n", indent, taskview.Printable(f.Name), fieldType(f), yesNo(f.Required),
+		fmt.Fprintf(tw, "%s  %s\t%s\t%s\t%s\t%s\t%s\n", indent, taskview.Printable(f.Name), fieldType(f), taskview.YesNo(f.Required),
 			dash(taskview.Printable(worktype.Enumerate(f.Enum))), dash(taskview.Printable(def)), dash(taskview.Printable(f.Description)))
 	}
 	return tw.Flush()

@@ -12,14 +12,16 @@ import (
 	"github.com/chiffon-dev/chiffon/client"
 )
 
-// How WatchBatch follows a broken batch stream again: after a growing wait, up
-// to BatchRetryMax; and gives up after BatchGiveUp without an answer.
+// How WatchBatch and WatchRun follow a broken event stream again: after a
+// growing wait, up to BatchRetryMax; and give up after BatchGiveUp without an
+// answer.
 var (
 	BatchRetryMax = 5 * time.Second
 	BatchGiveUp   = 2 * time.Minute
 )
 
-// LostError is a batch stream that could not be had again for BatchGiveUp.
+// LostError is a batch's or a run's stream that could not be had again for
+// BatchGiveUp.
 type LostError struct {
 	Since time.Duration
 	Err   error
@@ -38,34 +40,53 @@ func (e *LostError) Unwrap() error { return e.Err }
 // opened again after a growing wait, and the batch read with GET meanwhile,
 // so that an end missed while away is found.
 func WatchBatch(ctx context.Context, c *client.Client, id string, fn func(*api.Batch)) (*api.Batch, error) {
+	return watch(ctx, followed[*api.Batch]{
+		stream: func(ctx context.Context, see func(*api.Batch) error) error { return c.BatchEvents(ctx, id, see) },
+		get:    func(ctx context.Context) (*api.Batch, error) { return c.Batch(ctx, id) },
+		ended:  func(b *api.Batch) bool { return b.FinishedAt != nil },
+	}, fn)
+}
+
+// followed is what watch follows: its event stream, read once until it ends,
+// its read, and whether a value of it is the end.
+type followed[T any] struct {
+	stream func(ctx context.Context, see func(T) error) error
+	get    func(ctx context.Context) (T, error)
+	ended  func(T) bool
+}
+
+// watch hands fn what f follows each time it changes until it has ended, and
+// returns it: the stream opened again when it breaks, f read meanwhile.
+func watch[T any](ctx context.Context, f followed[T], fn func(T)) (T, error) {
 	var (
-		last     *api.Batch
+		last     T
+		seen     bool
 		lastJSON []byte
 		changed  bool
 		answered = time.Now()
 		wait     time.Duration
 	)
-	see := func(b *api.Batch) {
+	see := func(v T) {
 		answered = time.Now()
-		data, _ := json.Marshal(b)
+		data, _ := json.Marshal(v)
 		if string(data) != string(lastJSON) {
-			lastJSON, last, changed = data, b, true
-			fn(b)
+			lastJSON, last, seen, changed = data, v, true, true
+			fn(v)
 		}
 	}
 	for {
 		changed = false
-		// The stream ends after the batch's end; the end seen, it is not waited for.
+		// The stream ends after the end; the end seen, it is not waited for.
 		sctx, stop := context.WithCancel(ctx)
-		err := c.BatchEvents(sctx, id, func(b *api.Batch) error {
-			see(b)
-			if b.FinishedAt != nil {
+		err := f.stream(sctx, func(v T) error {
+			see(v)
+			if f.ended(v) {
 				stop()
 			}
 			return nil
 		})
 		stop()
-		if last != nil && last.FinishedAt != nil {
+		if seen && f.ended(last) {
 			return last, nil
 		}
 		if ctx.Err() != nil {
@@ -84,12 +105,12 @@ func WatchBatch(ctx context.Context, c *client.Client, id string, fn func(*api.B
 			return last, ctx.Err()
 		case <-time.After(wait):
 		}
-		b, gerr := c.Batch(ctx, id)
+		v, gerr := f.get(ctx)
 		switch {
 		case gerr == nil:
-			see(b)
-			if b.FinishedAt != nil {
-				return b, nil
+			see(v)
+			if f.ended(v) {
+				return v, nil
 			}
 		case ctx.Err() != nil:
 			return last, ctx.Err()
