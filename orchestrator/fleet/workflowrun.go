@@ -133,8 +133,11 @@ func taskSeen(t *task.Task) StepSeen {
 	}
 	if !out.Succeeded {
 		out.Error = "task " + t.ID + " " + string(t.State)
-		if t.Error != nil {
+		switch {
+		case t.Error != nil:
 			out.Error += ": " + t.Error.Message
+		case t.Result != nil && t.Result.ExitCode != 0:
+			out.Error += fmt.Sprintf(" (exit code %d)", t.Result.ExitCode)
 		}
 	}
 	return out

@@ -163,7 +163,10 @@ func TestWorkflowRunResumesWithoutMakingAStepTwice(t *testing.T) {
 	if report.ID == count.ID || report.ID != derivedID("workflow-task", run.ID, "report") {
 		t.Fatalf("resumed run made %s, want report's derived id", report.ID)
 	}
-	core.end(report.ID, task.StateFailed)
+	core.endWith(report.ID, task.StateFailed, "")
+	core.mu.Lock()
+	core.tasks[report.ID].Result.ExitCode = 3
+	core.mu.Unlock()
 	g.RunChanged(run.ID)
 	cleanup := nextMade(t, core)
 	core.end(cleanup.ID, task.StateSucceeded)
@@ -171,6 +174,9 @@ func TestWorkflowRunResumesWithoutMakingAStepTwice(t *testing.T) {
 	done := awaitRun(t, g, run.ID, func(r *api.WorkflowRun) bool { return r.State.Final() })
 	if done.State != api.RunFailed || done.Step("gate").State != api.StepSkipped {
 		t.Fatalf("run ended %+v", done)
+	}
+	if e := done.Step("report").Error; !strings.Contains(e, "failed (exit code 3)") {
+		t.Errorf("report's error %q names no exit code", e)
 	}
 	select {
 	case org := <-core.made:
