@@ -23,9 +23,12 @@ import (
 
 // Errors of the workflow calls.
 var (
-	ErrTooManyRuns        = api.ErrTooManyRuns
+	// ErrTooManyRuns refuses a run of a workflow that runs max_runs runs.
+	ErrTooManyRuns = api.ErrTooManyRuns
+	// ErrWorkflowFromConfig refuses a change of a workflow of the config.
 	ErrWorkflowFromConfig = api.ErrWorkflowFromConfig
-	ErrRunFinished        = api.ErrRunFinished
+	// ErrRunFinished refuses a cancel of a run that ended.
+	ErrRunFinished = api.ErrRunFinished
 )
 
 // Workflows returns every workflow, by name.
