@@ -26,6 +26,7 @@ import (
 	"github.com/chiffon-dev/chiffon/errcodes"
 	"github.com/chiffon-dev/chiffon/internal/lazylog"
 	"github.com/chiffon-dev/chiffon/internal/ratelog"
+	"github.com/chiffon-dev/chiffon/orchestrator/catalog"
 	"github.com/chiffon-dev/chiffon/orchestrator/metrics"
 	"github.com/chiffon-dev/chiffon/orchestrator/task"
 	"github.com/nats-io/nats.go"
@@ -71,7 +72,7 @@ type Core struct {
 	link    *Link
 	leading func() bool
 	// catalog is the latest snapshot of the agents' catalogue (catalog.go).
-	catalog atomic.Pointer[catalog]
+	catalog atomic.Pointer[catalog.Snapshot]
 	// registerBy ends the wait for the configured agents to register
 	// (registration.go); registered routes the queued tasks again then.
 	registerBy time.Time

@@ -12,6 +12,7 @@ import (
 	"github.com/chiffon-dev/chiffon/broker"
 	"github.com/chiffon-dev/chiffon/envelope"
 	"github.com/chiffon-dev/chiffon/errcodes"
+	"github.com/chiffon-dev/chiffon/orchestrator/catalog"
 	"github.com/chiffon-dev/chiffon/orchestrator/gpuroom"
 	"github.com/chiffon-dev/chiffon/orchestrator/policy"
 	"github.com/chiffon-dev/chiffon/orchestrator/task"
@@ -60,9 +61,9 @@ type agentEntry struct {
 	resend []inFlight
 	// conf is its entry in the config: what it may be sent (governance.go).
 	conf *policy.AgentConfig
-	// declared is what it says of the work types it offers (catalog.go); nil
-	// when its registration carries no catalogue.
-	declared map[string]worktype.Declared
+	// cat is what it says of the work types it offers, as the catalogue's
+	// latest snapshot holds it (catalog.go).
+	cat *catalog.Agent
 	// rl are its rate limiters (ratelimit.go).
 	rl rateLimits
 	// gpu is the GPU memory its attempts in flight hold (gpu.go).
@@ -256,16 +257,7 @@ func (o *Core) register(typ envelope.AgentType, reg *envelope.Register, gpus []e
 			"agent_id", a.id, "dropped", dropped, "allowed_work_types", a.conf.AllowedWorkTypes)
 	}
 	a.workTypes, a.capacity = kept, capped(a.conf, reg.MaxConcurrency)
-	a.declared = nil
-	if declared != nil {
-		a.declared = make(map[string]worktype.Declared, len(kept))
-		for _, w := range kept {
-			if d, ok := declared[w]; ok {
-				a.declared[w] = d
-			}
-		}
-	}
-	o.catalog.Store(o.newCatalog())
+	o.setCatalog(a, declared)
 	a.resources, a.machineGPUs, a.labels = reg.Resources, gpus, reg.Labels
 	a.gpu.Reported(nil)
 	a.hbInterval = time.Duration(reg.HeartbeatIntervalMS) * time.Millisecond
