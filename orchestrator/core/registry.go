@@ -233,7 +233,7 @@ func (o *Core) register(typ envelope.AgentType, reg *envelope.Register, gpus []e
 	now := time.Now().UTC()
 	a := o.agents[reg.AgentID]
 	if a == nil {
-		a = &agentEntry{id: reg.AgentID, registeredAt: now}
+		a = &agentEntry{id: reg.AgentID, registeredAt: now, rl: o.newRateLimits(reg.AgentID)}
 		a.breaker = o.newBreaker(a)
 		o.metrics.Breaker.WithLabelValues(a.id).Set(0)
 		o.agents[reg.AgentID] = a
@@ -250,7 +250,7 @@ func (o *Core) register(typ envelope.AgentType, reg *envelope.Register, gpus []e
 	a.instance = instance
 	a.typ, a.name, a.versions, a.version = typ, reg.Name, reg.SupportedVersions, version
 	a.conf = o.cfg.AgentConfig(a.id)
-	a.setRateLimits(a.conf)
+	a.setRateLimits()
 	kept, dropped := allowedOf(a.conf, reg.WorkTypes)
 	if len(dropped) > 0 {
 		o.log.Warn("agent offers work types its config does not allow: it is not sent them",

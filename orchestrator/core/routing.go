@@ -254,12 +254,12 @@ func (o *Core) dispatchOrHold(r *run, res pickResult, again bool) {
 	}
 	for _, h := range res.held {
 		o.metrics.RateLimited.WithLabelValues(h.agent.id).Inc()
-		o.wakeAt(h.agent, h.until)
+		o.wakeAt(h.agent, h.Until)
 	}
 	if again {
-		r.log.Debug("task still queued: "+first.String(), "agent_id", first.agent.id, "until", first.until)
+		r.log.Debug("task still queued: "+first.String(), "agent_id", first.agent.id, "until", first.Until)
 	} else {
-		r.log.Info("task queued: "+first.String(), "agent_id", first.agent.id, "until", first.until)
+		r.log.Info("task queued: "+first.String(), "agent_id", first.agent.id, "until", first.Until)
 	}
 }
 
@@ -282,7 +282,7 @@ func (res pickResult) earliestHold() (rateHold, bool) {
 	}
 	first := res.held[0]
 	for _, h := range res.held[1:] {
-		if h.until.Before(first.until) {
+		if h.Until.Before(first.Until) {
 			first = h
 		}
 	}
@@ -384,7 +384,7 @@ func (o *Core) hasRoom(typ envelope.AgentType) bool {
 	for _, a := range o.agents {
 		if a.typ == typ && a.online && !a.unreachable && a.inflight < a.capacity && a.status != "draining" {
 			if h, held := a.ownHold(now); held {
-				o.wakeAt(a, h.until)
+				o.wakeAt(a, h.Until)
 				continue
 			}
 			return true
