@@ -47,7 +47,7 @@ func (o *Core) pick(r *run) pickResult {
 	// The slices stay local, where the compiler keeps small ones off the heap.
 	var candidates []*agentEntry
 	var u unfit
-	size := taskSize{t: t}
+	size := taskSize(t)
 	need := t.Hints.GPUNeed()
 	typeOnline, offered := false, false
 	for _, a := range o.agents {
@@ -58,7 +58,7 @@ func (o *Core) pick(r *run) pickResult {
 		if a.typ != t.ToAgent || !a.online || !a.offers(t.WorkType) || pinned != "" && a.id != pinned {
 			continue
 		}
-		if a.conf != nil && a.conf.MaxRequestBytes > 0 && size.over(a.conf.MaxRequestBytes) {
+		if a.conf != nil && a.conf.MaxRequestBytes > 0 && size.Over(a.conf.MaxRequestBytes) {
 			u.tooSmall = append(u.tooSmall, a)
 			continue
 		}
@@ -94,7 +94,7 @@ func (o *Core) pick(r *run) pickResult {
 		if len(u.open)+len(u.tooSmall)+len(u.asking) == 0 && o.awaitingAgents(t.ToAgent, pinned) {
 			return pickResult{queue: true}
 		}
-		return u.noCandidate(t, pinned, size.n)
+		return u.noCandidate(t, pinned, size.Size())
 	}
 	return o.leastLoaded(r, candidates)
 }
