@@ -29,6 +29,7 @@ import (
 	"github.com/chiffon-dev/chiffon/orchestrator/catalog"
 	"github.com/chiffon-dev/chiffon/orchestrator/metrics"
 	"github.com/chiffon-dev/chiffon/orchestrator/task"
+	"github.com/chiffon-dev/chiffon/orchestrator/watch"
 	"github.com/nats-io/nats.go"
 )
 
@@ -94,7 +95,7 @@ type Core struct {
 	// readers take the core's events (events.go); watchers, the live streams
 	// of single tasks, is the first.
 	readers  []*reader
-	watchers watchHub
+	watchers watch.Hub
 	// moreComing is set while the job running has more behind it in its batch: the
 	// store may hold the writes it makes for a later one's commit (see
 	// task.Write.MoreComing); held counts them, and the loop flushes them when the
@@ -129,7 +130,7 @@ func New(p Params) *Core {
 			nonce: broker.NewNonce},
 	}
 	o.auth = broker.Authenticator{Want: o.sec.agentToken}
-	o.readers = []*reader{{fn: o.watchers.read}}
+	o.readers = []*reader{{fn: o.feedWatchers}}
 	o.catalog.Store(o.newCatalog()) // nobody registered yet
 	go o.loop()
 	return o
