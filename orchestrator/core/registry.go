@@ -251,12 +251,12 @@ func (o *Core) register(typ envelope.AgentType, reg *envelope.Register, gpus []e
 	a.typ, a.name, a.versions, a.version = typ, reg.Name, reg.SupportedVersions, version
 	a.conf = o.cfg.AgentConfig(a.id)
 	a.setRateLimits()
-	kept, dropped := allowedOf(a.conf, reg.WorkTypes)
+	kept, dropped := a.conf.Allowed(reg.WorkTypes)
 	if len(dropped) > 0 {
 		o.log.Warn("agent offers work types its config does not allow: it is not sent them",
 			"agent_id", a.id, "dropped", dropped, "allowed_work_types", a.conf.AllowedWorkTypes)
 	}
-	a.workTypes, a.capacity = kept, capped(a.conf, reg.MaxConcurrency)
+	a.workTypes, a.capacity = kept, a.conf.Capacity(reg.MaxConcurrency)
 	o.setCatalog(a, declared)
 	a.resources, a.machineGPUs, a.labels = reg.Resources, gpus, reg.Labels
 	a.gpu.Reported(nil)
@@ -363,7 +363,7 @@ func (o *Core) heartbeat(agentID, instance string, hb *envelope.Heartbeat, gpus 
 	}
 	a.gpu.Reported(hb.ActiveTaskIDs)
 	if hb.MaxConcurrency > 0 {
-		a.capacity = capped(a.conf, hb.MaxConcurrency)
+		a.capacity = a.conf.Capacity(hb.MaxConcurrency)
 	}
 	o.seen(a, now)
 	o.resendInFlight(a)
