@@ -30,6 +30,7 @@ import (
 	"github.com/chiffon-dev/chiffon/orchestrator/metrics"
 	"github.com/chiffon-dev/chiffon/orchestrator/task"
 	"github.com/chiffon-dev/chiffon/orchestrator/watch"
+	"github.com/chiffon-dev/chiffon/worktype"
 	"github.com/nats-io/nats.go"
 )
 
@@ -74,6 +75,8 @@ type Core struct {
 	leading func() bool
 	// catalog is the latest snapshot of the agents' catalogue (catalog.go).
 	catalog atomic.Pointer[catalog.Snapshot]
+	// catalogues reads the registrations' catalogues, each distinct one once.
+	catalogues worktype.Catalogues
 	// registerBy ends the wait for the configured agents to register
 	// (registration.go); registered routes the queued tasks again then.
 	registerBy time.Time

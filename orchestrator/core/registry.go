@@ -154,7 +154,7 @@ func (o *Core) handleRegister(msg *nats.Msg) {
 		o.replyError(msg, agentID, env, asProtocolError(err))
 		return
 	}
-	declared, err := worktype.FromRegistration(env.XCustomFields, reg.WorkTypes)
+	declared, err := o.catalogues.FromRegistration(env.XCustomFields, reg.WorkTypes)
 	if err != nil {
 		o.log.Warn("registration with a bad work type catalogue refused", "agent_id", agentID, "err", err)
 		field, detail, _ := strings.Cut(err.Error(), ": ")
