@@ -95,6 +95,9 @@ type Core struct {
 	agents   map[string]*agentEntry
 	runs     map[string]*run
 	queues   map[envelope.AgentType][]string
+	// byType are the agents by type, in the order they first registered:
+	// routing scans those of a task's type only (registry.go keeps it).
+	byType map[envelope.AgentType][]*agentEntry
 	// readers take the core's events (events.go); watchers, the live streams
 	// of single tasks, is the first.
 	readers  []*reader
@@ -128,7 +131,8 @@ func New(p Params) *Core {
 		id: p.Config.ID, subj: p.Config.Subjects, nc: p.Conn, req: p.Requester, st: p.Store,
 		metrics: p.Metrics, link: p.Link, leading: p.Leading,
 		agents: map[string]*agentEntry{}, runs: map[string]*run{}, queues: map[envelope.AgentType][]string{},
-		done: make(chan struct{}), mail: newMailbox(), loopDone: make(chan struct{}),
+		byType: map[envelope.AgentType][]*agentEntry{}, done: make(chan struct{}), mail: newMailbox(),
+		loopDone: make(chan struct{}),
 		m: machine{timeouts: p.Config.Timeouts, now: func() time.Time { return time.Now().UTC() },
 			nonce: broker.NewNonce},
 	}

@@ -103,7 +103,7 @@ func (o *Core) agentInfos() []api.AgentInfo {
 		a := o.agents[id]
 		if a == nil {
 			out = append(out, api.AgentInfo{ID: id, State: "unknown", Breaker: gobreaker.StateClosed.String(),
-				Limits: limitsOf(o.cfg.AgentConfig(id))})
+				Limits: limitsOf(o.sec.config(id))})
 			continue
 		}
 		reg := a.registeredAt
@@ -248,8 +248,12 @@ func (o *Core) register(typ envelope.AgentType, reg *envelope.Register, gpus []e
 	a.unreachable = false
 	o.resetBreaker(a)
 	a.instance = instance
+	if a.typ != typ { // new, or (not bound to its type) of another type now
+		o.byType[a.typ] = slices.DeleteFunc(o.byType[a.typ], func(x *agentEntry) bool { return x == a })
+		o.byType[typ] = append(o.byType[typ], a)
+	}
 	a.typ, a.name, a.versions, a.version = typ, reg.Name, reg.SupportedVersions, version
-	a.conf = o.cfg.AgentConfig(a.id)
+	a.conf = o.sec.config(a.id)
 	a.setRateLimits()
 	kept, dropped := a.conf.Allowed(reg.WorkTypes)
 	if len(dropped) > 0 {

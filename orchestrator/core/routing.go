@@ -50,7 +50,7 @@ func (o *Core) pick(r *run) pickResult {
 	size := taskSize(t)
 	need := t.Hints.GPUNeed()
 	typeOnline, offered := false, false
-	for _, a := range o.agents {
+	for _, a := range o.byType[t.ToAgent] {
 		if a.typ == t.ToAgent && a.online {
 			typeOnline = true
 			offered = offered || a.offers(t.WorkType)
@@ -190,7 +190,7 @@ func tooLargeFor(t *task.Task, tooSmall []*agentEntry, size int) *errcodes.Error
 // offer.
 func (o *Core) offeredWorkTypes(typ envelope.AgentType) []string {
 	var all []string
-	for _, a := range o.agents {
+	for _, a := range o.byType[typ] {
 		if a.typ == typ && a.online {
 			all = append(all, a.workTypes...)
 		}
@@ -357,7 +357,7 @@ func (o *Core) drainQueue(typ envelope.AgentType, every bool) {
 // sizeLimited reports whether an agent of typ has a max_request_bytes: then
 // whether a task may go to it depends on the task's size.
 func (o *Core) sizeLimited(typ envelope.AgentType) bool {
-	for _, a := range o.agents {
+	for _, a := range o.byType[typ] {
 		if a.typ == typ && a.conf != nil && a.conf.MaxRequestBytes > 0 {
 			return true
 		}
@@ -367,7 +367,7 @@ func (o *Core) sizeLimited(typ envelope.AgentType) bool {
 
 // anyOnline reports whether an agent of typ is online.
 func (o *Core) anyOnline(typ envelope.AgentType) bool {
-	for _, a := range o.agents {
+	for _, a := range o.byType[typ] {
 		if a.typ == typ && a.online {
 			return true
 		}
@@ -381,7 +381,7 @@ func (o *Core) anyOnline(typ envelope.AgentType) bool {
 // limit allows.
 func (o *Core) hasRoom(typ envelope.AgentType) bool {
 	now := time.Now()
-	for _, a := range o.agents {
+	for _, a := range o.byType[typ] {
 		if a.typ == typ && a.online && !a.unreachable && a.inflight < a.capacity && a.status != "draining" {
 			if h, held := a.ownHold(now); held {
 				o.wakeAt(a, h.Until)
