@@ -143,15 +143,6 @@ func (s *Snapshot) Complete(typ envelope.AgentType) bool {
 	return ok && n == 0
 }
 
-// Offering lists the agents of typ offering workType, sorted by id. The slice
-// is the snapshot's: not to be changed.
-func (s *Snapshot) Offering(typ envelope.AgentType, workType string) []string {
-	if o := s.offering[typ][workType]; o != nil {
-		return o.ids
-	}
-	return nil
-}
-
 // Offered lists the work types the agents of typ offer, sorted.
 func (s *Snapshot) Offered(typ envelope.AgentType) []string {
 	var out []string
