@@ -41,6 +41,11 @@ type Agent struct {
 	instance string
 	ready    chan struct{}
 	regKick  chan struct{}
+	// regPatience is how long a registration first waits for an answer, and
+	// regRetry how long the agent first waits to send it again when no
+	// orchestrator is there (registerTimeout, registerMinRetry; tests change
+	// them).
+	regPatience, regRetry time.Duration
 	// accepted is closed at the first register_ack; refused delivers the
 	// orchestrator's refusal of this process, which ends Run.
 	accepted     chan struct{}
@@ -67,6 +72,7 @@ type Agent struct {
 
 	nc    *nats.Conn
 	pub   *publisher
+	req   *broker.Requester // sends the registrations (register.go)
 	cache dedupe.Cache
 	tasks sync.WaitGroup
 }
@@ -126,6 +132,7 @@ func New(cfg Config) (*Agent, error) {
 		stopNow:  make(chan struct{}),
 		running:  map[string]*task{},
 	}
+	a.regPatience, a.regRetry = registerTimeout, registerMinRetry
 	a.gpu = newGPUHost(cfg.GPU, a.log)
 	a.logGPUs()
 	a.metrics = newMetrics(a)
@@ -307,7 +314,7 @@ func (a *Agent) openCache() (closeCache func(), err error) {
 }
 
 // connect connects to NATS as the agent, which registers again on each reconnect,
-// and sets up its publisher.
+// and sets up its publisher and requester.
 func (a *Agent) connect() (*nats.Conn, error) {
 	cc := a.cfg.NATS.ConnConfig("chiffon-agent-" + a.cfg.ID)
 	cc.Logger = a.log
@@ -325,6 +332,10 @@ func (a *Agent) connect() (*nats.Conn, error) {
 	identified := broker.AuthHeader(a.cfg.Token, a.cfg.ID)
 	identified.Set(broker.HeaderInstance, a.instance)
 	a.pub = &publisher{nc: nc, auth: broker.AuthHeader(a.cfg.Token, a.cfg.ID), identified: identified, log: a.log}
+	if a.req, err = broker.NewRequester(nc, a.subjects.Inbox(broker.RoleAgent, a.cfg.ID)); err != nil {
+		nc.Close()
+		return nil, err
+	}
 	return nc, nil
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"time"
 
 	"github.com/chiffon-dev/chiffon/broker"
@@ -13,12 +14,31 @@ import (
 	"github.com/nats-io/nats.go"
 )
 
-// Registration retry backoff.
+// Registration: the agent registers at start, at each reconnect and when an
+// orchestrator asks (a kick), until it is answered.
+//
+// A registration not answered within its patience is sent again, with twice
+// the patience (registerTimeout up to registerMaxTimeout), and an answer to
+// any of its copies counts: an orchestrator working through the
+// registrations of thousands of agents after a broker restart is sent few of
+// them again, and its late answers are not lost. A registration that finds no
+// orchestrator (no responders) is sent again after a wait that doubles from
+// registerMinRetry to registerMaxRetry, cut short by a kick: the discover of
+// an orchestrator that has just come. Patience and waits are jittered by up
+// to registerJitter of themselves, so that agents that met the same failure
+// together do not try again together.
 const (
-	registerTimeout  = 5 * time.Second
-	registerMinRetry = 250 * time.Millisecond
-	registerMaxRetry = 30 * time.Second
+	registerTimeout    = 5 * time.Second
+	registerMaxTimeout = 40 * time.Second
+	registerMinRetry   = 250 * time.Millisecond
+	registerMaxRetry   = 30 * time.Second
+	registerJitter     = 0.2
 )
+
+// jittered is d, more or less up to registerJitter of it.
+func jittered(d time.Duration) time.Duration {
+	return time.Duration(float64(d) * (1 + registerJitter*(2*rand.Float64()-1)))
+}
 
 // kickRegister asks the register loop to register again (start, reconnect, discover).
 func (a *Agent) kickRegister() {
@@ -28,7 +48,7 @@ func (a *Agent) kickRegister() {
 	}
 }
 
-// registerLoop registers on every kick, retrying with backoff until acknowledged.
+// registerLoop registers on every kick, until answered each time.
 func (a *Agent) registerLoop(ctx context.Context) {
 	for {
 		select {
@@ -36,17 +56,27 @@ func (a *Agent) registerLoop(ctx context.Context) {
 			return
 		case <-a.regKick:
 		}
-		wait := registerMinRetry
-		for !a.registerOnce() {
-			t := time.NewTimer(wait)
-			select {
-			case <-ctx.Done():
-				t.Stop()
-				return
-			case <-t.C:
-			}
-			wait = min(wait*2, registerMaxRetry)
+		a.registerUntilAnswered(ctx)
+	}
+}
+
+// registerUntilAnswered registers until an answer ends it (an ack, or a
+// refusal that trying again would not change) or ctx ends.
+func (a *Agent) registerUntilAnswered(ctx context.Context) {
+	wait := a.regRetry
+	for !a.registerOnce(ctx) {
+		t := time.NewTimer(jittered(wait))
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-a.regKick: // an orchestrator asks now: no need to wait longer
+			t.Stop()
+			wait = a.regRetry
+			continue
+		case <-t.C:
 		}
+		wait = min(wait*2, registerMaxRetry)
 	}
 }
 
@@ -69,22 +99,55 @@ func (a *Agent) registerMessage() *envelope.Envelope {
 	return env
 }
 
-// registerOnce sends one register request and reports whether it was acknowledged.
-func (a *Agent) registerOnce() bool {
+// registerOnce sends the registration, again each time its patience runs out
+// with no answer, and reports whether the answer ends the registration.
+func (a *Agent) registerOnce(ctx context.Context) bool {
+	var call *broker.Call
+	for patience := a.regPatience; ; patience = min(patience*2, registerMaxTimeout) {
+		msg, err := a.registerRequest()
+		if err != nil {
+			a.log.Error("encode register", "err", err)
+			return false
+		}
+		if call == nil {
+			if call, err = a.req.Send(msg, a.subjects.Inbox(broker.RoleAgent, a.cfg.ID)+".register"); err != nil {
+				a.log.Warn("register failed", "err", err)
+				return false
+			}
+			defer call.Close()
+		} else if err := call.Resend(msg); err != nil {
+			a.log.Warn("register failed", "err", err)
+			return false
+		}
+		wctx, cancel := context.WithTimeout(ctx, jittered(patience))
+		reply, err := call.Next(wctx)
+		cancel()
+		switch {
+		case err == nil:
+			return a.registerAnswered(reply)
+		case errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil:
+			a.log.Warn("register: no answer yet: sent again, still waiting for an answer to either", "waited", patience)
+		case errors.Is(err, nats.ErrNoResponders):
+			a.log.Debug("register: no orchestrator yet")
+			return false
+		default:
+			return false // ctx ended
+		}
+	}
+}
+
+// registerRequest is the registration as a message on the register subject.
+func (a *Agent) registerRequest() (*nats.Msg, error) {
 	data, err := envelope.Encode(a.registerMessage())
 	if err != nil {
-		a.log.Error("encode register", "err", err)
-		return false
+		return nil, err
 	}
-	reply, err := a.nc.RequestMsg(a.pub.identifiedMsg(a.subjects.Register(a.cfg.ID), data), registerTimeout)
-	if err != nil {
-		if errors.Is(err, nats.ErrNoResponders) {
-			a.log.Debug("register: no orchestrator yet")
-		} else {
-			a.log.Warn("register failed", "err", err)
-		}
-		return false
-	}
+	return a.pub.identifiedMsg(a.subjects.Register(a.cfg.ID), data), nil
+}
+
+// registerAnswered takes the orchestrator's answer to a registration and
+// reports whether it ends the registration.
+func (a *Agent) registerAnswered(reply *nats.Msg) bool {
 	if err := broker.CheckAuth(reply, a.cfg.OrchestratorToken); err != nil {
 		// The orchestrator answers a sender it cannot authenticate without its
 		// token: most likely this agent's token file differs from the one in the

@@ -3,6 +3,7 @@ package agent_test
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"strings"
 	"testing"
 	"time"
@@ -160,3 +161,125 @@ func requestEcho(h *harness, timeout time.Duration) error {
 	}
 	return err
 }
+
+// TestALateAnswerToARegistrationCounts: a registration unanswered within its
+// patience is sent again to the same inbox, and the answer to the first copy,
+// coming after that, is taken: an orchestrator slow to work through a storm
+// of registrations is not made to answer each again.
+func TestALateAnswerToARegistrationCounts(t *testing.T) {
+	h := newHarness(t, nil)
+	hold := make(chan struct{})
+	h.gate.Store(hold) // the harness's registry does not answer
+	defer close(hold)
+	registered := make(chan *nats.Msg, 16)
+	sub, err := h.nc.Subscribe(broker.Subjects{}.Registers(), func(m *nats.Msg) { registered <- m })
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Unsubscribe()
+	a, err := agent.New(h.cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	agent.SetRegisterTiming(a, 100*time.Millisecond, time.Second)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- a.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+	var copies []*nats.Msg
+	for len(copies) < 2 {
+		select {
+		case m := <-registered:
+			copies = append(copies, m)
+		case <-time.After(wait):
+			t.Fatalf("%d registrations sent, want one sent again after its patience", len(copies))
+		}
+	}
+	if copies[0].Reply != copies[1].Reply {
+		t.Fatalf("the registration was sent again to another inbox (%s, then %s): an answer to the first is lost",
+			copies[0].Reply, copies[1].Reply)
+	}
+	env, err := envelope.Decode(copies[0].Data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := envelope.Encode(env.Reply(&envelope.RegisterAck{AgentID: h.cfg.ID, OrchestratorID: "o1", ProtocolVersion: "1.0"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ack := &nats.Msg{Subject: copies[0].Reply, Data: data}
+	broker.SetAuth(ack, h.orchToken, h.cfg.ID)
+	if err := h.nc.PublishMsg(ack); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-a.Ready():
+	case <-time.After(wait):
+		t.Fatal("the answer to the first copy was not taken")
+	}
+}
+
+// TestADiscoverCutsTheRegistrationWaitShort: an agent that found no
+// orchestrator waits longer each time before registering again, but the
+// discover of an orchestrator that has come makes it register at once.
+func TestADiscoverCutsTheRegistrationWaitShort(t *testing.T) {
+	noOrchestrator := make(chan struct{}, 16)
+	h := newHarnessWithoutRegistry(t, func(c *agent.Config) {
+		c.Logger = slog.New(&signalHandler{msg: "register: no orchestrator yet", ch: noOrchestrator})
+	})
+	a, err := agent.New(h.cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const retry = 3 * time.Second // at least 2.4 s, jittered
+	agent.SetRegisterTiming(a, time.Second, retry)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- a.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+	select {
+	case <-noOrchestrator:
+	case <-time.After(wait):
+		t.Fatal("the registration did not find the orchestrator missing")
+	}
+	h.acceptRegistrations()
+	discovered := time.Now()
+	env := envelope.New(envelope.Orchestrator, envelope.AgentType(h.cfg.Type), "", "", &envelope.Discover{OrchestratorID: "o1"})
+	data, err := envelope.Encode(env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	msg := &nats.Msg{Subject: broker.Subjects{}.AgentControl(h.cfg.ID), Data: data}
+	broker.SetAuth(msg, h.orchToken, h.cfg.ID)
+	if err := h.nc.PublishMsg(msg); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-a.Ready():
+	case <-time.After(wait):
+		t.Fatal("not registered after the discover")
+	}
+	if took := time.Since(discovered); took >= retry*8/10 {
+		t.Fatalf("registered %s after the discover: it waited out its retry instead", took)
+	}
+}
+
+// signalHandler is a slog handler that signals on ch each record whose
+// message is msg, at any level.
+type signalHandler struct {
+	msg string
+	ch  chan struct{}
+}
+
+func (h *signalHandler) Enabled(context.Context, slog.Level) bool { return true }
+func (h *signalHandler) Handle(_ context.Context, r slog.Record) error {
+	if r.Message == h.msg {
+		select {
+		case h.ch <- struct{}{}:
+		default:
+		}
+	}
+	return nil
+}
+func (h *signalHandler) WithAttrs([]slog.Attr) slog.Handler { return h }
+func (h *signalHandler) WithGroup(string) slog.Handler      { return h }

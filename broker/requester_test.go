@@ -90,3 +90,47 @@ func TestAgentMayAnswerOnlyItsPeers(t *testing.T) {
 		}
 	}
 }
+
+// TestACallSentAgainTakesAnAnswerToEitherCopy: Resend publishes the request
+// again on the call's reply subject, and Next hands over the answers to both
+// copies, the first copy's included.
+func TestACallSentAgainTakesAnAnswerToEitherCopy(t *testing.T) {
+	srv := testnats.Start(t, broker.ServerConfig{})
+	nc := testnats.Connect(t, srv)
+	peer := testnats.Connect(t, srv)
+	s := broker.Subjects{}
+	r, err := broker.NewRequester(nc, s.Inbox(broker.RoleAgent, "code-1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	copies := make(chan *nats.Msg, 2)
+	if _, err := peer.Subscribe("svc", func(m *nats.Msg) { copies <- m }); err != nil {
+		t.Fatal(err)
+	}
+	if err := peer.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	c, err := r.Send(&nats.Msg{Subject: "svc", Data: []byte("1")}, s.Inbox(broker.RoleAgent, "code-1")+".register")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if err := c.Resend(&nats.Msg{Subject: "svc", Data: []byte("2")}); err != nil {
+		t.Fatal(err)
+	}
+	first, second := <-copies, <-copies
+	if first.Reply != second.Reply || string(first.Data) != "1" || string(second.Data) != "2" {
+		t.Fatalf("copies %q to %s and %q to %s, want both to the call's reply subject", first.Data, first.Reply, second.Data, second.Reply)
+	}
+	_ = peer.Publish(first.Reply, []byte("answer 1"))
+	_ = peer.Publish(second.Reply, []byte("answer 2"))
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	for _, want := range []string{"answer 1", "answer 2"} {
+		got, err := c.Next(ctx)
+		if err != nil || string(got.Data) != want {
+			t.Fatalf("answer %v, %v; want %q", got, err, want)
+		}
+	}
+}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"os"
+	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -17,7 +19,10 @@ import (
 // each with a NATS connection of its own, as a real agent has, and an in-memory
 // dedupe cache instead of Badger, offering the no-op work type only, whose
 // handler counts the tasks each agent runs. Each finds nvidia-smi as an agent
-// does, on PATH: where there is one, each runs it at every heartbeat.
+// does, on PATH: where there is one, each runs it at every heartbeat. Each has
+// a data dir of its own, as a real agent has, for its health file: one file
+// rewritten by thousands of agents at each heartbeat made them wait on its
+// lock, with a thread each.
 type lightAgents struct {
 	ids    []string
 	runs   []atomic.Int64
@@ -30,7 +35,7 @@ type lightAgents struct {
 func lightAgentID(i int) string { return fmt.Sprintf("light-%05d", i) }
 
 // startLightAgents starts n light agents on url under prefix, with files' tokens,
-// heartbeating every hb, their health files in dir. It returns once they run,
+// heartbeating every hb, each with its data dir in dir. It returns once they run,
 // before they have registered.
 func startLightAgents(n int, url, prefix, dir string, files siteFiles, hb time.Duration) (*lightAgents, error) {
 	token, err := broker.ReadTokenFile(files.agent)
@@ -45,7 +50,12 @@ func startLightAgents(n int, url, prefix, dir string, files siteFiles, hb time.D
 	l := &lightAgents{runs: make([]atomic.Int64, n), cancel: cancel, errs: make(chan error, 1)}
 	for i := range n {
 		id := lightAgentID(i)
-		a, err := agent.New(agent.Config{ID: id, Type: "infra", DataDir: dir,
+		data := filepath.Join(dir, id)
+		if err := os.Mkdir(data, 0o700); err != nil {
+			l.stop()
+			return nil, err
+		}
+		a, err := agent.New(agent.Config{ID: id, Type: "infra", DataDir: data,
 			NATS:  broker.NATSConfig{URLs: []string{url}, Prefix: prefix},
 			Token: token, OrchestratorToken: orchToken, HeartbeatInterval: agent.Duration(hb),
 			DedupeCache: memcache.New(agent.DefaultDedupeTTL), Logger: slog.New(slog.DiscardHandler)})

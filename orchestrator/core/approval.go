@@ -46,8 +46,8 @@ func (o *Core) approvalNeeded(req *api.SubmitRequest) string {
 // agentRequiresApproval reports whether agent id's config asks for approval of
 // workType, or the agent itself does in its catalogue.
 func (o *Core) agentRequiresApproval(id, workType string) bool {
-	ac := o.cfg.AgentConfig(id)
-	return ac != nil && slices.Contains(ac.ApprovalRequired, workType) || o.catalog.Load().agentAsks(id, workType)
+	ac := o.sec.config(id)
+	return ac != nil && slices.Contains(ac.ApprovalRequired, workType) || o.catalog.Load().AgentAsks(id, workType)
 }
 
 // approved reports whether t may go to an agent that requires approval for it.

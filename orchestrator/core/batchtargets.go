@@ -28,7 +28,7 @@ func (o *Core) batchTargets(req *api.BatchRequest) []api.BatchTarget {
 	for _, id := range req.Agents {
 		pinned[id], named[id] = true, true
 	}
-	for _, a := range o.agents {
+	for _, a := range o.byType[req.ToAgent] {
 		if a.typ != req.ToAgent || len(pinned) > 0 && !pinned[a.id] || !hasLabels(a.labels, req.Labels) {
 			continue
 		}

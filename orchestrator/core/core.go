@@ -26,8 +26,11 @@ import (
 	"github.com/chiffon-dev/chiffon/errcodes"
 	"github.com/chiffon-dev/chiffon/internal/lazylog"
 	"github.com/chiffon-dev/chiffon/internal/ratelog"
+	"github.com/chiffon-dev/chiffon/orchestrator/catalog"
 	"github.com/chiffon-dev/chiffon/orchestrator/metrics"
 	"github.com/chiffon-dev/chiffon/orchestrator/task"
+	"github.com/chiffon-dev/chiffon/orchestrator/watch"
+	"github.com/chiffon-dev/chiffon/worktype"
 	"github.com/nats-io/nats.go"
 )
 
@@ -71,7 +74,9 @@ type Core struct {
 	link    *Link
 	leading func() bool
 	// catalog is the latest snapshot of the agents' catalogue (catalog.go).
-	catalog atomic.Pointer[catalog]
+	catalog atomic.Pointer[catalog.Snapshot]
+	// catalogues reads the registrations' catalogues, each distinct one once.
+	catalogues worktype.Catalogues
 	// registerBy ends the wait for the configured agents to register
 	// (registration.go); registered routes the queued tasks again then.
 	registerBy time.Time
@@ -90,10 +95,13 @@ type Core struct {
 	agents   map[string]*agentEntry
 	runs     map[string]*run
 	queues   map[envelope.AgentType][]string
+	// byType are the agents by type, in the order they first registered:
+	// routing scans those of a task's type only (registry.go keeps it).
+	byType map[envelope.AgentType][]*agentEntry
 	// readers take the core's events (events.go); watchers, the live streams
 	// of single tasks, is the first.
 	readers  []*reader
-	watchers watchHub
+	watchers watch.Hub
 	// moreComing is set while the job running has more behind it in its batch: the
 	// store may hold the writes it makes for a later one's commit (see
 	// task.Write.MoreComing); held counts them, and the loop flushes them when the
@@ -123,12 +131,13 @@ func New(p Params) *Core {
 		id: p.Config.ID, subj: p.Config.Subjects, nc: p.Conn, req: p.Requester, st: p.Store,
 		metrics: p.Metrics, link: p.Link, leading: p.Leading,
 		agents: map[string]*agentEntry{}, runs: map[string]*run{}, queues: map[envelope.AgentType][]string{},
-		done: make(chan struct{}), mail: newMailbox(), loopDone: make(chan struct{}),
+		byType: map[envelope.AgentType][]*agentEntry{}, done: make(chan struct{}), mail: newMailbox(),
+		loopDone: make(chan struct{}),
 		m: machine{timeouts: p.Config.Timeouts, now: func() time.Time { return time.Now().UTC() },
 			nonce: broker.NewNonce},
 	}
 	o.auth = broker.Authenticator{Want: o.sec.agentToken}
-	o.readers = []*reader{{fn: o.watchers.read}}
+	o.readers = []*reader{{fn: o.feedWatchers}}
 	o.catalog.Store(o.newCatalog()) // nobody registered yet
 	go o.loop()
 	return o

@@ -29,9 +29,10 @@ func gpuAgent(id string, gpus ...envelope.GPU) *agentEntry {
 }
 
 func routingCore(agents ...*agentEntry) *Core {
-	o := &Core{agents: map[string]*agentEntry{}}
+	o := &Core{agents: map[string]*agentEntry{}, byType: map[envelope.AgentType][]*agentEntry{}}
 	for _, a := range agents {
 		o.agents[a.id] = a
+		o.byType[a.typ] = append(o.byType[a.typ], a)
 	}
 	return o
 }

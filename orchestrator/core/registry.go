@@ -12,6 +12,7 @@ import (
 	"github.com/chiffon-dev/chiffon/broker"
 	"github.com/chiffon-dev/chiffon/envelope"
 	"github.com/chiffon-dev/chiffon/errcodes"
+	"github.com/chiffon-dev/chiffon/orchestrator/catalog"
 	"github.com/chiffon-dev/chiffon/orchestrator/gpuroom"
 	"github.com/chiffon-dev/chiffon/orchestrator/policy"
 	"github.com/chiffon-dev/chiffon/orchestrator/task"
@@ -60,9 +61,9 @@ type agentEntry struct {
 	resend []inFlight
 	// conf is its entry in the config: what it may be sent (governance.go).
 	conf *policy.AgentConfig
-	// declared is what it says of the work types it offers (catalog.go); nil
-	// when its registration carries no catalogue.
-	declared map[string]worktype.Declared
+	// cat is what it says of the work types it offers, as the catalogue's
+	// latest snapshot holds it (catalog.go).
+	cat *catalog.Agent
 	// rl are its rate limiters (ratelimit.go).
 	rl rateLimits
 	// gpu is the GPU memory its attempts in flight hold (gpu.go).
@@ -102,7 +103,7 @@ func (o *Core) agentInfos() []api.AgentInfo {
 		a := o.agents[id]
 		if a == nil {
 			out = append(out, api.AgentInfo{ID: id, State: "unknown", Breaker: gobreaker.StateClosed.String(),
-				Limits: limitsOf(o.cfg.AgentConfig(id))})
+				Limits: limitsOf(o.sec.config(id))})
 			continue
 		}
 		reg := a.registeredAt
@@ -153,7 +154,7 @@ func (o *Core) handleRegister(msg *nats.Msg) {
 		o.replyError(msg, agentID, env, asProtocolError(err))
 		return
 	}
-	declared, err := worktype.FromRegistration(env.XCustomFields, reg.WorkTypes)
+	declared, err := o.catalogues.FromRegistration(env.XCustomFields, reg.WorkTypes)
 	if err != nil {
 		o.log.Warn("registration with a bad work type catalogue refused", "agent_id", agentID, "err", err)
 		field, detail, _ := strings.Cut(err.Error(), ": ")
@@ -232,7 +233,7 @@ func (o *Core) register(typ envelope.AgentType, reg *envelope.Register, gpus []e
 	now := time.Now().UTC()
 	a := o.agents[reg.AgentID]
 	if a == nil {
-		a = &agentEntry{id: reg.AgentID, registeredAt: now}
+		a = &agentEntry{id: reg.AgentID, registeredAt: now, rl: o.newRateLimits(reg.AgentID)}
 		a.breaker = o.newBreaker(a)
 		o.metrics.Breaker.WithLabelValues(a.id).Set(0)
 		o.agents[reg.AgentID] = a
@@ -247,25 +248,20 @@ func (o *Core) register(typ envelope.AgentType, reg *envelope.Register, gpus []e
 	a.unreachable = false
 	o.resetBreaker(a)
 	a.instance = instance
+	if a.typ != typ { // new, or (not bound to its type) of another type now
+		o.byType[a.typ] = slices.DeleteFunc(o.byType[a.typ], func(x *agentEntry) bool { return x == a })
+		o.byType[typ] = append(o.byType[typ], a)
+	}
 	a.typ, a.name, a.versions, a.version = typ, reg.Name, reg.SupportedVersions, version
-	a.conf = o.cfg.AgentConfig(a.id)
-	a.setRateLimits(a.conf)
-	kept, dropped := allowedOf(a.conf, reg.WorkTypes)
+	a.conf = o.sec.config(a.id)
+	a.setRateLimits()
+	kept, dropped := a.conf.Allowed(reg.WorkTypes)
 	if len(dropped) > 0 {
 		o.log.Warn("agent offers work types its config does not allow: it is not sent them",
 			"agent_id", a.id, "dropped", dropped, "allowed_work_types", a.conf.AllowedWorkTypes)
 	}
-	a.workTypes, a.capacity = kept, capped(a.conf, reg.MaxConcurrency)
-	a.declared = nil
-	if declared != nil {
-		a.declared = make(map[string]worktype.Declared, len(kept))
-		for _, w := range kept {
-			if d, ok := declared[w]; ok {
-				a.declared[w] = d
-			}
-		}
-	}
-	o.catalog.Store(o.newCatalog())
+	a.workTypes, a.capacity = kept, a.conf.Capacity(reg.MaxConcurrency)
+	o.setCatalog(a, declared)
 	a.resources, a.machineGPUs, a.labels = reg.Resources, gpus, reg.Labels
 	a.gpu.Reported(nil)
 	a.hbInterval = time.Duration(reg.HeartbeatIntervalMS) * time.Millisecond
@@ -371,7 +367,7 @@ func (o *Core) heartbeat(agentID, instance string, hb *envelope.Heartbeat, gpus 
 	}
 	a.gpu.Reported(hb.ActiveTaskIDs)
 	if hb.MaxConcurrency > 0 {
-		a.capacity = capped(a.conf, hb.MaxConcurrency)
+		a.capacity = a.conf.Capacity(hb.MaxConcurrency)
 	}
 	o.seen(a, now)
 	o.resendInFlight(a)

@@ -47,10 +47,10 @@ func (o *Core) pick(r *run) pickResult {
 	// The slices stay local, where the compiler keeps small ones off the heap.
 	var candidates []*agentEntry
 	var u unfit
-	size := taskSize{t: t}
+	size := taskSize(t)
 	need := t.Hints.GPUNeed()
 	typeOnline, offered := false, false
-	for _, a := range o.agents {
+	for _, a := range o.byType[t.ToAgent] {
 		if a.typ == t.ToAgent && a.online {
 			typeOnline = true
 			offered = offered || a.offers(t.WorkType)
@@ -58,7 +58,7 @@ func (o *Core) pick(r *run) pickResult {
 		if a.typ != t.ToAgent || !a.online || !a.offers(t.WorkType) || pinned != "" && a.id != pinned {
 			continue
 		}
-		if a.conf != nil && a.conf.MaxRequestBytes > 0 && size.over(a.conf.MaxRequestBytes) {
+		if a.conf != nil && a.conf.MaxRequestBytes > 0 && size.Over(a.conf.MaxRequestBytes) {
 			u.tooSmall = append(u.tooSmall, a)
 			continue
 		}
@@ -94,7 +94,7 @@ func (o *Core) pick(r *run) pickResult {
 		if len(u.open)+len(u.tooSmall)+len(u.asking) == 0 && o.awaitingAgents(t.ToAgent, pinned) {
 			return pickResult{queue: true}
 		}
-		return u.noCandidate(t, pinned, size.n)
+		return u.noCandidate(t, pinned, size.Size())
 	}
 	return o.leastLoaded(r, candidates)
 }
@@ -190,7 +190,7 @@ func tooLargeFor(t *task.Task, tooSmall []*agentEntry, size int) *errcodes.Error
 // offer.
 func (o *Core) offeredWorkTypes(typ envelope.AgentType) []string {
 	var all []string
-	for _, a := range o.agents {
+	for _, a := range o.byType[typ] {
 		if a.typ == typ && a.online {
 			all = append(all, a.workTypes...)
 		}
@@ -254,12 +254,12 @@ func (o *Core) dispatchOrHold(r *run, res pickResult, again bool) {
 	}
 	for _, h := range res.held {
 		o.metrics.RateLimited.WithLabelValues(h.agent.id).Inc()
-		o.wakeAt(h.agent, h.until)
+		o.wakeAt(h.agent, h.Until)
 	}
 	if again {
-		r.log.Debug("task still queued: "+first.String(), "agent_id", first.agent.id, "until", first.until)
+		r.log.Debug("task still queued: "+first.String(), "agent_id", first.agent.id, "until", first.Until)
 	} else {
-		r.log.Info("task queued: "+first.String(), "agent_id", first.agent.id, "until", first.until)
+		r.log.Info("task queued: "+first.String(), "agent_id", first.agent.id, "until", first.Until)
 	}
 }
 
@@ -282,7 +282,7 @@ func (res pickResult) earliestHold() (rateHold, bool) {
 	}
 	first := res.held[0]
 	for _, h := range res.held[1:] {
-		if h.until.Before(first.until) {
+		if h.Until.Before(first.Until) {
 			first = h
 		}
 	}
@@ -357,7 +357,7 @@ func (o *Core) drainQueue(typ envelope.AgentType, every bool) {
 // sizeLimited reports whether an agent of typ has a max_request_bytes: then
 // whether a task may go to it depends on the task's size.
 func (o *Core) sizeLimited(typ envelope.AgentType) bool {
-	for _, a := range o.agents {
+	for _, a := range o.byType[typ] {
 		if a.typ == typ && a.conf != nil && a.conf.MaxRequestBytes > 0 {
 			return true
 		}
@@ -367,7 +367,7 @@ func (o *Core) sizeLimited(typ envelope.AgentType) bool {
 
 // anyOnline reports whether an agent of typ is online.
 func (o *Core) anyOnline(typ envelope.AgentType) bool {
-	for _, a := range o.agents {
+	for _, a := range o.byType[typ] {
 		if a.typ == typ && a.online {
 			return true
 		}
@@ -381,10 +381,10 @@ func (o *Core) anyOnline(typ envelope.AgentType) bool {
 // limit allows.
 func (o *Core) hasRoom(typ envelope.AgentType) bool {
 	now := time.Now()
-	for _, a := range o.agents {
+	for _, a := range o.byType[typ] {
 		if a.typ == typ && a.online && !a.unreachable && a.inflight < a.capacity && a.status != "draining" {
 			if h, held := a.ownHold(now); held {
-				o.wakeAt(a, h.until)
+				o.wakeAt(a, h.Until)
 				continue
 			}
 			return true

@@ -13,6 +13,8 @@ type secrets map[string]agentSecrets
 // agentSecrets are what the core holds for one agent.
 type agentSecrets struct {
 	typ envelope.AgentType
+	// conf is its entry in the config.
+	conf *policy.AgentConfig
 	// token is the agent's, checked on what it sends.
 	token string
 	// header carries the orchestrator's token for the agent and its id (and,
@@ -24,12 +26,12 @@ type agentSecrets struct {
 // newSecrets keeps the tokens of agents, read, for messages naming instance.
 func newSecrets(agents []policy.AgentConfig, instance string) secrets {
 	s := make(secrets, len(agents))
-	for _, a := range agents {
+	for i, a := range agents {
 		hdr := broker.AuthHeader(a.OrchestratorToken, a.ID)
 		if instance != "" {
 			hdr.Set(broker.HeaderInstance, instance)
 		}
-		s[a.ID] = agentSecrets{typ: a.Type, token: a.Token, header: hdr}
+		s[a.ID] = agentSecrets{typ: a.Type, conf: &agents[i], token: a.Token, header: hdr}
 	}
 	return s
 }
@@ -40,6 +42,10 @@ func (s secrets) agentToken(id string) (string, bool) {
 	a, ok := s[id]
 	return a.token, ok
 }
+
+// config is agent id's entry in the config, or nil: policy.AgentConfig
+// without its scan of every agent.
+func (s secrets) config(id string) *policy.AgentConfig { return s[id].conf }
 
 // authHeader returns the headers of a message to agentID, and false for an
 // agent not in the config, to which nothing may be sent.

@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chiffon-dev/chiffon/orchestrator/catalog"
 	"github.com/chiffon-dev/chiffon/worktype"
 )
 
@@ -12,8 +13,8 @@ import (
 // for a work type it declares none for, so that the deadline waits for the
 // result of a task stopped gracefully.
 func TestRoutingCarriesTheAgentsStopGrace(t *testing.T) {
-	a := &agentEntry{id: "infra-1", version: "1.0", declared: map[string]worktype.Declared{
-		"run_playbook": {Spec: worktype.Spec{StopGraceMS: 30000}}, "echo": {}}}
+	a := &agentEntry{id: "infra-1", version: "1.0", cat: catalog.NewAgent("infra", []string{"run_playbook", "echo"},
+		map[string]worktype.Declared{"run_playbook": {Spec: worktype.Spec{StopGraceMS: 30000}}, "echo": {}}, nil)}
 	for _, tc := range []struct {
 		workType string
 		want     time.Duration

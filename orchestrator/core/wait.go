@@ -17,7 +17,7 @@ func (o *Core) Wait(ctx context.Context, id string) (*task.Task, error) {
 		}
 		for open := true; open; {
 			select {
-			case _, open = <-w.ch:
+			case _, open = <-w.Events():
 			case <-ctx.Done():
 				w.Stop()
 				return nil, ctx.Err()
@@ -25,8 +25,8 @@ func (o *Core) Wait(ctx context.Context, id string) (*task.Task, error) {
 		}
 		// The watcher ends at the task's end, with the task, or when the
 		// orchestrator closes.
-		if w.final != nil {
-			return w.final.Clone(), nil
+		if final := w.Final(); final != nil {
+			return final.Clone(), nil
 		}
 		t, err := o.Task(id)
 		if err != nil || t.State.Final() {

@@ -40,10 +40,10 @@ func TestWatchHubFollowsTheStream(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			var h watchHub
-			sse, wait := h.add("a", 1), h.add("a", 0)
+			var o Core
+			sse, wait := o.watchers.Add("a", 1), o.watchers.Add("a", 0)
 			for _, ev := range tc.events {
-				h.read(ev)
+				o.feedWatchers(ev)
 			}
 			got, closed := 0, false
 			for done := false; !done; {
@@ -61,13 +61,19 @@ func TestWatchHubFollowsTheStream(t *testing.T) {
 			if got != tc.sseGot || closed != tc.sseClosed {
 				t.Errorf("SSE stream: got %d events, closed %v; want %d, %v", got, closed, tc.sseGot, tc.sseClosed)
 			}
-			if wait.closed != tc.waitEnd || !reflect.DeepEqual(wait.Final(), tc.final) {
-				t.Errorf("wait: closed %v with %v; want %v with %v", wait.closed, wait.Final(), tc.waitEnd, tc.final)
+			waitClosed := false
+			select {
+			case _, open := <-wait.Events():
+				waitClosed = !open
+			default:
+			}
+			if waitClosed != tc.waitEnd || !reflect.DeepEqual(wait.Final(), tc.final) {
+				t.Errorf("wait: closed %v with %v; want %v with %v", waitClosed, wait.Final(), tc.waitEnd, tc.final)
 			}
 			sse.Stop()
 			wait.Stop()
-			if len(h.byTask) != 0 {
-				t.Errorf("streams left after Stop: %v", h.byTask)
+			if n := o.watchers.Tasks(); n != 0 {
+				t.Errorf("streams of %d tasks left after Stop", n)
 			}
 		})
 	}

@@ -2,6 +2,7 @@ package policy
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -39,6 +40,33 @@ type AgentConfig struct {
 	// ApprovalRequired are work types that wait for an operator's yes before
 	// they are sent to this agent.
 	ApprovalRequired []string `yaml:"approval_required"`
+}
+
+// Allowed is what of offered an agent configured with a may be sent, and what
+// it may not: all of it when a (nil: an agent not in the config) sets no
+// allowed_work_types.
+func (a *AgentConfig) Allowed(offered []string) (kept, dropped []string) {
+	if a == nil || len(a.AllowedWorkTypes) == 0 {
+		return offered, nil
+	}
+	for _, w := range offered {
+		if slices.Contains(a.AllowedWorkTypes, w) {
+			kept = append(kept, w)
+		} else {
+			dropped = append(dropped, w)
+		}
+	}
+	return kept, dropped
+}
+
+// Capacity is the capacity of an agent configured with a (nil: not in the
+// config) that says it has room for n tasks: n, or its max_concurrency when
+// that is lower; at least 1.
+func (a *AgentConfig) Capacity(n int) int {
+	if a != nil && a.MaxConcurrency > 0 && a.MaxConcurrency < n {
+		n = a.MaxConcurrency
+	}
+	return max(n, 1)
 }
 
 // TimeoutConfig bounds how long a dispatched task may stay silent.
