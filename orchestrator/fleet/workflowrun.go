@@ -47,7 +47,7 @@ func (f *Fleet) stepRun(id string, log *slog.Logger) (after time.Duration, stop 
 	run, err := f.storedRun(id)
 	if err != nil {
 		log.Warn("workflow run: read it", "err", err)
-		return Retry, !errors.Is(err, task.ErrNotFound)
+		return Retry, errors.Is(err, task.ErrNotFound) // gone: nothing to run; else try again
 	}
 	seen, err := f.seeSteps(run)
 	if err != nil {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -259,5 +260,75 @@ func TestWorkflowStepRefusedForGoodFails(t *testing.T) {
 		if s.State != api.StepFailed || !strings.Contains(s.Error, want) {
 			t.Errorf("step %s %s (%s), want failed with %q", name, s.State, s.Error, want)
 		}
+	}
+}
+
+// flakyRecords fails the reads of stored workflow runs while failing is set.
+type flakyRecords struct {
+	memRecords
+	mu      sync.Mutex
+	failing bool
+	failed  chan struct{}
+}
+
+func (f *flakyRecords) Record(kind, id string) ([]byte, error) {
+	f.mu.Lock()
+	failing := f.failing
+	f.mu.Unlock()
+	data, err := f.memRecords.Record(kind, id)
+	if failing && kind == RunRecord && err == nil {
+		select {
+		case f.failed <- struct{}{}:
+		default:
+		}
+		return nil, errors.New("store unreachable")
+	}
+	return data, err
+}
+
+// TestWorkflowRunnerOutlivesAFailedReadAndStopsForAGoneRun: a run's record
+// that cannot be read is read again later, and the run goes on; a runner
+// whose run's record is gone stops.
+func TestWorkflowRunnerOutlivesAFailedReadAndStopsForAGoneRun(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	core := newFakeCore()
+	recs := &flakyRecords{failing: true, failed: make(chan struct{}, 1)}
+	f := New(Params{Core: core, Store: recs, Workflows: []api.WorkflowSpec{chainSpec()}})
+	if err := f.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer f.Stop()
+	run, err := f.startRun("chain", map[string]any{"host": "nas"}, "r1", "", nil, "op")
+	if err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-recs.failed:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the runner did not read the run")
+	}
+	recs.mu.Lock()
+	recs.failing = false
+	recs.mu.Unlock()
+	count := nextMade(t, core) // after the failed read, the run went on
+	if count.WorkflowRun != run.ID {
+		t.Fatalf("made %+v", count)
+	}
+	if err := recs.PutRecord(RunRecord, run.ID, nil); err != nil {
+		t.Fatal(err)
+	}
+	f.RunChanged(run.ID)
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		f.mu.Lock()
+		_, running := f.cur.runs[run.ID]
+		f.mu.Unlock()
+		if !running {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the runner of a run whose record is gone did not stop")
+		}
+		time.Sleep(10 * time.Millisecond) // polling the fleet's runner table, which has no signal of its own
 	}
 }
