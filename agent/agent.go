@@ -72,7 +72,6 @@ type Agent struct {
 
 	nc    *nats.Conn
 	pub   *publisher
-	req   *broker.Requester // sends the registrations (register.go)
 	cache dedupe.Cache
 	tasks sync.WaitGroup
 }
@@ -314,7 +313,7 @@ func (a *Agent) openCache() (closeCache func(), err error) {
 }
 
 // connect connects to NATS as the agent, which registers again on each reconnect,
-// and sets up its publisher and requester.
+// and sets up its publisher.
 func (a *Agent) connect() (*nats.Conn, error) {
 	cc := a.cfg.NATS.ConnConfig("chiffon-agent-" + a.cfg.ID)
 	cc.Logger = a.log
@@ -332,10 +331,6 @@ func (a *Agent) connect() (*nats.Conn, error) {
 	identified := broker.AuthHeader(a.cfg.Token, a.cfg.ID)
 	identified.Set(broker.HeaderInstance, a.instance)
 	a.pub = &publisher{nc: nc, auth: broker.AuthHeader(a.cfg.Token, a.cfg.ID), identified: identified, log: a.log}
-	if a.req, err = broker.NewRequester(nc, a.subjects.Inbox(broker.RoleAgent, a.cfg.ID)); err != nil {
-		nc.Close()
-		return nil, err
-	}
 	return nc, nil
 }
 

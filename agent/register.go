@@ -102,25 +102,27 @@ func (a *Agent) registerMessage() *envelope.Envelope {
 // registerOnce sends the registration, again each time its patience runs out
 // with no answer, and reports whether the answer ends the registration.
 func (a *Agent) registerOnce(ctx context.Context) bool {
-	var call *broker.Call
+	inbox := a.nc.NewInbox()
+	sub, err := a.nc.SubscribeSync(inbox)
+	if err != nil {
+		a.log.Warn("register failed", "err", err)
+		return false
+	}
+	defer func() { _ = sub.Unsubscribe() }()
 	for patience := a.regPatience; ; patience = min(patience*2, registerMaxTimeout) {
-		msg, err := a.registerRequest()
+		data, err := envelope.Encode(a.registerMessage())
 		if err != nil {
 			a.log.Error("encode register", "err", err)
 			return false
 		}
-		if call == nil {
-			if call, err = a.req.Send(msg, a.subjects.Inbox(broker.RoleAgent, a.cfg.ID)+".register"); err != nil {
-				a.log.Warn("register failed", "err", err)
-				return false
-			}
-			defer call.Close()
-		} else if err := call.Resend(msg); err != nil {
+		msg := a.pub.identifiedMsg(a.subjects.Register(a.cfg.ID), data)
+		msg.Reply = inbox
+		if err := a.nc.PublishMsg(msg); err != nil {
 			a.log.Warn("register failed", "err", err)
 			return false
 		}
 		wctx, cancel := context.WithTimeout(ctx, jittered(patience))
-		reply, err := call.Next(wctx)
+		reply, err := sub.NextMsgWithContext(wctx)
 		cancel()
 		switch {
 		case err == nil:
@@ -131,18 +133,12 @@ func (a *Agent) registerOnce(ctx context.Context) bool {
 			a.log.Debug("register: no orchestrator yet")
 			return false
 		default:
-			return false // ctx ended
+			if ctx.Err() == nil {
+				a.log.Warn("register failed", "err", err)
+			}
+			return false
 		}
 	}
-}
-
-// registerRequest is the registration as a message on the register subject.
-func (a *Agent) registerRequest() (*nats.Msg, error) {
-	data, err := envelope.Encode(a.registerMessage())
-	if err != nil {
-		return nil, err
-	}
-	return a.pub.identifiedMsg(a.subjects.Register(a.cfg.ID), data), nil
 }
 
 // registerAnswered takes the orchestrator's answer to a registration and

@@ -90,15 +90,6 @@ func (r *Requester) Send(msg *nats.Msg, replies string) (*Call, error) {
 	return c, nil
 }
 
-// Resend publishes msg again with the call's reply subject, for a request
-// whose answer is slow to come: an answer to either copy comes from Next. msg
-// itself is not changed.
-func (c *Call) Resend(msg *nats.Msg) error {
-	out := *msg
-	out.Reply = c.reply
-	return c.r.nc.PublishMsg(&out)
-}
-
 // Next returns the call's next answer. It returns nats.ErrNoResponders when the
 // server says nobody subscribes to the request's subject, and ctx's error when
 // ctx ends first.
