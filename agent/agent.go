@@ -41,11 +41,6 @@ type Agent struct {
 	instance string
 	ready    chan struct{}
 	regKick  chan struct{}
-	// regPatience is how long a registration first waits for an answer, and
-	// regRetry how long the agent first waits to send it again when no
-	// orchestrator is there (registerTimeout, registerMinRetry; tests change
-	// them).
-	regPatience, regRetry time.Duration
 	// accepted is closed at the first register_ack; refused delivers the
 	// orchestrator's refusal of this process, which ends Run.
 	accepted     chan struct{}
@@ -131,7 +126,6 @@ func New(cfg Config) (*Agent, error) {
 		stopNow:  make(chan struct{}),
 		running:  map[string]*task{},
 	}
-	a.regPatience, a.regRetry = registerTimeout, registerMinRetry
 	a.gpu = newGPUHost(cfg.GPU, a.log)
 	a.logGPUs()
 	a.metrics = newMetrics(a)

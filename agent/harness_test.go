@@ -57,14 +57,6 @@ type harness struct {
 }
 
 func newHarness(t *testing.T, mutate func(*agent.Config)) *harness {
-	h := newHarnessWithoutRegistry(t, mutate)
-	h.acceptRegistrations()
-	return h
-}
-
-// newHarnessWithoutRegistry is newHarness with nobody answering
-// registrations: they meet "no responders" until acceptRegistrations.
-func newHarnessWithoutRegistry(t *testing.T, mutate func(*agent.Config)) *harness {
 	h := &harness{t: t, orchToken: broker.NewToken(), agentToken: broker.NewToken()}
 	h.srv = testnats.Start(t, broker.ServerConfig{})
 	h.nc = testnats.Connect(t, h.srv)
@@ -77,6 +69,7 @@ func newHarnessWithoutRegistry(t *testing.T, mutate func(*agent.Config)) *harnes
 	if mutate != nil {
 		mutate(&h.cfg)
 	}
+	h.acceptRegistrations()
 	return h
 }
 

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"time"
 
 	"github.com/chiffon-dev/chiffon/broker"
@@ -14,31 +13,12 @@ import (
 	"github.com/nats-io/nats.go"
 )
 
-// Registration: the agent registers at start, at each reconnect and when an
-// orchestrator asks (a kick), until it is answered.
-//
-// A registration not answered within its patience is sent again, with twice
-// the patience (registerTimeout up to registerMaxTimeout), and an answer to
-// any of its copies counts: an orchestrator working through the
-// registrations of thousands of agents after a broker restart is sent few of
-// them again, and its late answers are not lost. A registration that finds no
-// orchestrator (no responders) is sent again after a wait that doubles from
-// registerMinRetry to registerMaxRetry, cut short by a kick: the discover of
-// an orchestrator that has just come. Patience and waits are jittered by up
-// to registerJitter of themselves, so that agents that met the same failure
-// together do not try again together.
+// Registration retry backoff.
 const (
-	registerTimeout    = 5 * time.Second
-	registerMaxTimeout = 40 * time.Second
-	registerMinRetry   = 250 * time.Millisecond
-	registerMaxRetry   = 30 * time.Second
-	registerJitter     = 0.2
+	registerTimeout  = 5 * time.Second
+	registerMinRetry = 250 * time.Millisecond
+	registerMaxRetry = 30 * time.Second
 )
-
-// jittered is d, more or less up to registerJitter of it.
-func jittered(d time.Duration) time.Duration {
-	return time.Duration(float64(d) * (1 + registerJitter*(2*rand.Float64()-1)))
-}
 
 // kickRegister asks the register loop to register again (start, reconnect, discover).
 func (a *Agent) kickRegister() {
@@ -48,7 +28,7 @@ func (a *Agent) kickRegister() {
 	}
 }
 
-// registerLoop registers on every kick, until answered each time.
+// registerLoop registers on every kick, retrying with backoff until acknowledged.
 func (a *Agent) registerLoop(ctx context.Context) {
 	for {
 		select {
@@ -56,27 +36,17 @@ func (a *Agent) registerLoop(ctx context.Context) {
 			return
 		case <-a.regKick:
 		}
-		a.registerUntilAnswered(ctx)
-	}
-}
-
-// registerUntilAnswered registers until an answer ends it (an ack, or a
-// refusal that trying again would not change) or ctx ends.
-func (a *Agent) registerUntilAnswered(ctx context.Context) {
-	wait := a.regRetry
-	for !a.registerOnce(ctx) {
-		t := time.NewTimer(jittered(wait))
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return
-		case <-a.regKick: // an orchestrator asks now: no need to wait longer
-			t.Stop()
-			wait = a.regRetry
-			continue
-		case <-t.C:
+		wait := registerMinRetry
+		for !a.registerOnce() {
+			t := time.NewTimer(wait)
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				return
+			case <-t.C:
+			}
+			wait = min(wait*2, registerMaxRetry)
 		}
-		wait = min(wait*2, registerMaxRetry)
 	}
 }
 
@@ -99,51 +69,22 @@ func (a *Agent) registerMessage() *envelope.Envelope {
 	return env
 }
 
-// registerOnce sends the registration, again each time its patience runs out
-// with no answer, and reports whether the answer ends the registration.
-func (a *Agent) registerOnce(ctx context.Context) bool {
-	inbox := a.nc.NewInbox()
-	sub, err := a.nc.SubscribeSync(inbox)
+// registerOnce sends one register request and reports whether it was acknowledged.
+func (a *Agent) registerOnce() bool {
+	data, err := envelope.Encode(a.registerMessage())
 	if err != nil {
-		a.log.Warn("register failed", "err", err)
+		a.log.Error("encode register", "err", err)
 		return false
 	}
-	defer func() { _ = sub.Unsubscribe() }()
-	for patience := a.regPatience; ; patience = min(patience*2, registerMaxTimeout) {
-		data, err := envelope.Encode(a.registerMessage())
-		if err != nil {
-			a.log.Error("encode register", "err", err)
-			return false
-		}
-		msg := a.pub.identifiedMsg(a.subjects.Register(a.cfg.ID), data)
-		msg.Reply = inbox
-		if err := a.nc.PublishMsg(msg); err != nil {
-			a.log.Warn("register failed", "err", err)
-			return false
-		}
-		wctx, cancel := context.WithTimeout(ctx, jittered(patience))
-		reply, err := sub.NextMsgWithContext(wctx)
-		cancel()
-		switch {
-		case err == nil:
-			return a.registerAnswered(reply)
-		case errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil:
-			a.log.Warn("register: no answer yet: sent again, still waiting for an answer to either", "waited", patience)
-		case errors.Is(err, nats.ErrNoResponders):
+	reply, err := a.nc.RequestMsg(a.pub.identifiedMsg(a.subjects.Register(a.cfg.ID), data), registerTimeout)
+	if err != nil {
+		if errors.Is(err, nats.ErrNoResponders) {
 			a.log.Debug("register: no orchestrator yet")
-			return false
-		default:
-			if ctx.Err() == nil {
-				a.log.Warn("register failed", "err", err)
-			}
-			return false
+		} else {
+			a.log.Warn("register failed", "err", err)
 		}
+		return false
 	}
-}
-
-// registerAnswered takes the orchestrator's answer to a registration and
-// reports whether it ends the registration.
-func (a *Agent) registerAnswered(reply *nats.Msg) bool {
 	if err := broker.CheckAuth(reply, a.cfg.OrchestratorToken); err != nil {
 		// The orchestrator answers a sender it cannot authenticate without its
 		// token: most likely this agent's token file differs from the one in the
