@@ -55,7 +55,23 @@ var ErrBadEvent = errors.New("bad event")
 // end, or when it stops), the stream breaks, ctx ends, or fn returns an error.
 // An event cut short is never handed on.
 func (c *Client) BatchEvents(ctx context.Context, id string, fn func(*api.Batch) error) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimSuffix(c.BaseURL, "/")+"/api/v1/batches/"+url.PathEscape(id)+"/events", nil)
+	return c.followEvents(ctx, "/api/v1/batches/"+url.PathEscape(id)+"/events", "batch", func(data string) error {
+		var b api.Batch
+		dec := json.NewDecoder(strings.NewReader(data))
+		dec.UseNumber()
+		if err := dec.Decode(&b); err != nil {
+			return fmt.Errorf("batch events: %w: %w", ErrBadEvent, err)
+		}
+		return fn(&b)
+	})
+}
+
+// followEvents reads the event stream at path once, handing take the data of
+// each event named event (or unnamed), until the server ends the stream, the
+// stream breaks, ctx ends, or take returns an error. An event cut short is
+// never handed on.
+func (c *Client) followEvents(ctx context.Context, path, event string, take func(data string) error) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimSuffix(c.BaseURL, "/")+path, nil)
 	if err != nil {
 		return err
 	}
@@ -75,17 +91,11 @@ func (c *Client) BatchEvents(ctx context.Context, id string, fn func(*api.Batch)
 		_ = json.NewDecoder(resp.Body).Decode(&eb)
 		return &APIError{Status: resp.StatusCode, APIErrorDetail: eb.Error}
 	}
-	err = readSSE(resp.Body, 16<<20, func(event, data string) error {
-		if event != "" && event != "batch" {
+	err = readSSE(resp.Body, 16<<20, func(name, data string) error {
+		if name != "" && name != event {
 			return nil
 		}
-		var b api.Batch
-		dec := json.NewDecoder(strings.NewReader(data))
-		dec.UseNumber()
-		if err := dec.Decode(&b); err != nil {
-			return fmt.Errorf("batch events: %w: %w", ErrBadEvent, err)
-		}
-		return fn(&b)
+		return take(data)
 	})
 	if ctxErr := ctx.Err(); ctxErr != nil {
 		return ctxErr

@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
-	"strings"
 
 	"github.com/chiffon-dev/chiffon/api"
 )
@@ -92,39 +91,11 @@ func (c *Client) DecideStep(ctx context.Context, id, step string, approve bool, 
 // changes, until the server ends the stream (nil: after the run's end), the
 // stream breaks, ctx ends, or fn returns an error.
 func (c *Client) RunEvents(ctx context.Context, id string, fn func(*api.WorkflowRun) error) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet,
-		strings.TrimSuffix(c.BaseURL, "/")+"/api/v1/workflow-runs/"+url.PathEscape(id)+"/events", nil)
-	if err != nil {
-		return err
-	}
-	req.Header.Set("Authorization", "Bearer "+c.Token)
-	req.Header.Set("Accept", "text/event-stream")
-	hc := c.HTTP
-	if hc == nil {
-		hc = http.DefaultClient
-	}
-	resp, err := hc.Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		var eb api.ErrorBody
-		_ = json.NewDecoder(resp.Body).Decode(&eb)
-		return &APIError{Status: resp.StatusCode, APIErrorDetail: eb.Error}
-	}
-	err = readSSE(resp.Body, 16<<20, func(event, data string) error {
-		if event != "" && event != "run" {
-			return nil
-		}
+	return c.followEvents(ctx, "/api/v1/workflow-runs/"+url.PathEscape(id)+"/events", "run", func(data string) error {
 		var r api.WorkflowRun
 		if err := json.Unmarshal([]byte(data), &r); err != nil {
 			return fmt.Errorf("run events: %w: %w", ErrBadEvent, err)
 		}
 		return fn(&r)
 	})
-	if ctxErr := ctx.Err(); ctxErr != nil {
-		return ctxErr
-	}
-	return err
 }

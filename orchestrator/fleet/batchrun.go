@@ -21,8 +21,15 @@ import (
 // restart) is found, not made again.
 func (f *Fleet) runBatch(ctx context.Context, b *api.Batch, wake <-chan struct{}) {
 	log := f.log.With("batch_id", b.ID)
+	runSteps(ctx, wake, func() (time.Duration, bool) { return f.stepBatch(b, log) })
+}
+
+// runSteps calls step until it says stop, waiting between two calls for a wake,
+// or for as long as step said (0: a wake alone), or until ctx ends: the loop of
+// a batch's and a workflow run's runner.
+func runSteps(ctx context.Context, wake <-chan struct{}, step func() (after time.Duration, stop bool)) {
 	for {
-		after, stop := f.stepBatch(b, log)
+		after, stop := step()
 		if stop {
 			return
 		}

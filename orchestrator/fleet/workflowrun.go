@@ -20,22 +20,7 @@ import (
 // (CancelRun, DecideStep) do, so that none of them overwrites the other.
 func (f *Fleet) runWorkflow(ctx context.Context, id string, wake <-chan struct{}) {
 	log := f.log.With("run_id", id)
-	for {
-		after, stop := f.stepRun(id, log)
-		if stop {
-			return
-		}
-		var retry <-chan time.Time
-		if after > 0 {
-			retry = time.After(after)
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-wake:
-		case <-retry:
-		}
-	}
+	runSteps(ctx, wake, func() (time.Duration, bool) { return f.stepRun(id, log) })
 }
 
 // stepRun looks at run id once and carries out what the machine says: it
