@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"runtime/pprof"
 	"time"
 
 	"github.com/chiffon-dev/chiffon/agent"
@@ -17,7 +16,10 @@ import (
 type benchFlags struct {
 	asJSON     bool
 	cpuProfile string
-	noIdle     bool
+	// trace and mutexProfile show what waits on what.
+	trace        string
+	mutexProfile string
+	noIdle       bool
 	// scale runs the scale curve up to maxProcs; scalePoint one of its points.
 	scale      bool
 	maxProcs   int
@@ -58,18 +60,15 @@ all have registered again after the broker restarts, and how 10 no-op tasks per
 agent, through the API, spread over them.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if f.cpuProfile != "" {
-				pf, err := os.Create(f.cpuProfile)
-				if err != nil {
-					return err
-				}
-				defer pf.Close()
-				if err := pprof.StartCPUProfile(pf); err != nil {
-					return err
-				}
-				defer pprof.StopCPUProfile()
+			stop, err := startProfiles(f)
+			if err != nil {
+				return err
 			}
-			return runBench(cmd, cfg, f)
+			err = runBench(cmd, cfg, f)
+			if perr := stop(); err == nil {
+				err = perr
+			}
+			return err
 		},
 	}
 	fl := cmd.Flags()
@@ -79,6 +78,8 @@ agent, through the API, spread over them.`,
 	fl.IntVar(&cfg.Size, "size", 256, "payload bytes of each request")
 	fl.BoolVar(&f.asJSON, "json", false, "print one JSON object with every figure")
 	fl.StringVar(&f.cpuProfile, "cpuprofile", "", "write a CPU profile of the whole run to this file")
+	fl.StringVar(&f.trace, "trace", "", "write an execution trace of the whole run to this file (go tool trace)")
+	fl.StringVar(&f.mutexProfile, "mutexprofile", "", "write a profile of contended mutexes to this file at the end")
 	fl.BoolVar(&f.noIdle, "no-idle", false, "skip the idle agent and orchestrator RSS figures")
 	fl.StringVar(&cfg.Store, "store", "badger", "the orchestrator's task store: badger or jetstream (the embedded server then runs JetStream)")
 	fl.IntVar(&cfg.Replicas, "replicas", 1, "replicas of the jetstream store's stream: 1, 3 or 5; over 1 the embedded broker is a cluster of as many nodes in this process")
