@@ -197,3 +197,25 @@ func (s *Snapshot) ids() []string {
 	slices.Sort(out)
 	return out
 }
+
+// Without is the snapshot once agent id is gone for good (revoked): its entry
+// and its offers removed; s itself when it has none. A type it was configured
+// for counts it as registered still, so that its going does not make the
+// type's other work types unknown.
+func (s *Snapshot) Without(id string) *Snapshot {
+	old := s.Agent(id)
+	if old == nil {
+		return s
+	}
+	n := *s
+	sh := shardOf(id)
+	m := make(map[string]*Agent, len(s.agents[sh]))
+	for k, v := range s.agents[sh] {
+		if k != id {
+			m[k] = v
+		}
+	}
+	n.agents[sh] = m
+	n.offering = s.offeringWith(id, old, &Agent{Type: old.Type})
+	return &n
+}

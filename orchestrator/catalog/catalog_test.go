@@ -8,6 +8,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/chiffon-dev/chiffon/api"
 	"github.com/chiffon-dev/chiffon/envelope"
 	"github.com/chiffon-dev/chiffon/worktype"
 )
@@ -353,5 +354,35 @@ func TestAsksAndStopGrace(t *testing.T) {
 	var none *Agent
 	if none.AsksApproval("deploy") || none.StopGrace("deploy") != 0 {
 		t.Error("an agent not registered asks or grants something")
+	}
+}
+
+// TestWithoutDropsAnAgentAndOnlyItsOffers: a revoked agent's entry and the
+// offers only it made are gone; an offer another agent makes stays; the
+// snapshot before is untouched; the type stays complete; forgetting an agent
+// not registered changes nothing.
+func TestWithoutDropsAnAgentAndOnlyItsOffers(t *testing.T) {
+	configured := map[string]envelope.AgentType{"a": "infra", "b": "infra"}
+	s := New(configured).
+		With("a", reg{id: "a", typ: "infra", offer: []string{"echo", "sleep"}}.agent(t)).
+		With("b", reg{id: "b", typ: "infra", offer: []string{"echo"}}.agent(t))
+	n := s.Without("a")
+	if n.Agent("a") != nil || n.Agent("b") == nil {
+		t.Fatalf("after Without(a): a=%v b=%v", n.Agent("a"), n.Agent("b"))
+	}
+	if got := n.Offered("infra"); !slices.Equal(got, []string{"echo"}) {
+		t.Errorf("offered after Without(a) = %v, want [echo]", got)
+	}
+	if got := s.Offered("infra"); !slices.Equal(got, []string{"echo", "sleep"}) || s.Agent("a") == nil {
+		t.Errorf("the snapshot before changed: offered %v, a %v", got, s.Agent("a"))
+	}
+	if !n.Complete("infra") {
+		t.Error("infra is no longer complete once a is gone")
+	}
+	if n.Without("a") != n || n.Without("nobody") != n {
+		t.Error("Without of an agent not registered made a new snapshot")
+	}
+	if err := n.Check(&api.SubmitRequest{ToAgent: "infra", WorkType: "sleep"}); err == nil {
+		t.Error("sleep, offered only by the gone agent, is still accepted")
 	}
 }

@@ -17,8 +17,8 @@ import (
 // newCatalog is the catalogue before any registration, for o's configured
 // agents.
 func (o *Core) newCatalog() *catalog.Snapshot {
-	configured := make(map[string]envelope.AgentType, len(o.sec))
-	for id, s := range o.sec {
+	configured := make(map[string]envelope.AgentType, len(o.known()))
+	for id, s := range o.known() {
 		configured[id] = s.typ
 	}
 	return catalog.New(configured)

@@ -59,8 +59,11 @@ type Params struct {
 // Core is one run of the task lifecycle. Its methods are safe for concurrent
 // use.
 type Core struct {
-	cfg     Config
-	sec     secrets
+	cfg Config
+	// sec holds the agents' secrets (secrets.go); secMu orders Admit and
+	// Forget.
+	sec     atomic.Pointer[secrets]
+	secMu   sync.Mutex
 	log     *slog.Logger
 	authLog *ratelog.Logger
 	// auth checks every message from an agent against that agent's token.
@@ -127,7 +130,7 @@ func New(p Params) *Core {
 		p.Leading = func() bool { return true }
 	}
 	o := &Core{
-		cfg: p.Config, sec: newSecrets(p.Config.Agents, p.Config.Instance), log: p.Log, authLog: p.AuthLog,
+		cfg: p.Config, log: p.Log, authLog: p.AuthLog,
 		id: p.Config.ID, subj: p.Config.Subjects, nc: p.Conn, req: p.Requester, st: p.Store,
 		metrics: p.Metrics, link: p.Link, leading: p.Leading,
 		agents: map[string]*agentEntry{}, runs: map[string]*run{}, queues: map[envelope.AgentType][]string{},
@@ -136,7 +139,9 @@ func New(p Params) *Core {
 		m: machine{timeouts: p.Config.Timeouts, now: func() time.Time { return time.Now().UTC() },
 			nonce: broker.NewNonce},
 	}
-	o.auth = broker.Authenticator{Want: o.sec.agentToken}
+	sec := newSecrets(p.Config.Agents, p.Config.Instance)
+	o.sec.Store(&sec)
+	o.auth = broker.Authenticator{Want: func(id string) (string, bool) { return o.known().agentToken(id) }}
 	o.readers = []*reader{{fn: o.feedWatchers}}
 	o.catalog.Store(o.newCatalog()) // nobody registered yet
 	go o.loop()
@@ -269,7 +274,7 @@ var errNotLeading = errors.New("this orchestrator does not lead")
 // subject: the orchestrator's token differs from one agent to the next, so there
 // is no message for all of them.
 func (o *Core) Discover() {
-	for id, a := range o.sec {
+	for id, a := range o.known() {
 		env := envelope.New(envelope.Orchestrator, a.typ, "", "", &envelope.Discover{OrchestratorID: o.id})
 		if err := o.publish(o.subj.AgentControl(id), "", id, env); err != nil {
 			o.log.Warn("send discover", "agent_id", id, "err", err)
@@ -286,7 +291,7 @@ func (o *Core) publish(subject, reply, agentID string, env *envelope.Envelope) e
 	if !o.leading() {
 		return errNotLeading
 	}
-	hdr, ok := o.sec.authHeader(agentID)
+	hdr, ok := o.known().authHeader(agentID)
 	if !ok {
 		return errUnknownAgent
 	}
@@ -308,7 +313,7 @@ func (o *Core) request(ctx context.Context, agentID string, env *envelope.Envelo
 	if !o.leading() {
 		return nil, errNotLeading
 	}
-	hdr, ok := o.sec.authHeader(agentID)
+	hdr, ok := o.known().authHeader(agentID)
 	if !ok {
 		return nil, errUnknownAgent
 	}

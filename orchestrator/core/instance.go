@@ -32,11 +32,12 @@ var errProbeUnanswered = errors.New("a process is subscribed to the agent's cont
 // errProbeUnanswered when nobody answers within the control timeout (a subscriber
 // that does not answer is hung, not gone). It waits for answers, so it runs off the loop.
 func (o *Core) probeInstance(agentID, instance string) error {
-	hdr, ok := o.sec.authHeader(agentID)
+	sec := o.known()
+	hdr, ok := sec.authHeader(agentID)
 	if !ok {
 		return errUnknownAgent
 	}
-	env := envelope.New(envelope.Orchestrator, o.sec[agentID].typ, "", "", &envelope.Ping{})
+	env := envelope.New(envelope.Orchestrator, sec[agentID].typ, "", "", &envelope.Ping{})
 	data, err := envelope.Encode(env)
 	if err != nil {
 		return err

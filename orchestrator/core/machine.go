@@ -168,11 +168,13 @@ type (
 		ack *envelope.ControlAck
 		err error
 	}
-	// agentLost: the agent of attempt went offline.
+	// agentLost: the agent of attempt went offline, or was revoked (Forget):
+	// whether the work ran there cannot be known, so the task then fails.
 	agentLost struct {
 		agentID string
 		attempt int
 		why     string
+		revoked bool
 	}
 	// agentReplaced: a new process of the agent of attempt heartbeats: the
 	// request goes to it again.
@@ -274,7 +276,11 @@ func (m *machine) apply(r *run, ev event) []effect {
 		m.cancelAnswered(r, e)
 	case agentLost:
 		if m.inFlight(r, e.agentID, e.attempt) {
-			m.failAttempt(r, timeoutError(r, e.why), false)
+			err := timeoutError(r, e.why)
+			if e.revoked {
+				err = errcodes.New(errcodes.AuthenticationFailed, "%s", e.why)
+			}
+			m.failAttempt(r, err, false)
 		}
 	case agentReplaced:
 		m.resend(r, e)

@@ -39,7 +39,7 @@ func (o *Core) awaitingAgents(typ envelope.AgentType, pinned string) bool {
 	if !time.Now().Before(o.registerBy) {
 		return false
 	}
-	for id, s := range o.sec {
+	for id, s := range o.known() {
 		if s.typ != typ || pinned != "" && id != pinned {
 			continue
 		}

@@ -7,7 +7,9 @@ import (
 	"github.com/nats-io/nats.go"
 )
 
-// secrets are what the core holds for each agent of its config.
+// secrets are what the core holds for each agent it knows: those of its config
+// and those admitted since (Admit). A map is never changed once the core holds
+// it: Admit and Forget store a changed copy (admit.go).
 type secrets map[string]agentSecrets
 
 // agentSecrets are what the core holds for one agent.
@@ -26,14 +28,19 @@ type agentSecrets struct {
 // newSecrets keeps the tokens of agents, read, for messages naming instance.
 func newSecrets(agents []policy.AgentConfig, instance string) secrets {
 	s := make(secrets, len(agents))
-	for i, a := range agents {
-		hdr := broker.AuthHeader(a.OrchestratorToken, a.ID)
-		if instance != "" {
-			hdr.Set(broker.HeaderInstance, instance)
-		}
-		s[a.ID] = agentSecrets{typ: a.Type, conf: &agents[i], token: a.Token, header: hdr}
+	for i := range agents {
+		s[agents[i].ID] = secretsOf(&agents[i], instance)
 	}
 	return s
+}
+
+// secretsOf are what the core holds for the agent a configures.
+func secretsOf(a *policy.AgentConfig, instance string) agentSecrets {
+	hdr := broker.AuthHeader(a.OrchestratorToken, a.ID)
+	if instance != "" {
+		hdr.Set(broker.HeaderInstance, instance)
+	}
+	return agentSecrets{typ: a.Type, conf: a, token: a.Token, header: hdr}
 }
 
 // agentToken is the token the sender naming agent id must present, and whether the
