@@ -98,6 +98,14 @@ func TestWebsocketTakesOnlyTheSitesIdentitiesWithinTheirAllowLists(t *testing.T)
 	}
 	waitViolation(t, errs, "chiffon.agent.b-1.work")
 
+	websocketRefuses(t, ws, site, agentSeed, stranger)
+}
+
+// websocketRefuses checks that ws turns away, at Connect, a client without an
+// identity and one with the unlisted NKey stranger (over TLS trusting site), and
+// the agent's seed with another CA or the system's roots.
+func websocketRefuses(t *testing.T, ws string, site broker.ClientTLS, agentSeed, stranger string) {
+	t.Helper()
 	otherCA, _, err := broker.EnsureCA(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
