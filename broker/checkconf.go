@@ -17,7 +17,7 @@ func LooksLikeServerFile(path string) bool {
 	if err != nil {
 		return false
 	}
-	for _, k := range []string{"listen", "port", "authorization", "accounts", "jetstream", "cluster", "server_name", "tls"} {
+	for _, k := range []string{"listen", "port", "authorization", "accounts", "jetstream", "cluster", "server_name", "tls", "websocket"} {
 		if _, ok := m[k]; ok {
 			return true
 		}
@@ -38,6 +38,29 @@ func CheckServerFile(path string) (string, error) {
 	if opts.TLSConfig != nil {
 		tls = "TLS"
 	}
-	return fmt.Sprintf("broker (nats-server config) on %s, %d users, %s",
-		net.JoinHostPort(opts.Host, strconv.Itoa(opts.Port)), users, tls), nil
+	ws, err := describeWebsocket(opts)
+	if err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("broker (nats-server config) on %s, %d users, %s%s",
+		net.JoinHostPort(opts.Host, strconv.Itoa(opts.Port)), users, tls, ws), nil
+}
+
+// describeWebsocket describes the WebSocket listener of opts, if any, and refuses
+// one nats-server would refuse at start, or one without TLS beyond loopback.
+func describeWebsocket(opts *server.Options) (string, error) {
+	w := opts.Websocket
+	if w.Port == 0 {
+		return "", nil
+	}
+	addr := net.JoinHostPort(w.Host, strconv.Itoa(w.Port))
+	switch {
+	case w.TLSConfig != nil:
+		return ", WebSocket on " + addr + " with TLS", nil
+	case !w.NoTLS:
+		return "", fmt.Errorf("websocket on %s has no tls block (nats-server refuses it)", addr)
+	case !IsLoopback(w.Host):
+		return "", fmt.Errorf("websocket on %s has no TLS beyond loopback: every message, tokens included, would cross the network in the clear", addr)
+	}
+	return ", WebSocket on " + addr + " without TLS (loopback, behind a proxy)", nil
 }

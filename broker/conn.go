@@ -138,6 +138,8 @@ func refusal(cfg ConnConfig, err error) string {
 	case errors.As(err, &unknownCA), errors.As(err, &badName), errors.As(err, &badCert),
 		errors.As(err, &verify):
 		return "the NATS server's TLS certificate was not accepted (check tls.ca_file and tls.server_name)"
+	case closedOverWebsocket(cfg.URLs, err):
+		return websocketClosed(cfg)
 	case errors.Is(err, nats.ErrTLS), errors.As(err, &opErr) && opErr.Op == "remote error":
 		// The server ended the handshake with an alert, as when it wants a client
 		// certificate it did not get or does not trust.

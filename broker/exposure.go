@@ -4,6 +4,7 @@ import (
 	"log/slog"
 	"net"
 	"net/url"
+	"strings"
 
 	"github.com/nats-io/nats.go"
 )
@@ -44,7 +45,8 @@ func exposure(host string, identified, encrypted, known bool) []string {
 
 // warnExposure logs, at every start of a daemon, each way its connection nc
 // (made as cfg says) is open to the network, with what fixes it. While nc is
-// not connected yet it judges by the first URL, and TLS is not known.
+// not connected yet it judges by the first URL, and TLS is not known but for a
+// ws:// URL without TLS settings.
 func warnExposure(cfg ConnConfig, nc *nats.Conn, log *slog.Logger) {
 	raw, known, encrypted := "", false, false
 	if len(cfg.URLs) > 0 {
@@ -54,6 +56,9 @@ func warnExposure(cfg ConnConfig, nc *nats.Conn, log *slog.Logger) {
 		raw, known = nc.ConnectedUrl(), true
 		_, err := nc.TLSConnectionState()
 		encrypted = err == nil
+	} else if cfg.TLS.isZero() && strings.HasPrefix(raw, "ws://") {
+		// nats.go speaks plain WebSocket to a ws:// URL unless given TLS settings.
+		known = true
 	}
 	host := raw
 	if u, err := url.Parse(raw); err == nil && u.Host != "" {

@@ -61,6 +61,8 @@ type ServerFile struct {
 	ServerName string
 	// Cluster, when set, makes the server a node of a cluster.
 	Cluster *ClusterFile
+	// Websocket, when set, adds a WebSocket listener for the same users.
+	Websocket *WebsocketFile
 }
 
 // ClusterFile is the cluster block of a broker's config file: the node listens
@@ -163,6 +165,9 @@ func renderServerFile(f ServerFile) (string, error) {
 		fmt.Fprintf(&b, "  tls {\n    cert_file: %s\n    key_file: %s\n    ca_file: %s\n    verify: true\n    timeout: %d\n  }\n}\n",
 			quote(c.TLS.CertFile), quote(c.TLS.KeyFile), quote(c.TLS.CAFile), serverTLSTimeout)
 	}
+	if f.Websocket != nil {
+		f.Websocket.render(&b)
+	}
 	b.WriteString("\n# Every user has allow lists: whatever they do not name is denied.\nauthorization {\n  users = [\n")
 	for _, u := range f.Users {
 		fmt.Fprintf(&b, "    # %s\n    {\n      nkey: %s\n      permissions: {\n", commentText(u.Name), quote(u.NKey))
@@ -215,6 +220,9 @@ func (f ServerFile) check() error {
 		if f.JetStream && f.ServerName == "" {
 			errs = append(errs, errors.New("JetStream in a cluster needs a server name"))
 		}
+	}
+	if f.Websocket != nil {
+		errs = append(errs, f.Websocket.check()...)
 	}
 	return errors.Join(errs...)
 }

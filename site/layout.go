@@ -46,6 +46,9 @@ type Options struct {
 	// HA, when set, makes a cluster of three nodes and a group of
 	// orchestrators instead of one broker and one orchestrator (--ha).
 	HA *HA
+	// Websocket, when set, gives the broker (or each node) a WebSocket
+	// listener for daemons beyond the LAN (--websocket).
+	Websocket *Websocket
 }
 
 // Layout is what Options make, worked out before anything is written: the
@@ -59,6 +62,9 @@ type Layout struct {
 	Nodes []ClusterNode
 	// Orchestrators are the orchestrator configs: one, or a group's.
 	Orchestrators []OrchestratorFile
+	// WebsocketListens are the WebSocket addresses of the broker, or of each
+	// node, with Websocket only.
+	WebsocketListens []string
 }
 
 // OrchestratorFile is one orchestrator config of a site.
@@ -110,6 +116,9 @@ func (o Options) Layout() (*Layout, error) {
 	l.Spec = Spec{Agents: o.Agents, Clients: o.Clients, BrokerHosts: hosts, APIHosts: apiHosts, MutualTLS: o.MutualTLS}
 	for _, n := range l.Nodes {
 		l.Spec.Nodes = append(l.Spec.Nodes, n.Node)
+	}
+	if err := l.layoutWebsocket(); err != nil {
+		return nil, err
 	}
 	if o.HA != nil {
 		if err := l.layoutGroup(apiFallback); err != nil {

@@ -76,13 +76,18 @@ func (l *Layout) configFiles() []string {
 	return paths
 }
 
-// writeBrokerFiles writes broker.conf, or each node's broker-<n>.conf.
+// writeBrokerFiles writes broker.conf, or each node's broker-<n>.conf, each
+// with its WebSocket listener when the site has one.
 func (l *Layout) writeBrokerFiles(st *Secrets) error {
 	if l.Nodes == nil {
-		return broker.WriteServerFile(filepath.Join(l.Dir, "broker.conf"), st.BrokerFile(l.SecretsDir, l.BrokerListen))
+		f := st.BrokerFile(l.SecretsDir, l.BrokerListen)
+		f.Websocket = l.websocketFile(0, f.TLS)
+		return broker.WriteServerFile(filepath.Join(l.Dir, "broker.conf"), f)
 	}
-	for _, n := range l.Nodes {
-		if err := broker.WriteServerFile(filepath.Join(l.Dir, n.Name+".conf"), st.nodeFile(n, l.SecretsDir, l.DataRoot)); err != nil {
+	for i, n := range l.Nodes {
+		f := st.nodeFile(n, l.SecretsDir, l.DataRoot)
+		f.Websocket = l.websocketFile(i, f.TLS)
+		if err := broker.WriteServerFile(filepath.Join(l.Dir, n.Name+".conf"), f); err != nil {
 			return err
 		}
 	}

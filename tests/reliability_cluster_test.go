@@ -226,13 +226,14 @@ func newCluster(t *testing.T, n int) *cluster {
 }
 
 // initSite runs `chiffon init` for the agents of specs (type=id) and the tester
-// client, and reads every token and seed it made.
-func (c *cluster) initSite(specs []string) {
+// client, with the flags of extra, and reads every token and seed it made.
+func (c *cluster) initSite(specs []string, extra ...string) {
 	c.t.Helper()
-	got := chiffonBinary(c.t, c.bin, "init", "--dir", c.siteDir, "--agents", strings.Join(specs, ","),
+	args := append([]string{"init", "--dir", c.siteDir, "--agents", strings.Join(specs, ","),
 		"--client", testerClient, "--nats", c.natsURL(), "--listen", c.httpAddr,
 		"--secrets-dir", c.secretsDir(), "--data-root", filepath.Join(c.dir, "data"),
-		"--broker-listen", c.natsAddr(), "--broker-host", "127.0.0.1")
+		"--broker-listen", c.natsAddr(), "--broker-host", "127.0.0.1"}, extra...)
+	got := chiffonBinary(c.t, c.bin, args...)
 	if got.code != 0 {
 		c.t.Fatalf("chiffon init: exit %d: %s%s", got.code, got.stdout, got.stderr)
 	}

@@ -84,8 +84,15 @@ func runBroker(cmd *cobra.Command, f brokerFlags, listenGiven bool) error {
 		log.Warn("broker has no authentication: any process on this host can connect as any daemon and read every message, tokens included",
 			"url", srv.ClientURL(), "fix", "run it with the broker.conf chiffon init writes (an NKey per daemon)")
 	}
+	if srv.PlainWebsocketBeyondLoopback() {
+		return usagef(fmt.Sprintf("refusing to serve WebSocket without TLS on %s: every message, tokens included, "+
+			"would cross the network in the clear; give the websocket block a tls block, or listen on 127.0.0.1 behind a proxy that ends TLS", srv.WebsocketURL()))
+	}
 	log.Info("broker listening", "url", srv.ClientURL(), "jetstream", f.jetstream,
 		"auth", srv.AuthRequired(), "tls", srv.TLSRequired())
+	if ws := srv.WebsocketURL(); ws != "" {
+		log.Info("broker listening for WebSocket clients", "url", ws)
+	}
 	fmt.Fprintln(cmd.OutOrStdout(), srv.ClientURL())
 	defer notifySystemd(cmd.Context(), log, nil)()
 	<-cmd.Context().Done()

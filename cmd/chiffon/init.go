@@ -21,6 +21,8 @@ type initFlags struct {
 	// ha is --ha, and haOpts the flags that go with it.
 	ha     bool
 	haOpts site.HA
+	// ws are the flags of a WebSocket listener (--websocket).
+	ws site.Websocket
 }
 
 // newInitCmd is `chiffon init`.
@@ -99,6 +101,7 @@ configs are only replaced with --force.`,
 	fs.StringSliceVar(&f.haOpts.Routes, "cluster-routes", nil, "with --ha: the nodes' route URLs, in the order of --nats (default: port 6222 of each --nats host)")
 	fs.StringSliceVar(&f.haOpts.OrchestratorHosts, "orchestrator-host", nil, "with --ha: the host of each orchestrator, for its advertised API address and certificate (default: the hosts of the first --nats URLs)")
 	fs.StringVar(&f.haOpts.Group, "group", "main", "with --ha: the orchestrators' shared id")
+	addWebsocketFlags(fs, &f.ws)
 	_ = cmd.MarkFlagRequired("dir")
 	return cmd
 }
@@ -123,6 +126,9 @@ func (f initFlags) options(changed func(string) bool) (site.Options, error) {
 		}
 	}
 	var err error
+	if o.Websocket, err = websocketOptions(f.ws, changed); err != nil {
+		return o, err
+	}
 	if o.Agents, err = parseInitAgents(f.agents); err != nil {
 		return o, fmt.Errorf("--agents: %w", err)
 	}
@@ -236,6 +242,7 @@ func printInitSummary(w io.Writer, l *site.Layout, st *site.Secrets) {
 	for _, c := range l.Clients {
 		fmt.Fprintf(w, "  clients/%-15s client %s\n", c.Name+".txt", c.Name)
 	}
+	printWebsocketSummary(w, l)
 	fmt.Fprintf(w, "Copy to each host's %s only the files it needs (all 0600 but the certificates):\n", l.SecretsDir)
 	for _, h := range st.HostFiles() {
 		fmt.Fprintf(w, "  %-22s %s\n", h.Host+":", strings.Join(h.Files, ", "))
