@@ -40,8 +40,12 @@ type ServerFile struct {
 	// of 0.0.0.0:4222.
 	Listen string
 	// Users are the only identities the server accepts; there is no anonymous
-	// user. At least one is required.
+	// user. At least one is required, unless Operator is set.
 	Users []User
+	// Operator, when set, runs the server in operator mode instead of with
+	// Users: identities are user JWTs of the operator's accounts, learnt and
+	// revoked while the server runs. Exclusive with Users.
+	Operator *OperatorFile
 	// TLS, when set, makes every client connection use TLS.
 	TLS *ServerTLS
 	// JetStream enables JetStream, storing its data in StoreDir.
@@ -168,6 +172,10 @@ func renderServerFile(f ServerFile) (string, error) {
 	if f.Websocket != nil {
 		f.Websocket.render(&b)
 	}
+	if f.Operator != nil {
+		f.Operator.render(&b)
+		return b.String(), nil
+	}
 	b.WriteString("\n# Every user has allow lists: whatever they do not name is denied.\nauthorization {\n  users = [\n")
 	for _, u := range f.Users {
 		fmt.Fprintf(&b, "    # %s\n    {\n      nkey: %s\n      permissions: {\n", commentText(u.Name), quote(u.NKey))
@@ -180,7 +188,12 @@ func renderServerFile(f ServerFile) (string, error) {
 // check refuses a file the server would reject or that would leave it open.
 func (f ServerFile) check() error {
 	var errs []error
-	if len(f.Users) == 0 {
+	switch {
+	case f.Operator != nil && len(f.Users) > 0:
+		errs = append(errs, errors.New("users and an operator do not go together: an operator's users are JWTs"))
+	case f.Operator != nil:
+		errs = append(errs, f.Operator.check())
+	case len(f.Users) == 0:
 		// With no users nats-server needs no authentication at all.
 		errs = append(errs, errors.New("at least one user is required"))
 	}
