@@ -1,7 +1,11 @@
 package api
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
+	"fmt"
+	"strings"
 	"time"
 
 	"github.com/chiffon-dev/chiffon/envelope"
@@ -61,6 +65,9 @@ type EnrollCode struct {
 	// Code is the one-time join code: a secret until it is used or expires.
 	Code       string     `json:"code"`
 	Enrollment Enrollment `json:"enrollment"`
+	// CAFingerprint is the site CA's (CAFingerprint), which the joining host
+	// checks the orchestrator's certificate against.
+	CAFingerprint string `json:"ca_fingerprint"`
 }
 
 // JoinRequest is a new host's join (POST /api/v1/join): the code, and the
@@ -114,3 +121,25 @@ var (
 	// section: the site's broker lists its users in broker.conf).
 	ErrNoEnrollment = errors.New("this orchestrator cannot enroll hosts: its config has no enroll section (a site made with chiffon init --operator has one)")
 )
+
+// ParseFingerprint reads a CA fingerprint: the SHA-256 of the certificate as
+// 64 hex digits, with or without colons and a "SHA256:" prefix.
+func ParseFingerprint(s string) ([]byte, error) {
+	s = strings.TrimPrefix(strings.TrimPrefix(s, "SHA256:"), "sha256:")
+	b, err := hex.DecodeString(strings.ReplaceAll(s, ":", ""))
+	if err != nil || len(b) != sha256.Size {
+		return nil, errors.New("want the CA's SHA-256 fingerprint: 64 hex digits, colons allowed")
+	}
+	return b, nil
+}
+
+// CAFingerprint is a certificate's SHA-256 fingerprint as ParseFingerprint reads
+// it, in upper-case hex pairs joined by colons.
+func CAFingerprint(der []byte) string {
+	sum := sha256.Sum256(der)
+	parts := make([]string, len(sum))
+	for i, b := range sum {
+		parts[i] = fmt.Sprintf("%02X", b)
+	}
+	return "SHA256:" + strings.Join(parts, ":")
+}

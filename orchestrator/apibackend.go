@@ -19,7 +19,7 @@ type apiBackend struct{ *Orchestrator }
 func (o *Orchestrator) newAPI(pages func(http.Handler, func(string) (string, bool), string) (http.Handler, error)) error {
 	b := apiBackend{o}
 	o.api = httpapi.New(httpapi.Params{
-		Backend: b, Fleet: b, Store: o.st, Tokens: o.sec.apiTokens,
+		Backend: b, Fleet: b, Store: o.st, Enrollments: b, Tokens: o.sec.apiTokens,
 		Limits: o.cfg.HTTP.Limits, Metrics: o.metrics.Handler(),
 		InGroup: o.cfg.HA.Enabled, Serving: o.serving, Done: o.done,
 		Log: o.log, AuthLog: o.authLog,

@@ -73,6 +73,9 @@ type Config struct {
 	// Workflows are workflows that the API lists and runs and cannot change
 	// (workflowconfig.go).
 	Workflows WorkflowsConfig `yaml:"workflows"`
+	// Enroll lets the orchestrator enroll and revoke agent hosts
+	// (enrollconfig.go).
+	Enroll EnrollConfig `yaml:"enroll"`
 
 	// APIToken and each AgentConfig's tokens may be set directly (by tests or an
 	// embedding program) instead of naming files.
@@ -222,6 +225,9 @@ func (c Config) Validate() error {
 	}
 	if err := c.HTTP.Validate(); err != nil {
 		return err // it names the key
+	}
+	if err := c.Enroll.validate(c.NATS.TLS.CAFile); err != nil {
+		return err
 	}
 	if err := c.UI.validate(); err != nil {
 		return err

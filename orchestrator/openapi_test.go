@@ -305,6 +305,11 @@ func TestOpenAPISchemasDescribeTheGoTypes(t *testing.T) {
 		{"WorkflowRunRequest", api.WorkflowRunRequest{}},
 		{"WorkflowRun", api.WorkflowRun{}},
 		{"StepRun", api.StepRun{}},
+		{"EnrollRequest", api.EnrollRequest{}},
+		{"Enrollment", api.Enrollment{}},
+		{"EnrollCode", api.EnrollCode{}},
+		{"JoinRequest", api.JoinRequest{}},
+		{"JoinGrant", api.JoinGrant{}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.schema, func(t *testing.T) {

@@ -28,6 +28,7 @@ import (
 	"github.com/chiffon-dev/chiffon/envelope"
 	"github.com/chiffon-dev/chiffon/internal/ratelog"
 	"github.com/chiffon-dev/chiffon/orchestrator/core"
+	"github.com/chiffon-dev/chiffon/orchestrator/enroll"
 	"github.com/chiffon-dev/chiffon/orchestrator/fleet"
 	"github.com/chiffon-dev/chiffon/orchestrator/ha"
 	"github.com/chiffon-dev/chiffon/orchestrator/httpapi"
@@ -97,6 +98,9 @@ type Orchestrator struct {
 	running atomic.Pointer[core.Core]
 	// fleet runs the batches and the schedules while the core runs.
 	fleet *fleet.Fleet
+	// enroller enrolls, joins and revokes agent hosts (enrollments.go); nil
+	// without an enroll section.
+	enroller *enroll.Enroller
 
 	closeOnce sync.Once
 	wg        sync.WaitGroup
@@ -149,6 +153,11 @@ func Open(cfg Config, opts Options) (*Orchestrator, error) {
 			return nil, err
 		}
 	}
+	if err := o.newEnroller(); err != nil {
+		_ = o.st.Close()
+		o.closeConns()
+		return nil, err
+	}
 	if err := o.newAPI(opts.Pages); err != nil {
 		_ = o.st.Close()
 		o.closeConns()
@@ -186,7 +195,9 @@ func (o *Orchestrator) lead() error {
 	}
 	params := core.Params{Config: core.Config{ID: o.id, Subjects: o.subj, Policy: o.cfg.lifecycle()},
 		Conn: o.nc, Store: o.st, Requester: o.req, Metrics: o.metrics, Link: &o.link, Log: o.log, AuthLog: o.authLog}
-	params.Config.Agents = o.sec.agents
+	if params.Config.Agents, err = o.coreAgents(); err != nil {
+		return err
+	}
 	if o.ha != nil {
 		params.Config.Instance, params.Leading = o.ha.Name(), o.ha.Leading
 	}
@@ -204,6 +215,7 @@ func (o *Orchestrator) lead() error {
 		return err
 	}
 	o.running.Store(c)
+	o.restoreJoined()
 	o.metrics.SetLeader(true)
 	return o.startFleet()
 }
@@ -244,6 +256,9 @@ func (o *Orchestrator) Run(ctx context.Context) error {
 // Config.HTTP.Limits bound its connections and how long each request may take.
 func (o *Orchestrator) Serve(ctx context.Context, ln net.Listener) error {
 	tlsConf, err := o.cfg.HTTP.serverTLS()
+	if err == nil {
+		tlsConf, err = o.withCA(tlsConf)
+	}
 	if err == nil {
 		err = o.cfg.HTTP.checkPlainBeyondLoopback(ln.Addr().String())
 	}

@@ -9,6 +9,7 @@ import (
 	"syscall"
 
 	"github.com/chiffon-dev/chiffon/agent"
+	"github.com/chiffon-dev/chiffon/internal/enrollcli"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 )
@@ -55,6 +56,7 @@ timeout); a second one cancels running work at once.`,
 		},
 	}
 	f.register(cmd.Flags())
+	cmd.AddCommand(enrollcli.JoinCommand(enrollConfig()), enrollcli.RevokeCommand(enrollConfig()))
 	return cmd
 }
 

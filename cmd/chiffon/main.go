@@ -13,6 +13,7 @@ import (
 	_ "time/tzdata" // schedules' time zones (--tz) on hosts without a zoneinfo database
 
 	"github.com/chiffon-dev/chiffon/internal/buildinfo"
+	"github.com/chiffon-dev/chiffon/internal/enrollcli"
 	"github.com/spf13/cobra"
 )
 
@@ -53,6 +54,8 @@ func newRootCmd() *cobra.Command {
 		newDecideCmd(true),
 		newDecideCmd(false),
 		newAgentsCmd(),
+		enrollcli.EnrollCommand(enrollConfig()),
+		enrollcli.EnrollmentsCommand(enrollConfig()),
 		newWorkTypesCmd(),
 		newWebhooksCmd(),
 		newBenchCmd(),

@@ -16,6 +16,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"encoding/pem"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -86,7 +87,9 @@ type Params struct {
 // concurrent use; each change is made whole under one lock, so a code joins
 // once.
 type Enroller struct {
-	p  Params
+	p Params
+	// fp is the CA's fingerprint, which each code is shown with.
+	fp string
 	mu sync.Mutex
 }
 
@@ -98,7 +101,11 @@ func New(p Params) *Enroller {
 	if p.Log == nil {
 		p.Log = slog.Default()
 	}
-	return &Enroller{p: p}
+	e := &Enroller{p: p}
+	if block, _ := pem.Decode(p.CAPEM); block != nil {
+		e.fp = api.CAFingerprint(block.Bytes)
+	}
+	return e
 }
 
 // record is an enrollment as stored: the API's view and what only the
@@ -147,7 +154,7 @@ func (e *Enroller) Enroll(req api.EnrollRequest, caller string) (*api.EnrollCode
 		return nil, err
 	}
 	e.p.Log.Info("host enrolled", "agent_id", req.AgentID, "type", req.Type, "by", caller, "expires_at", rec.ExpiresAt)
-	return &api.EnrollCode{Code: code, Enrollment: rec.Enrollment}, nil
+	return &api.EnrollCode{Code: code, Enrollment: rec.Enrollment, CAFingerprint: e.fp}, nil
 }
 
 // List returns every enrollment, by agent id, as it stands now.

@@ -26,6 +26,9 @@ type Params struct {
 	Backend Backend
 	// Fleet runs the batches and the schedules.
 	Fleet Fleet
+	// Enrollments enrolls, joins and revokes agent hosts; nil when the
+	// orchestrator cannot.
+	Enrollments Enrollments
 	// Store is the task store, which the event streams follow.
 	Store Store
 	// Tokens are the API tokens; the first is api_token_file's, an operator's.
@@ -69,6 +72,7 @@ type Forward struct {
 type API struct {
 	core    Backend
 	fleet   Fleet
+	enroll  Enrollments
 	st      Store
 	tokens  []Token
 	inGroup bool
@@ -84,7 +88,7 @@ type API struct {
 
 // New builds the API p describes.
 func New(p Params) *API {
-	a := &API{core: p.Backend, fleet: p.Fleet, st: p.Store, tokens: p.Tokens, inGroup: p.InGroup,
+	a := &API{core: p.Backend, fleet: p.Fleet, enroll: p.Enrollments, st: p.Store, tokens: p.Tokens, inGroup: p.InGroup,
 		serving: p.Serving, done: p.Done, log: p.Log, authLog: p.AuthLog, fwd: p.Forward}
 	if a.serving == nil {
 		a.serving = func() bool { return true }
@@ -149,6 +153,7 @@ func (a *API) routes(metrics http.Handler) *http.ServeMux {
 	}))
 	a.routeFleet(route)
 	a.routeWorkflows(route)
+	a.routeEnrollments(route)
 	route("/api/", func(w http.ResponseWriter, _ *http.Request) {
 		writeError(w, http.StatusNotFound, "not_found", "", "no such API endpoint")
 	})
@@ -156,6 +161,9 @@ func (a *API) routes(metrics http.Handler) *http.ServeMux {
 	// looks like, as the repository does, and nothing of its tasks or agents; client
 	// generators and documentation viewers fetch it without credentials.
 	mux.HandleFunc("GET /api/v1/openapi.json", serveOpenAPI)
+	// A joining host has no API token: its one-time code is its credential
+	// (enroll.go).
+	mux.HandleFunc("POST /api/v1/join", a.apiJoin)
 	// /livez is the liveness probe (Kubernetes' name); /healthz is kept for existing
 	// checks. Both answer while the process serves HTTP, even closed or cut off from
 	// NATS, so a prober restarts the process only when it hangs: /readyz is for traffic.

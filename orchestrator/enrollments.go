@@ -1,0 +1,170 @@
+package orchestrator
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/chiffon-dev/chiffon/api"
+	"github.com/chiffon-dev/chiffon/broker"
+	"github.com/chiffon-dev/chiffon/broker/natsjwt"
+	"github.com/chiffon-dev/chiffon/orchestrator/enroll"
+	"github.com/chiffon-dev/chiffon/orchestrator/policy"
+)
+
+// Hosts join and leave through package enroll, a client of the running core
+// (Admit, Forget) and of the broker's authority (natsjwt); the orchestrator
+// makes it when its config has an enroll section, starts each core with the
+// joined agents and hands the API's calls to it.
+
+// newEnroller makes o's enroller, or none when the config has no enroll
+// section.
+func (o *Orchestrator) newEnroller() error {
+	ec := o.cfg.Enroll
+	if !ec.Enabled() {
+		return nil
+	}
+	ca, err := ec.caPEM(o.cfg.NATS.TLS.CAFile)
+	if err != nil {
+		return err
+	}
+	auth, err := natsjwt.LoadAuthority(natsjwt.AuthorityFiles{AccountSigningKeyFile: ec.AccountSigningKeyFile,
+		OperatorSigningKeyFile: ec.OperatorSigningKeyFile, AccountPublicKey: ec.AccountPublicKey,
+		SystemCredsFile: ec.SystemCredsFile})
+	if err != nil {
+		return fmt.Errorf("config: enroll: %w", err)
+	}
+	urls := ec.NATSURLs
+	if len(urls) == 0 {
+		urls = o.cfg.NATS.URLs
+	}
+	o.enroller = enroll.New(enroll.Params{Store: o.st, Log: o.log,
+		Authority: brokerAuthority{auth: auth, subj: o.subj, conn: auth.SystemConnConfig(o.cfg.NATS.URLs, o.cfg.NATS.TLS)},
+		Agents: func() enroll.Agents {
+			if c := o.running.Load(); c != nil {
+				return c
+			}
+			return nil
+		},
+		Configured: func(id string) bool {
+			return slices.ContainsFunc(o.sec.agents, func(a policy.AgentConfig) bool { return a.ID == id })
+		},
+		NATSURLs: urls, Prefix: o.cfg.NATS.Prefix, CAPEM: ca})
+	return nil
+}
+
+// coreAgents are the agents a new core starts with: the config's and the
+// hosts that joined.
+func (o *Orchestrator) coreAgents() ([]policy.AgentConfig, error) {
+	if o.enroller == nil {
+		return o.sec.agents, nil
+	}
+	joined, err := o.enroller.Joined()
+	if err != nil {
+		return nil, fmt.Errorf("read the joined hosts: %w", err)
+	}
+	return append(slices.Clip(o.sec.agents), joined...), nil
+}
+
+// restoreJoined brings a core that just started up to the joins and
+// revocations made while it was being made.
+func (o *Orchestrator) restoreJoined() {
+	if o.enroller == nil {
+		return
+	}
+	if err := o.enroller.Restore(); err != nil {
+		o.log.Warn("renew the joined hosts", "err", err)
+	}
+}
+
+// withCA adds the site CA to the API's certificate chain when the
+// orchestrator enrolls: a joining host checks it against the fingerprint it
+// was given before it sends its code.
+func (o *Orchestrator) withCA(c *tls.Config) (*tls.Config, error) {
+	if c == nil || o.enroller == nil {
+		return c, nil
+	}
+	ca, err := o.cfg.Enroll.caPEM(o.cfg.NATS.TLS.CAFile)
+	if err != nil {
+		return nil, err
+	}
+	block, _ := pem.Decode(ca)
+	if block == nil || block.Type != "CERTIFICATE" {
+		return nil, errors.New("config: enroll.ca_file: no PEM certificate")
+	}
+	if _, err := x509.ParseCertificate(block.Bytes); err != nil {
+		return nil, fmt.Errorf("config: enroll.ca_file: %w", err)
+	}
+	c = c.Clone()
+	cert := c.Certificates[0]
+	cert.Certificate = append(slices.Clip(cert.Certificate), block.Bytes)
+	c.Certificates = []tls.Certificate{cert}
+	return c, nil
+}
+
+// brokerAuthority is enroll.Authority over natsjwt: identities for o's
+// subjects, revocations pushed on a system connection made for each.
+type brokerAuthority struct {
+	auth *natsjwt.Authority
+	subj broker.Subjects
+	conn broker.ConnConfig
+}
+
+// IssueUser signs a joined agent's identity: its rights alone, no client's.
+func (b brokerAuthority) IssueUser(id broker.Identity, userPub string) (string, error) {
+	return b.auth.IssueUser(b.subj, id, nil, userPub)
+}
+
+// Revoke revokes userPub at the brokers.
+func (b brokerAuthority) Revoke(ctx context.Context, userPub string) error {
+	nc, err := broker.Connect(b.conn)
+	if err != nil {
+		return err
+	}
+	defer nc.Close()
+	return b.auth.Revoke(ctx, nc, userPub)
+}
+
+// Enroll makes a one-time join code for a new agent host.
+func (b apiBackend) Enroll(_ context.Context, req api.EnrollRequest, caller string) (*api.EnrollCode, error) {
+	if b.enroller == nil {
+		return nil, api.ErrNoEnrollment
+	}
+	return b.enroller.Enroll(req, caller)
+}
+
+// Enrollments lists the enrollments.
+func (b apiBackend) Enrollments() ([]api.Enrollment, error) {
+	if b.enroller == nil {
+		return nil, api.ErrNoEnrollment
+	}
+	return b.enroller.List()
+}
+
+// Enrollment returns agent id's enrollment.
+func (b apiBackend) Enrollment(id string) (*api.Enrollment, error) {
+	if b.enroller == nil {
+		return nil, api.ErrNoEnrollment
+	}
+	return b.enroller.Get(id)
+}
+
+// Join joins a host with its code.
+func (b apiBackend) Join(req api.JoinRequest, from string) (*api.JoinGrant, error) {
+	if b.enroller == nil {
+		return nil, api.ErrNoEnrollment
+	}
+	return b.enroller.Join(req, from)
+}
+
+// Revoke revokes agent id on behalf of caller.
+func (b apiBackend) Revoke(ctx context.Context, id, caller string) (*api.Enrollment, error) {
+	if b.enroller == nil {
+		return nil, api.ErrNoEnrollment
+	}
+	return b.enroller.Revoke(ctx, id, caller)
+}
