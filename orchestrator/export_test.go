@@ -12,6 +12,7 @@ import (
 	"github.com/chiffon-dev/chiffon/orchestrator/fleet"
 	"github.com/chiffon-dev/chiffon/orchestrator/httpapi"
 	"github.com/chiffon-dev/chiffon/orchestrator/memstore"
+	"github.com/chiffon-dev/chiffon/orchestrator/policy"
 	"github.com/chiffon-dev/chiffon/orchestrator/task"
 	"github.com/nats-io/nats.go"
 )
@@ -95,3 +96,9 @@ func StoredOutputBytes(o *Orchestrator, id string) (int64, error) {
 	}
 	return n, err
 }
+
+// Admit and Forget are the running core's, as package enroll calls them.
+func Admit(o *Orchestrator, a policy.AgentConfig) { o.running.Load().Admit(a) }
+
+// Forget drops agent id from the running core.
+func Forget(o *Orchestrator, id, why string) { o.running.Load().Forget(id, why) }
