@@ -73,6 +73,9 @@ type Config struct {
 	// Workflows are workflows that the API lists and runs and cannot change
 	// (workflowconfig.go).
 	Workflows WorkflowsConfig `yaml:"workflows"`
+	// Enroll names the keys an orchestrator of a site in NATS operator mode
+	// enrolls and revokes identities with (enrollconfig.go).
+	Enroll EnrollConfig `yaml:"enroll"`
 
 	// APIToken and each AgentConfig's tokens may be set directly (by tests or an
 	// embedding program) instead of naming files.

@@ -79,7 +79,8 @@ func (l *Layout) configFiles() []string {
 // writeBrokerFiles writes broker.conf, or each node's broker-<n>.conf.
 func (l *Layout) writeBrokerFiles(st *Secrets) error {
 	if l.Nodes == nil {
-		return broker.WriteServerFile(filepath.Join(l.Dir, "broker.conf"), st.BrokerFile(l.SecretsDir, l.BrokerListen))
+		f := st.withOperator(st.BrokerFile(l.SecretsDir, l.BrokerListen), l.resolverDir())
+		return broker.WriteServerFile(filepath.Join(l.Dir, "broker.conf"), f)
 	}
 	for _, n := range l.Nodes {
 		if err := broker.WriteServerFile(filepath.Join(l.Dir, n.Name+".conf"), st.nodeFile(n, l.SecretsDir, l.DataRoot)); err != nil {
