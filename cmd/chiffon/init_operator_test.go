@@ -90,24 +90,31 @@ func TestInitOperatorWritesASiteARealBrokerLoads(t *testing.T) {
 		t.Fatal("infra-1 may read code-1's work")
 	}
 
+	revokeWith(t, enroll, urls, orchCfg.NATS.TLS, infraCfg.NATS.CredsFile)
+	select {
+	case <-disconnected:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the revoked agent is still connected")
+	}
+}
+
+// revokeWith revokes the user of creds with the files of an orchestrator's
+// enroll section.
+func revokeWith(t *testing.T, enroll orchestrator.EnrollConfig, urls []string, tls broker.ClientTLS, creds string) {
+	t.Helper()
 	auth, err := natsjwt.LoadAuthority(natsjwt.AuthorityFiles(enroll))
 	if err != nil {
 		t.Fatal(err)
 	}
-	sys, err := broker.Connect(auth.SystemConnConfig(urls, orchCfg.NATS.TLS))
+	sys, err := broker.Connect(auth.SystemConnConfig(urls, tls))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer sys.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if err := auth.Revoke(ctx, sys, credsPublicKey(t, infraCfg.NATS.CredsFile)); err != nil {
+	if err := auth.Revoke(ctx, sys, credsPublicKey(t, creds)); err != nil {
 		t.Fatal(err)
-	}
-	select {
-	case <-disconnected:
-	case <-time.After(5 * time.Second):
-		t.Fatal("the revoked agent is still connected")
 	}
 }
 
