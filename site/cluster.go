@@ -160,12 +160,12 @@ func (s *Secrets) nodeFile(n ClusterNode, hostDir, dataRoot string) broker.Serve
 	client.Verify = s.spec.MutualTLS
 	route := tlsFiles
 	route.Verify = true
-	return broker.ServerFile{
+	return s.withOperator(broker.ServerFile{
 		Listen: n.ClientListen, Users: s.users(), TLS: &client,
 		ServerName: n.Name, JetStream: true, StoreDir: filepath.Join(dataRoot, n.Name, "jetstream"),
 		Cluster: &broker.ClusterFile{Name: haClusterName, Listen: n.RouteListen, Advertise: n.RouteAdvertise, NoAdvertise: true,
 			Routes: n.Routes, TLS: route},
-	}
+	}, filepath.Join(dataRoot, n.Name, "jwt"))
 }
 
 // haEdits make an orchestrator config a member of group: the shared id, the

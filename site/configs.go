@@ -29,6 +29,9 @@ func (l *Layout) writeAgentConfigs(st *Secrets) ([]map[string]string, error) {
 			yamlEdit{l.onHost(AgentToken(a.ID)), []string{"token_file"}},
 			yamlEdit{l.onHost(AgentOrchestratorToken(a.ID)), []string{"orchestrator_token_file"}},
 			yamlEdit{filepath.Join(l.DataRoot, a.ID), []string{"data_dir"}})
+		if st.operator != nil {
+			useCreds(doc)
+		}
 		if err := applyEdits(doc, edits); err != nil {
 			return nil, err
 		}
@@ -64,6 +67,10 @@ func (l *Layout) writeOrchConfig(st *Secrets, orch OrchestratorFile, allowed []m
 		edits = append(append(edits, haEdits(l.HA.Group, orch.Advertise)...),
 			yamlEdit{storeIdentity(st.NATSConfig(storeID, nil, l.SecretsDir)), []string{"store", "jetstream", "nats"}})
 	}
+	if st.operator != nil {
+		useCreds(doc)
+		edits = append(edits, l.enrollEdit(st)...)
+	}
 	if err := applyEdits(doc, edits); err != nil {
 		return err
 	}
@@ -77,6 +84,9 @@ func (l *Layout) writeOrchConfig(st *Secrets, orch OrchestratorFile, allowed []m
 // config: the store connection's NKey and, with mutual TLS, its certificate.
 func storeIdentity(c broker.NATSConfig) map[string]any {
 	out := map[string]any{"nkey_file": c.NKeyFile}
+	if c.CredsFile != "" {
+		out = map[string]any{"creds_file": c.CredsFile}
+	}
 	if c.TLS.CertFile != "" {
 		out["tls"] = map[string]string{"cert_file": c.TLS.CertFile, "key_file": c.TLS.KeyFile}
 	}
@@ -91,9 +101,17 @@ func natsEdits(c broker.NATSConfig) []yamlEdit {
 	}
 	return []yamlEdit{
 		{c.URLs, []string{"nats", "urls"}},
-		{c.NKeyFile, []string{"nats", "nkey_file"}},
+		identityEdit(c),
 		{tlsKeys, []string{"nats", "tls"}},
 	}
+}
+
+// identityEdit sets the nats section's NKey seed, or its .creds file.
+func identityEdit(c broker.NATSConfig) yamlEdit {
+	if c.CredsFile != "" {
+		return yamlEdit{c.CredsFile, []string{"nats", "creds_file"}}
+	}
+	return yamlEdit{c.NKeyFile, []string{"nats", "nkey_file"}}
 }
 
 // writeClientNotes writes clients/<name>.txt: what a client identity may do and
@@ -108,7 +126,11 @@ func (l *Layout) writeClientNotes(st *Secrets, c Client) error {
 	fmt.Fprintf(&b, "It may publish to:\n  %s\nand subscribe to:\n  %s\n\n",
 		strings.Join(perms.Publish, "\n  "), strings.Join(perms.Subscribe, "\n  "))
 	fmt.Fprintf(&b, "Its requests must use the inbox prefix %s. With the nats CLI:\n\n", subj.InboxOf(id))
-	flags := fmt.Sprintf("--server %s --nkey %s --tlsca %s --inbox-prefix %s", strings.Join(nc.URLs, ","), nc.NKeyFile, nc.TLS.CAFile, subj.InboxOf(id))
+	identity := "--nkey " + nc.NKeyFile
+	if nc.CredsFile != "" {
+		identity = "--creds " + nc.CredsFile
+	}
+	flags := fmt.Sprintf("--server %s %s --tlsca %s --inbox-prefix %s", strings.Join(nc.URLs, ","), identity, nc.TLS.CAFile, subj.InboxOf(id))
 	if nc.TLS.CertFile != "" {
 		flags += fmt.Sprintf(" --tlscert %s --tlskey %s", nc.TLS.CertFile, nc.TLS.KeyFile)
 	}

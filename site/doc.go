@@ -22,6 +22,18 @@
 //	                                       beyond loopback
 //	client-<identity>.pem, -key.pem        client certificates, with mutual TLS only
 //
+// In operator mode (Spec.Operator, init --operator) each identity has instead
+// of its NKey seed a .creds file (orchestrator.creds, agent-<id>.creds, ...), a
+// user JWT of the site's account and its seed, and the secrets directory holds
+// the keys of package broker/natsjwt:
+//
+//	operator.nk, account.nk,               identity keys: they sign only what init
+//	system-account.nk                      signs; keep them off every host
+//	operator-signer.nk, account-signer.nk  the orchestrator's: sign the account (its
+//	orchestrator-sys.creds                 revocations) and users, push the account
+//	operator.jwt, account.jwt,             the JWTs broker.conf carries, kept so that
+//	system-account.jwt                     init writes the same ones again
+//
 // The broker's users and their rights come from broker.Subjects.Permissions;
 // this package only names the identities and writes the files.
 package site

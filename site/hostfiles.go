@@ -13,7 +13,8 @@ type HostFiles struct {
 
 // HostFiles lists the secret files each host needs: the broker (or each node),
 // the orchestrator (or each of a group), each agent and each client. No host
-// gets the CA's key.
+// gets the CA's key, nor in operator mode the operator's and the accounts'
+// identity keys.
 func (s *Secrets) HostFiles() []HostFiles {
 	var rows []HostFiles
 	if s.spec.Nodes == nil {
@@ -31,12 +32,12 @@ func (s *Secrets) HostFiles() []HostFiles {
 	}
 	for _, a := range s.spec.Agents {
 		id := broker.Identity{Role: broker.RoleAgent, Name: a.ID}
-		files := append([]string{AgentNKey(a.ID), AgentToken(a.ID), AgentOrchestratorToken(a.ID), CA}, s.clientCert(id)...)
+		files := append([]string{s.identityFile(id), AgentToken(a.ID), AgentOrchestratorToken(a.ID), CA}, s.clientCert(id)...)
 		rows = append(rows, HostFiles{"agent " + a.ID, files})
 	}
 	for _, c := range s.spec.Clients {
 		id := broker.Identity{Role: broker.RoleClient, Name: c.Name}
-		files := append([]string{clientNKeyName(c.Name), CA}, s.clientCert(id)...)
+		files := append([]string{s.identityFile(id), CA}, s.clientCert(id)...)
 		for _, a := range c.Agents {
 			files = append(files, AgentToken(a), AgentOrchestratorToken(a))
 		}
@@ -48,8 +49,9 @@ func (s *Secrets) HostFiles() []HostFiles {
 // orchestratorFiles are an orchestrator's: its identities, the API's token
 // (and certificate) and each agent's token pair.
 func (s *Secrets) orchestratorFiles() []string {
-	files := append([]string{OrchestratorNKey, APIToken, CA}, s.clientCert(orchID)...)
-	files = append(append(files, StoreNKey), s.clientCert(storeID)...)
+	files := append([]string{s.identityFile(orchID), APIToken, CA}, s.clientCert(orchID)...)
+	files = append(append(files, s.identityFile(storeID)), s.clientCert(storeID)...)
+	files = append(files, s.EnrollFiles()...)
 	if s.spec.APIHosts != nil {
 		files = append(files, APICert, APIKey)
 	}

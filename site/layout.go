@@ -49,6 +49,9 @@ type Options struct {
 	// Websocket, when set, gives the broker (or each node) a WebSocket
 	// listener for daemons beyond the LAN (--websocket).
 	Websocket *Websocket
+	// Operator runs the broker in NATS operator mode, each identity a user
+	// JWT the orchestrator may revoke while the broker runs (--operator).
+	Operator bool
 }
 
 // Layout is what Options make, worked out before anything is written: the
@@ -113,7 +116,8 @@ func (o Options) Layout() (*Layout, error) {
 	if err != nil {
 		return nil, err
 	}
-	l.Spec = Spec{Agents: o.Agents, Clients: o.Clients, BrokerHosts: hosts, APIHosts: apiHosts, MutualTLS: o.MutualTLS}
+	l.Spec = Spec{Agents: o.Agents, Clients: o.Clients, BrokerHosts: hosts, APIHosts: apiHosts, MutualTLS: o.MutualTLS,
+		Operator: o.Operator}
 	for _, n := range l.Nodes {
 		l.Spec.Nodes = append(l.Spec.Nodes, n.Node)
 	}

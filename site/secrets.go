@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 
 	"github.com/chiffon-dev/chiffon/broker"
+	"github.com/chiffon-dev/chiffon/broker/natsjwt"
 )
 
 // Secrets are a site's secret files as made in a directory, with its
@@ -19,6 +20,7 @@ type Secrets struct {
 	dir        string
 	identities []broker.Identity
 	nkeys      map[string]string // identity file name -> public key
+	operator   *natsjwt.Site     // in operator mode only
 }
 
 // Ensure makes (or keeps) every secret file of spec in dir (0700) and returns
@@ -35,13 +37,12 @@ func Ensure(dir string, spec Spec) (*Secrets, error) {
 	if err := s.ensureTokens(); err != nil {
 		return nil, err
 	}
-	for _, id := range s.identities {
-		name := nkeyName(id)
-		pub, err := broker.EnsureNKeySeed(filepath.Join(dir, name))
-		if err != nil {
-			return nil, err
-		}
-		s.nkeys[name] = pub
+	ensureIdentities := s.ensureNKeys
+	if spec.Operator {
+		ensureIdentities = s.ensureOperator
+	}
+	if err := ensureIdentities(); err != nil {
+		return nil, err
 	}
 	if err := s.ensureCerts(); err != nil {
 		return nil, err
@@ -60,6 +61,19 @@ func identities(spec Spec) []broker.Identity {
 		ids = append(ids, broker.Identity{Role: broker.RoleClient, Name: c.Name, Agents: c.Agents})
 	}
 	return ids
+}
+
+// ensureNKeys makes (or keeps) an NKey seed per identity.
+func (s *Secrets) ensureNKeys() error {
+	for _, id := range s.identities {
+		name := nkeyName(id)
+		pub, err := broker.EnsureNKeySeed(filepath.Join(s.dir, name))
+		if err != nil {
+			return err
+		}
+		s.nkeys[name] = pub
+	}
+	return nil
 }
 
 // ensureTokens makes the API's token and each agent's pair.
@@ -151,6 +165,9 @@ func (s *Secrets) BrokerFile(hostDir, listen string) broker.ServerFile {
 func (s *Secrets) NATSConfig(id broker.Identity, urls []string, hostDir string) broker.NATSConfig {
 	c := broker.NATSConfig{URLs: urls, Prefix: s.spec.Prefix, NKeyFile: filepath.Join(hostDir, nkeyName(id)),
 		TLS: broker.ClientTLS{CAFile: filepath.Join(hostDir, CA)}}
+	if s.spec.Operator {
+		c.NKeyFile, c.CredsFile = "", filepath.Join(hostDir, credsName(id))
+	}
 	if s.spec.MutualTLS {
 		cert, key := clientCertFiles(id)
 		c.TLS.CertFile, c.TLS.KeyFile = filepath.Join(hostDir, cert), filepath.Join(hostDir, key)

@@ -24,6 +24,9 @@ type Spec struct {
 	// ViewerToken adds a viewer's API token (ViewerToken) beside the
 	// operator's, as chiffon up makes.
 	ViewerToken bool
+	// Operator runs the broker in NATS operator mode (operator.go): each
+	// identity a .creds file instead of an NKey seed.
+	Operator bool
 }
 
 // Agent is one agent instance of a site.

@@ -150,6 +150,9 @@ type cluster struct {
 	// store is the orchestrator's store.kind: orchestrator.StoreBadger (in its data
 	// dir) or orchestrator.StoreJetStream (the broker then runs JetStream).
 	store string
+	// operator is chiffon init --operator: each identity a .creds file, the
+	// broker in NATS operator mode.
+	operator bool
 
 	natsPort  int
 	httpAddr  string
@@ -193,11 +196,18 @@ const testerClient = "tester"
 // nothing.
 func newCluster(t *testing.T, n int) *cluster {
 	t.Helper()
+	return newSiteCluster(t, n, false)
+}
+
+// newSiteCluster is newCluster, in NATS operator mode (chiffon init
+// --operator) if operator.
+func newSiteCluster(t *testing.T, n int, operator bool) *cluster {
+	t.Helper()
 	dir := t.TempDir()
 	c := &cluster{t: t, bin: faultsBinary(t), dir: dir, logLevel: "info",
 		natsPort: freePort(t), httpAddr: "127.0.0.1:" + strconv.Itoa(freePort(t)),
 		siteDir: filepath.Join(dir, "site"), agentType: "code", agents: map[string]*proc{},
-		runsFile: filepath.Join(dir, "runs.log"), breaker: relBreaker, store: orchestrator.StoreBadger}
+		runsFile: filepath.Join(dir, "runs.log"), breaker: relBreaker, store: orchestrator.StoreBadger, operator: operator}
 	for _, d := range []string{"logs", "data"} {
 		if err := os.MkdirAll(filepath.Join(dir, d), 0o700); err != nil {
 			t.Fatal(err)
@@ -233,12 +243,17 @@ func (c *cluster) initSite(specs []string, extra ...string) {
 		"--client", testerClient, "--nats", c.natsURL(), "--listen", c.httpAddr,
 		"--secrets-dir", c.secretsDir(), "--data-root", filepath.Join(c.dir, "data"),
 		"--broker-listen", c.natsAddr(), "--broker-host", "127.0.0.1"}, extra...)
+	identities := "*.nk"
+	if c.operator {
+		// Each identity's creds, and the system account user's.
+		args, identities = append(args, "--operator"), "*.creds"
+	}
 	got := chiffonBinary(c.t, c.bin, args...)
 	if got.code != 0 {
 		c.t.Fatalf("chiffon init: exit %d: %s%s", got.code, got.stdout, got.stderr)
 	}
-	c.tokens, c.seeds = c.readSecrets("*.token"), c.readSecrets("*.nk")
-	if len(c.tokens) != 1+2*len(specs) || len(c.seeds) != 3+len(specs) {
+	c.tokens, c.seeds = c.readSecrets("*.token"), c.readSecrets(identities)
+	if len(c.tokens) != 1+2*len(specs) || len(c.seeds) != 3+len(specs)+btoi(c.operator) {
 		c.t.Fatalf("chiffon init made tokens %v and seeds %v for %d agents", keys(c.tokens), keys(c.seeds), len(specs))
 	}
 }
@@ -300,7 +315,24 @@ func (c *cluster) orchToken(id string) string { return c.tokens["agent-"+id+".or
 // natsSection is the nats section of a daemon's config: the cluster's broker over
 // TLS trusting the site CA, as the identity whose seed is seedFile.
 func (c *cluster) natsSection(seedFile string) string {
-	return fmt.Sprintf("nats: {urls: [%s], nkey_file: %s, tls: {ca_file: %s}}", c.natsURL(), c.secret(seedFile), c.secret("ca.pem"))
+	key, file := c.identity(seedFile)
+	return fmt.Sprintf("nats: {urls: [%s], %s: %s, tls: {ca_file: %s}}", c.natsURL(), key, file, c.secret("ca.pem"))
+}
+
+// identity is the config key and the file of the identity whose NKey seed is
+// seedFile: its .creds in operator mode.
+func (c *cluster) identity(seedFile string) (key, file string) {
+	if c.operator {
+		return "creds_file", c.secret(strings.TrimSuffix(seedFile, ".nk") + ".creds")
+	}
+	return "nkey_file", c.secret(seedFile)
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // seedName is the name of id's NKey seed file in the site's secrets.
@@ -347,12 +379,18 @@ data_dir: %s
 agents:
 %stimeouts: {ack: %s, inactivity: %s, deadline_grace: 1s, control: 2s}
 retry: {max_retries: 5, initial: 500ms, max: 4s}
-store: {kind: %s, jetstream: {nats: {nkey_file: %s}}}
+store: {kind: %s, jetstream: {nats: {%s}}}
 %s
 %s
 `, clusterOrchID, c.natsSection("orchestrator.nk"), c.secret("api.token"), c.httpAddr, c.httpLimits,
-		c.orchDataDir(), agents.String(), relAck, relInactivity, c.store, c.secret("orchestrator-store.nk"), c.breaker, c.orchExtra)
+		c.orchDataDir(), agents.String(), relAck, relInactivity, c.store, c.storeIdentity(), c.breaker, c.orchExtra)
 	c.write("orchestrator.yaml", cfg)
+}
+
+// storeIdentity is the store connection's identity, key: file.
+func (c *cluster) storeIdentity() string {
+	key, file := c.identity("orchestrator-store.nk")
+	return key + ": " + file
 }
 
 // workScript is the "count" work type: it records its request_id in the runs file

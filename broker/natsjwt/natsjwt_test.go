@@ -1,6 +1,7 @@
 package natsjwt_test
 
 import (
+	"bytes"
 	"context"
 	"os"
 	"path/filepath"
@@ -13,6 +14,7 @@ import (
 	"github.com/chiffon-dev/chiffon/internal/testnats"
 	"github.com/nats-io/jwt/v2"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/nats-io/nkeys"
 )
 
 // TestUserIssuedAfterTheStartGetsExactlyItsAllowLists: the server learns nothing
@@ -236,6 +238,11 @@ func TestEnsureSiteKeepsItsKeysAndJWTs(t *testing.T) {
 		}
 		return out
 	}
+	// JWTs that still fit but that this build would not sign alike (a tag
+	// added), so that one signed anew would differ even within a second.
+	retag(t, dir, natsjwt.AccountJWTFile, natsjwt.OperatorSignerSeed)
+	retag(t, dir, natsjwt.SystemAccountJWTFile, natsjwt.OperatorSignerSeed)
+	retag(t, dir, natsjwt.OperatorJWTFile, natsjwt.OperatorSeed)
 	before := read()
 	checkMode(t, dir, 0o700|os.ModeDir)
 	checkMode(t, first.Authority.SystemCredsFile, 0o600)
@@ -249,12 +256,41 @@ func TestEnsureSiteKeepsItsKeysAndJWTs(t *testing.T) {
 			t.Errorf("%s changed", name)
 		}
 	}
-	if *second != *first || credsPublic(t, second.Authority.SystemCredsFile) != sysKey {
-		t.Fatalf("second run %+v, first %+v", second, first)
+	if second.Authority != first.Authority || second.AccountJWT != before[natsjwt.AccountJWTFile] ||
+		second.OperatorJWT != before[natsjwt.OperatorJWTFile] || credsPublic(t, second.Authority.SystemCredsFile) != sysKey {
+		t.Fatal("the second run changed the authority, a JWT or the system user's key")
 	}
-	acc, err := jwt.DecodeAccountClaims(first.AccountJWT)
+	acc, err := jwt.DecodeAccountClaims(second.AccountJWT)
 	if err != nil || acc.Name != natsjwt.AccountName || !acc.Limits.IsJSEnabled() || acc.Subject != first.Authority.AccountPublicKey {
 		t.Fatalf("account %+v: %v", acc, err)
+	}
+}
+
+// retag signs the JWT in file again with a tag added, with the seed in signer.
+func retag(t *testing.T, dir, file, signer string) {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(dir, file))
+	if err != nil {
+		t.Fatal(err)
+	}
+	seed, err := os.ReadFile(filepath.Join(dir, signer))
+	if err != nil {
+		t.Fatal(err)
+	}
+	kp, err := nkeys.FromSeed(bytes.TrimSpace(seed))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var token string
+	if c, err := jwt.DecodeOperatorClaims(string(b)); err == nil {
+		c.Tags.Add("retagged")
+		token, err = c.Encode(kp)
+	} else if c, err := jwt.DecodeAccountClaims(string(b)); err == nil {
+		c.Tags.Add("retagged")
+		token, err = c.Encode(kp)
+	}
+	if token == "" || os.WriteFile(filepath.Join(dir, file), []byte(token), 0o600) != nil {
+		t.Fatalf("retag %s", file)
 	}
 }
 

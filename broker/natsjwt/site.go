@@ -33,13 +33,15 @@ const (
 	// SystemCreds is the system account user's .creds (the orchestrator's
 	// host): it pushes the site account's JWT to the servers.
 	SystemCreds = "orchestrator-sys.creds"
-	// OperatorJWTFile, SystemAccountJWTFile and AccountJWTFile keep the JWTs
-	// that broker.conf carries, so that writing it again gives the same ones:
-	// an account JWT signed anew would be newer than the revocations the
-	// servers hold, and replace them at the next restart.
-	OperatorJWTFile      = "operator.jwt"
+	// OperatorJWTFile keeps the operator's JWT that broker.conf carries, so
+	// that writing it again gives the same one.
+	OperatorJWTFile = "operator.jwt"
+	// SystemAccountJWTFile keeps the system account's JWT, as OperatorJWTFile.
 	SystemAccountJWTFile = "system-account.jwt"
-	AccountJWTFile       = "account.jwt"
+	// AccountJWTFile keeps the site account's JWT that broker.conf preloads:
+	// one signed anew would be newer than the revocations the servers hold, and
+	// replace them at their next restart.
+	AccountJWTFile = "account.jwt"
 )
 
 // AccountName is the name of the account every identity of a site belongs to.

@@ -95,6 +95,7 @@ configs are only replaced with --force.`,
 	fs.StringVar(&f.BrokerListen, "broker-listen", "0.0.0.0:4222", "address the broker listens on (broker.conf); with --ha, the host every node listens on")
 	fs.StringSliceVar(&f.APIHosts, "api-host", nil, "names and IPs of the orchestrator in its HTTP API's certificate, when --listen is beyond loopback (default: the host of --listen, else --broker-host's); with --ha every orchestrator's host is added")
 	fs.BoolVar(&f.MutualTLS, "mutual-tls", false, "require a client certificate from every daemon as well as its NKey")
+	fs.BoolVar(&f.Operator, "operator", false, "run the broker in NATS operator mode: each daemon a user JWT (.creds) the orchestrator can revoke without a broker restart")
 	fs.BoolVar(&f.Force, "force", false, "replace existing config files")
 	fs.BoolVar(&f.ha, "ha", false, "a three-node NATS cluster (one --nats URL per node) and a group of orchestrators sharing their tasks in its JetStream")
 	fs.IntVar(&f.haOpts.Orchestrators, "orchestrators", 2, "with --ha: how many orchestrators, 2 or 3")
@@ -248,6 +249,7 @@ func printInitSummary(w io.Writer, l *site.Layout, st *site.Secrets) {
 		fmt.Fprintf(w, "  %-22s %s\n", h.Host+":", strings.Join(h.Files, ", "))
 	}
 	fmt.Fprintln(w, "Keep secrets/ca-key.pem off every host: it signs certificates.")
+	printOperatorNote(w, l)
 	if len(st.Imported) > 0 {
 		fmt.Fprintln(w, "From the first release's site (see docs/upgrading.md):")
 		for _, line := range st.Imported {
