@@ -147,6 +147,9 @@ type cluster struct {
 	orchExtra string
 	// httpLimits, when set, is the orchestrator's http.limits, in YAML flow style.
 	httpLimits string
+	// apiTLS, when set, is the orchestrator's http.tls, in YAML flow style
+	// (serveAPIOverTLS).
+	apiTLS string
 	// store is the orchestrator's store.kind: orchestrator.StoreBadger (in its data
 	// dir) or orchestrator.StoreJetStream (the broker then runs JetStream).
 	store string
@@ -374,7 +377,7 @@ func (c *cluster) writeOrchConfig() {
 	cfg := fmt.Sprintf(`id: %s
 %s
 api_token_file: %s
-http: {listen: %s, limits: {%s}}
+http: {listen: %s, limits: {%s}%s}
 data_dir: %s
 agents:
 %stimeouts: {ack: %s, inactivity: %s, deadline_grace: 1s, control: 2s}
@@ -382,7 +385,7 @@ retry: {max_retries: 5, initial: 500ms, max: 4s}
 store: {kind: %s, jetstream: {nats: {%s}}}
 %s
 %s
-`, clusterOrchID, c.natsSection("orchestrator.nk"), c.secret("api.token"), c.httpAddr, c.httpLimits,
+`, clusterOrchID, c.natsSection("orchestrator.nk"), c.secret("api.token"), c.httpAddr, c.httpLimits, c.apiTLS,
 		c.orchDataDir(), agents.String(), relAck, relInactivity, c.store, c.storeIdentity(), c.breaker, c.orchExtra)
 	c.write("orchestrator.yaml", cfg)
 }
@@ -512,7 +515,7 @@ func (c *cluster) startOrchestrator() {
 	c.t.Helper()
 	c.orch = c.spawn("orchestrator", c.orchEnv, "orchestrator", "--config", filepath.Join(c.dir, "orchestrator.yaml"))
 	c.waitFor("orchestrator ready", 30*time.Second, func() bool {
-		resp, err := c.http.Get("http://" + c.httpAddr + "/readyz")
+		resp, err := c.http.Get(c.client.BaseURL + "/readyz")
 		if err != nil {
 			return false
 		}
