@@ -115,8 +115,9 @@ func (c *cluster) enrollment(ctx context.Context, id string) api.Enrollment {
 // TestAHostJoinsWithACodeRunsATaskAndIsRevoked: with the built binary on an
 // operator-mode site, a wrong CA fingerprint, a code for another id and an
 // expired code are each refused with a clear error and nothing written; the
-// right join writes the host's files 0600 and its agent runs a task; the same
-// code again is refused; revoking the agent closes its connection within 5 s,
+// right join writes the host's files 0600 and its agent runs a task, before
+// and after the orchestrator is killed and started again; the same code again
+// is refused; revoking the agent closes its connection within 5 s,
 // fails its task in flight, refuses its key afterwards and leaves the other
 // agent running; the store keeps who enrolled and revoked it.
 func TestAHostJoinsWithACodeRunsATaskAndIsRevoked(t *testing.T) {
@@ -155,6 +156,10 @@ func TestAHostJoinsWithACodeRunsATaskAndIsRevoked(t *testing.T) {
 
 	c.runJoinedAgent(dir, "joined-1")
 	c.countOn(ctx, "joined-1", 7)
+	since := time.Now()
+	restartOrchestrator(c) // SIGKILL: the joined agent is in the store, not the config
+	c.waitAgentOnline("joined-1", since)
+	c.countOn(ctx, "joined-1", 6)
 
 	c.revokeWhileRunning(ctx, dir, "joined-1")
 	c.countOn(ctx, "code-1", 8)
