@@ -34,13 +34,20 @@ func (j Joined) files(id string) []string {
 }
 
 // Check fails when Write would replace a file and Force is off: a join
-// checks it before it uses its code.
-func (j Joined) Check() error {
+// checks it before it uses its code. id is the agent id the host expects, or
+// "" when it does not say: then the files named after the id are not checked.
+func (j Joined) Check(id string) error {
 	if j.Force {
 		return nil
 	}
-	if _, err := os.Stat(j.ConfigPath()); err == nil {
-		return fmt.Errorf("%s exists; pass --force to replace it", j.ConfigPath())
+	paths := []string{j.ConfigPath(), filepath.Join(j.secrets(), CA)}
+	if id != "" {
+		paths = j.files(id)
+	}
+	for _, p := range paths {
+		if _, err := os.Stat(p); err == nil {
+			return fmt.Errorf("%s exists; pass --force to replace it", p)
+		}
 	}
 	return nil
 }

@@ -58,7 +58,7 @@ func (f *joinFlags) run(cmd *cobra.Command, cfg Config, code string) error {
 	if f.joined.DataDir == "" {
 		f.joined.DataDir = filepath.Join(f.joined.Dir, "data")
 	}
-	if err := f.joined.Check(); err != nil {
+	if err := f.joined.Check(f.id); err != nil {
 		return err
 	}
 	kp, err := nkeys.CreateUser()
