@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-		"github.com/chiffon-dev/chiffon/broker"
+	"github.com/chiffon-dev/chiffon/broker"
 	"github.com/chiffon-dev/chiffon/envelope"
 	"github.com/chiffon-dev/chiffon/errcodes"
 	"github.com/chiffon-dev/chiffon/orchestrator"

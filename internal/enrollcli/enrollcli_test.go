@@ -22,7 +22,9 @@ var errUsage = errors.New("usage")
 func testConfig(srv *httptest.Server) Config {
 	return Config{
 		ClientFlags: func(*cobra.Command) (func() (*client.Client, error), func() bool) {
-			return func() (*client.Client, error) { return &client.Client{BaseURL: srv.URL, Token: "t", HTTP: srv.Client()}, nil },
+			return func() (*client.Client, error) {
+					return &client.Client{BaseURL: srv.URL, Token: "t", HTTP: srv.Client()}, nil
+				},
 				func() bool { return false }
 		},
 		PrintJSON: func(w io.Writer, v any) error { return json.NewEncoder(w).Encode(v) },
