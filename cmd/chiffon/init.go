@@ -3,9 +3,6 @@ package main
 import (
 	"errors"
 	"fmt"
-	"io"
-	"net"
-	"path/filepath"
 	"strings"
 
 	"github.com/chiffon-dev/chiffon/envelope"
@@ -77,7 +74,7 @@ configs are only replaced with --force.`,
 			if err != nil {
 				return err
 			}
-			printInitSummary(cmd.OutOrStdout(), layout, st)
+			layout.WriteSummary(cmd.OutOrStdout(), st)
 			return nil
 		},
 	}
@@ -197,71 +194,4 @@ func parseInitClients(specs []string, agents []site.Agent) ([]site.Client, error
 		out = append(out, c)
 	}
 	return out, nil
-}
-
-// apiAddr is the address clients reach the API of l by: its listen address, or
-// for a wildcard one (every address) the first name in the API's certificate,
-// else 127.0.0.1.
-func apiAddr(l *site.Layout) string {
-	host, port, err := net.SplitHostPort(l.Listen)
-	if err != nil || !site.IsWildcard(host) {
-		return l.Listen
-	}
-	host = "127.0.0.1"
-	if len(l.Spec.APIHosts) > 0 {
-		host = l.Spec.APIHosts[0]
-	}
-	return net.JoinHostPort(host, port)
-}
-
-// printInitSummary says what init wrote, which files each host needs and how
-// to start the site.
-func printInitSummary(w io.Writer, l *site.Layout, st *site.Secrets) {
-	fmt.Fprintf(w, "Wrote %s:\n", l.Dir)
-	if l.Nodes == nil {
-		fmt.Fprintf(w, "  broker.conf             the broker (%s): NKey users, TLS, least privilege\n", l.BrokerListen)
-	}
-	for _, n := range l.Nodes {
-		fmt.Fprintf(w, "  %-23s node %s of the cluster, on %s (clients %s, routes %s over verified TLS), JetStream\n",
-			n.Name+".conf", strings.TrimPrefix(n.Name, "broker-"), n.Hosts[0], n.ClientListen, n.RouteListen)
-	}
-	scheme, ca := "http", ""
-	if l.Spec.APIHosts != nil {
-		scheme, ca = "https", fmt.Sprintf("; clients trust it with --api-ca-file %s", filepath.Join(l.Dir, "secrets", site.CA))
-	}
-	for _, orch := range l.Orchestrators {
-		if orch.Advertise == "" {
-			fmt.Fprintf(w, "  %-23s orchestrator (API %s://%s%s)\n", orch.File, scheme, apiAddr(l), ca)
-			continue
-		}
-		fmt.Fprintf(w, "  %-23s member of group %s, tasks in JetStream on 3 replicas (API %s, listening on %s%s)\n",
-			orch.File, l.HA.Group, orch.Advertise, l.Listen, ca)
-	}
-	for _, a := range l.Agents {
-		fmt.Fprintf(w, "  agents/%-16s %s agent\n", a.ID+".yaml", a.Type)
-	}
-	for _, c := range l.Clients {
-		fmt.Fprintf(w, "  clients/%-15s client %s\n", c.Name+".txt", c.Name)
-	}
-	printWebsocketSummary(w, l)
-	fmt.Fprintf(w, "Copy to each host's %s only the files it needs (all 0600 but the certificates):\n", l.SecretsDir)
-	for _, h := range st.HostFiles() {
-		fmt.Fprintf(w, "  %-22s %s\n", h.Host+":", strings.Join(h.Files, ", "))
-	}
-	fmt.Fprintln(w, "Keep secrets/ca-key.pem off every host: it signs certificates.")
-	printOperatorNote(w, l)
-	if len(st.Imported) > 0 {
-		fmt.Fprintln(w, "From the first release's site (see docs/upgrading.md):")
-		for _, line := range st.Imported {
-			fmt.Fprintf(w, "  %s\n", line)
-		}
-		fmt.Fprintf(w, "  %s/ is no longer read: delete it once every host has its new files\n", site.LegacyTokensDir)
-	}
-	if l.HA != nil {
-		fmt.Fprintln(w, "Then run chiffon broker --config broker-N.conf on each node's host, and once the three have")
-		fmt.Fprintln(w, "started, chiffon orchestrator --config orchestrator-N.yaml on each orchestrator's host;")
-	} else {
-		fmt.Fprintln(w, "Then run: chiffon broker --config broker.conf; chiffon orchestrator --config orchestrator.yaml;")
-	}
-	fmt.Fprintln(w, "and chiffon agent --config <id>.yaml on each agent host.")
 }

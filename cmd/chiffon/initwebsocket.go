@@ -3,8 +3,6 @@ package main
 import (
 	"errors"
 	"fmt"
-	"io"
-	"net"
 
 	"github.com/chiffon-dev/chiffon/site"
 	"github.com/spf13/pflag"
@@ -29,30 +27,4 @@ func websocketOptions(w site.Websocket, changed func(string) bool) (*site.Websoc
 		return nil, nil
 	}
 	return &w, nil
-}
-
-// printWebsocketSummary says where the broker, or each node, listens for
-// WebSocket clients and the URL an agent beyond the LAN puts in nats.urls.
-func printWebsocketSummary(w io.Writer, l *site.Layout) {
-	if l.Websocket == nil {
-		return
-	}
-	_, port, _ := net.SplitHostPort(l.WebsocketListens[0])
-	host := "NAME"
-	if len(l.Websocket.Hosts) > 0 {
-		host = l.Websocket.Hosts[0]
-	}
-	fmt.Fprintf(w, "WebSocket for agents beyond the LAN, whose nats.urls is [wss://%s] (or a proxy's port):\n",
-		net.JoinHostPort(host, port))
-	tls := "TLS with the broker's certificate"
-	if l.Websocket.NoTLS {
-		tls = "no TLS: a proxy on this host must end it, with the broker's certificate"
-	}
-	for i, addr := range l.WebsocketListens {
-		name := "broker.conf"
-		if l.Nodes != nil {
-			name = l.Nodes[i].Name + ".conf"
-		}
-		fmt.Fprintf(w, "  %-23s on %s, %s\n", name, addr, tls)
-	}
 }
