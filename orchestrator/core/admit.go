@@ -1,36 +1,26 @@
 package core
 
 import (
-	"maps"
 	"slices"
 
 	"github.com/chiffon-dev/chiffon/orchestrator/policy"
+	"github.com/chiffon-dev/chiffon/orchestrator/roster"
 )
 
-// known are the secrets of the agents the core knows now.
-func (o *Core) known() secrets { return *o.sec.Load() }
+// known are the agents the core knows now, with their tokens.
+func (o *Core) known() roster.Table { return o.roster.Now() }
 
 // Admit lets agent a in from now on, or renews its entry (a host that joined
 // the site after the core started: package enroll): its token is accepted and
 // work may be sent to it once it registers. a's tokens must be set.
-func (o *Core) Admit(a policy.AgentConfig) {
-	o.secMu.Lock()
-	defer o.secMu.Unlock()
-	next := maps.Clone(o.known())
-	next[a.ID] = secretsOf(&a, o.cfg.Instance)
-	o.sec.Store(&next)
-}
+func (o *Core) Admit(a policy.AgentConfig) { o.roster.Admit(a) }
 
 // Forget drops agent id for good (revoked): from now on its token is refused
 // and nothing is sent to it; it leaves the agent list and the catalogue, and
 // each task in flight there fails with why, not retried, since whether it ran
 // there cannot be known. It returns once the loop has done so.
 func (o *Core) Forget(id, why string) {
-	o.secMu.Lock()
-	next := maps.Clone(o.known())
-	delete(next, id)
-	o.sec.Store(&next)
-	o.secMu.Unlock()
+	o.roster.Forget(id)
 	_ = o.call(func() {
 		a := o.agents[id]
 		if a == nil {

@@ -46,7 +46,7 @@ func (o *Core) approvalNeeded(req *api.SubmitRequest) string {
 // agentRequiresApproval reports whether agent id's config asks for approval of
 // workType, or the agent itself does in its catalogue.
 func (o *Core) agentRequiresApproval(id, workType string) bool {
-	ac := o.known().config(id)
+	ac := o.known().Config(id)
 	return ac != nil && slices.Contains(ac.ApprovalRequired, workType) || o.catalog.Load().AgentAsks(id, workType)
 }
 

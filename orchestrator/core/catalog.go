@@ -19,7 +19,7 @@ import (
 func (o *Core) newCatalog() *catalog.Snapshot {
 	configured := make(map[string]envelope.AgentType, len(o.known()))
 	for id, s := range o.known() {
-		configured[id] = s.typ
+		configured[id] = s.Type
 	}
 	return catalog.New(configured)
 }

@@ -28,6 +28,7 @@ import (
 	"github.com/chiffon-dev/chiffon/internal/ratelog"
 	"github.com/chiffon-dev/chiffon/orchestrator/catalog"
 	"github.com/chiffon-dev/chiffon/orchestrator/metrics"
+	"github.com/chiffon-dev/chiffon/orchestrator/roster"
 	"github.com/chiffon-dev/chiffon/orchestrator/task"
 	"github.com/chiffon-dev/chiffon/orchestrator/watch"
 	"github.com/chiffon-dev/chiffon/worktype"
@@ -60,10 +61,8 @@ type Params struct {
 // use.
 type Core struct {
 	cfg Config
-	// sec holds the agents' secrets (secrets.go); secMu orders Admit and
-	// Forget.
-	sec     atomic.Pointer[secrets]
-	secMu   sync.Mutex
+	// roster holds the agents known and their tokens (admit.go).
+	roster  *roster.Roster
 	log     *slog.Logger
 	authLog *ratelog.Logger
 	// auth checks every message from an agent against that agent's token.
@@ -139,9 +138,8 @@ func New(p Params) *Core {
 		m: machine{timeouts: p.Config.Timeouts, now: func() time.Time { return time.Now().UTC() },
 			nonce: broker.NewNonce},
 	}
-	sec := newSecrets(p.Config.Agents, p.Config.Instance)
-	o.sec.Store(&sec)
-	o.auth = broker.Authenticator{Want: func(id string) (string, bool) { return o.known().agentToken(id) }}
+	o.roster = roster.New(p.Config.Agents, p.Config.Instance)
+	o.auth = broker.Authenticator{Want: func(id string) (string, bool) { return o.known().Token(id) }}
 	o.readers = []*reader{{fn: o.feedWatchers}}
 	o.catalog.Store(o.newCatalog()) // nobody registered yet
 	go o.loop()
@@ -275,7 +273,7 @@ var errNotLeading = errors.New("this orchestrator does not lead")
 // is no message for all of them.
 func (o *Core) Discover() {
 	for id, a := range o.known() {
-		env := envelope.New(envelope.Orchestrator, a.typ, "", "", &envelope.Discover{OrchestratorID: o.id})
+		env := envelope.New(envelope.Orchestrator, a.Type, "", "", &envelope.Discover{OrchestratorID: o.id})
 		if err := o.publish(o.subj.AgentControl(id), "", id, env); err != nil {
 			o.log.Warn("send discover", "agent_id", id, "err", err)
 		}
@@ -291,7 +289,7 @@ func (o *Core) publish(subject, reply, agentID string, env *envelope.Envelope) e
 	if !o.leading() {
 		return errNotLeading
 	}
-	hdr, ok := o.known().authHeader(agentID)
+	hdr, ok := o.known().Header(agentID)
 	if !ok {
 		return errUnknownAgent
 	}
@@ -313,7 +311,7 @@ func (o *Core) request(ctx context.Context, agentID string, env *envelope.Envelo
 	if !o.leading() {
 		return nil, errNotLeading
 	}
-	hdr, ok := o.known().authHeader(agentID)
+	hdr, ok := o.known().Header(agentID)
 	if !ok {
 		return nil, errUnknownAgent
 	}

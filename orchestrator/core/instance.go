@@ -33,11 +33,11 @@ var errProbeUnanswered = errors.New("a process is subscribed to the agent's cont
 // that does not answer is hung, not gone). It waits for answers, so it runs off the loop.
 func (o *Core) probeInstance(agentID, instance string) error {
 	sec := o.known()
-	hdr, ok := sec.authHeader(agentID)
+	hdr, ok := sec.Header(agentID)
 	if !ok {
 		return errUnknownAgent
 	}
-	env := envelope.New(envelope.Orchestrator, sec[agentID].typ, "", "", &envelope.Ping{})
+	env := envelope.New(envelope.Orchestrator, sec[agentID].Type, "", "", &envelope.Ping{})
 	data, err := envelope.Encode(env)
 	if err != nil {
 		return err

@@ -59,7 +59,7 @@ func (o *Core) requestLimit(req *api.SubmitRequest) (limit int, source string) {
 		limit, source = int(n), "work_types."+req.WorkType+".max_request_bytes"
 	}
 	if req.Hints != nil && req.Hints.AgentID != "" {
-		if ac := o.known().config(req.Hints.AgentID); ac != nil && ac.MaxRequestBytes > 0 && ac.MaxRequestBytes < int64(limit) {
+		if ac := o.known().Config(req.Hints.AgentID); ac != nil && ac.MaxRequestBytes > 0 && ac.MaxRequestBytes < int64(limit) {
 			limit, source = int(ac.MaxRequestBytes), "agents["+ac.ID+"].max_request_bytes"
 		}
 	}

@@ -40,7 +40,7 @@ func (o *Core) awaitingAgents(typ envelope.AgentType, pinned string) bool {
 		return false
 	}
 	for id, s := range o.known() {
-		if s.typ != typ || pinned != "" && id != pinned {
+		if s.Type != typ || pinned != "" && id != pinned {
 			continue
 		}
 		if a := o.agents[id]; a == nil || !a.online {

@@ -104,7 +104,7 @@ func (o *Core) agentInfos() []api.AgentInfo {
 		a := o.agents[id]
 		if a == nil {
 			out = append(out, api.AgentInfo{ID: id, State: "unknown", Breaker: gobreaker.StateClosed.String(),
-				Limits: limitsOf(sec.config(id))})
+				Limits: limitsOf(sec.Config(id))})
 			continue
 		}
 		reg := a.registeredAt
@@ -144,7 +144,7 @@ func (o *Core) handleRegister(msg *nats.Msg) {
 		o.replyError(msg, agentID, env, errcodes.NewAuthenticationFailed(agentID, errcodes.TokenInvalid))
 		return
 	}
-	if bound := o.known()[agentID].typ; env.FromAgent != bound {
+	if bound := o.known()[agentID].Type; env.FromAgent != bound {
 		o.authLog.Warn("wrong-type", "registration as another type refused", "agent_id", agentID, "agent_type", env.FromAgent, "bound_type", bound)
 		o.replyError(msg, agentID, env, errcodes.NewAuthenticationFailed(agentID, errcodes.TokenWrongType))
 		return
@@ -254,7 +254,7 @@ func (o *Core) register(typ envelope.AgentType, reg *envelope.Register, gpus []e
 		o.byType[typ] = append(o.byType[typ], a)
 	}
 	a.typ, a.name, a.versions, a.version = typ, reg.Name, reg.SupportedVersions, version
-	a.conf = o.known().config(a.id)
+	a.conf = o.known().Config(a.id)
 	a.setRateLimits()
 	kept, dropped := a.conf.Allowed(reg.WorkTypes)
 	if len(dropped) > 0 {
