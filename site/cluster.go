@@ -160,7 +160,7 @@ func (s *Secrets) nodeFile(n ClusterNode, hostDir, dataRoot string) broker.Serve
 	client.Verify = s.spec.MutualTLS
 	route := tlsFiles
 	route.Verify = true
-	return s.withOperator(broker.ServerFile{
+	return s.WithOperator(broker.ServerFile{
 		Listen: n.ClientListen, Users: s.users(), TLS: &client,
 		ServerName: n.Name, JetStream: true, StoreDir: filepath.Join(dataRoot, n.Name, "jetstream"),
 		Cluster: &broker.ClusterFile{Name: haClusterName, Listen: n.RouteListen, Advertise: n.RouteAdvertise, NoAdvertise: true,

@@ -6,7 +6,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/chiffon-dev/chiffon/broker"
@@ -100,7 +99,8 @@ func rel(base, dir, name string) string {
 
 // DataDirFormat is the format of a `chiffon up` data dir this build writes,
 // kept in its file "format": 1, the first release's (no such file, tokens/);
-// 2, this one's (secrets/).
+// 2, this one's (secrets/). A data dir made in operator mode has
+// DataDirOperatorFormat instead.
 const DataDirFormat = 2
 
 // dataDirFormatFile holds a data dir's format.
@@ -109,25 +109,12 @@ const dataDirFormatFile = "format"
 // UpgradeDataDir brings `chiffon up`'s data dir to DataDirFormat and records
 // it, and returns what it changed, a line each: a first release's tokens are
 // carried into secrets/ (ImportLegacyTokens) and tokens/ removed. It refuses a
-// data dir a newer build wrote. A new or empty dir is only stamped.
+// data dir a newer build wrote. A new or empty dir is only stamped; a dir made
+// in operator mode (DataDirOperatorFormat) is left as it is.
 func UpgradeDataDir(dir string) ([]string, error) {
-	formatPath := filepath.Join(dir, dataDirFormatFile)
-	data, err := os.ReadFile(formatPath)
-	switch {
-	case errors.Is(err, os.ErrNotExist):
-	case err != nil:
+	n, err := readDataDirFormat(dir)
+	if err != nil || n >= DataDirFormat {
 		return nil, err
-	default:
-		n, perr := strconv.Atoi(strings.TrimSpace(string(data)))
-		if perr != nil {
-			return nil, fmt.Errorf("data dir %s: its format file holds %q, not a number", dir, data)
-		}
-		if n > DataDirFormat {
-			return nil, fmt.Errorf("data dir %s was written by a newer chiffon (format %d; this build reads up to %d): run that release or a later one", dir, n, DataDirFormat)
-		}
-		if n == DataDirFormat {
-			return nil, nil
-		}
 	}
 	done, err := ImportLegacyTokens(dir, filepath.Join(dir, "secrets"))
 	if err != nil {
@@ -139,7 +126,7 @@ func UpgradeDataDir(dir string) ([]string, error) {
 		}
 		done = append(done, "removed "+LegacyTokensDir+"/: its tokens live in secrets/ now")
 	}
-	if err := os.WriteFile(formatPath, []byte(strconv.Itoa(DataDirFormat)+"\n"), 0o644); err != nil {
+	if err := writeDataDirFormat(dir, DataDirFormat); err != nil {
 		return nil, err
 	}
 	return done, nil

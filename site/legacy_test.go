@@ -109,7 +109,7 @@ func TestUpgradeDataDirEdges(t *testing.T) {
 		}
 	})
 	for _, tc := range []struct{ format, want string }{
-		{"3\n", "written by a newer chiffon (format 3; this build reads up to 2)"},
+		{"4\n", "written by a newer chiffon (format 4; this build reads up to 3)"},
 		{"two\n", `format file holds "two\n", not a number`},
 	} {
 		t.Run("format "+strings.TrimSpace(tc.format), func(t *testing.T) {

@@ -39,9 +39,9 @@ func (s *Secrets) ensureOperator() error {
 	return nil
 }
 
-// withOperator is f in operator mode, its servers keeping the account JWTs
+// WithOperator is f in operator mode, its servers keeping the account JWTs
 // they are given in resolverDir; f as it is on a site of NKey users.
-func (s *Secrets) withOperator(f broker.ServerFile, resolverDir string) broker.ServerFile {
+func (s *Secrets) WithOperator(f broker.ServerFile, resolverDir string) broker.ServerFile {
 	if s.operator == nil {
 		return f
 	}
@@ -72,6 +72,17 @@ func (s *Secrets) EnrollFiles() []string {
 		return nil
 	}
 	return []string{natsjwt.AccountSignerSeed, natsjwt.OperatorSignerSeed, natsjwt.SystemCreds}
+}
+
+// Authority names the files an orchestrator of an operator-mode site enrolls
+// and revokes with, under the secrets dir Ensure made them in; nil on a site
+// of NKey users.
+func (s *Secrets) Authority() *natsjwt.AuthorityFiles {
+	if s.operator == nil {
+		return nil
+	}
+	a := s.operator.Authority
+	return &a
 }
 
 // enrollEdit is the enroll section of an orchestrator's config in operator

@@ -80,7 +80,7 @@ func (l *Layout) configFiles() []string {
 // with its WebSocket listener when the site has one.
 func (l *Layout) writeBrokerFiles(st *Secrets) error {
 	if l.Nodes == nil {
-		f := st.withOperator(st.BrokerFile(l.SecretsDir, l.BrokerListen), l.resolverDir())
+		f := st.WithOperator(st.BrokerFile(l.SecretsDir, l.BrokerListen), l.resolverDir())
 		f.Websocket = l.websocketFile(0, f.TLS)
 		return broker.WriteServerFile(filepath.Join(l.Dir, "broker.conf"), f)
 	}
