@@ -32,8 +32,12 @@ const apiTokenFileEnv = "CHIFFON_API_TOKEN_FILE"
 
 // Files `chiffon up` writes into its data dir for the client commands.
 const (
-	apiURLFile   = "api.url"
-	apiTokenFile = "secrets/" + site.APIToken
+	apiURLFile = "api.url"
+	// apiRemoteURLFile is the API's URL for other hosts, such as the join
+	// line of `chiffon enroll` names: api.url's unless up listens on every
+	// address.
+	apiRemoteURLFile = "api.remote.url"
+	apiTokenFile     = "secrets/" + site.APIToken
 	// apiCAFile is the site CA, which the API's certificate chains to when up
 	// serves HTTPS (--host beyond loopback).
 	apiCAFile = "secrets/" + site.CA
@@ -71,6 +75,20 @@ func (f *clientFlags) upDataDir() (dir string, named bool) {
 		return d, true
 	}
 	return DefaultDataDir, false
+}
+
+// remoteURL is the API's URL for other hosts when the client reads a `chiffon
+// up`'s data dir (its api.remote.url), else "".
+func (f *clientFlags) remoteURL() string {
+	if firstNonEmpty(f.server, os.Getenv("CHIFFON_SERVER")) != "" {
+		return ""
+	}
+	dir, _ := f.upDataDir()
+	b, err := os.ReadFile(filepath.Join(dir, apiRemoteURLFile))
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(b))
 }
 
 // client resolves the API address, token and CA: flags first, then the environment,

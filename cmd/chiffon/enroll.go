@@ -17,5 +17,10 @@ func enrollConfig() enrollcli.Config {
 		},
 		PrintJSON: printJSON,
 		Usage:     usagef,
+		JoinURL: func(cmd *cobra.Command) string {
+			server, _ := cmd.Flags().GetString("server")
+			dataDir, _ := cmd.Flags().GetString("data-dir")
+			return (&clientFlags{server: server, dataDir: dataDir}).remoteURL()
+		},
 	}
 }

@@ -25,6 +25,9 @@ type localConfig struct {
 	Host string
 	// NATSPort and HTTPPort are the ports; 0 picks free ones.
 	NATSPort, HTTPPort int
+	// Operator runs the site in NATS operator mode (site.Spec.Operator): each
+	// daemon a .creds, and the orchestrator enrolling new hosts.
+	Operator bool
 	// Log receives every daemon's logs.
 	Log *slog.Logger
 }
@@ -52,7 +55,7 @@ func localStack(cfg localConfig) (stack.Config, error) {
 	// The daemons here dial the broker at Host itself, even a wildcard one. A
 	// viewer's token beside the operator's api.token looks at the dashboard
 	// read-only.
-	spec := site.Spec{Agents: agents, BrokerHosts: append([]string{cfg.Host}, names...), ViewerToken: true}
+	spec := site.Spec{Agents: agents, BrokerHosts: append([]string{cfg.Host}, names...), ViewerToken: true, Operator: cfg.Operator}
 	if !site.IsLoopback(cfg.Host) {
 		// Other hosts reach the API: it serves HTTPS with a certificate of the site
 		// CA, as init gives an orchestrator listening beyond loopback.
@@ -64,7 +67,10 @@ func localStack(cfg localConfig) (stack.Config, error) {
 	}
 	confPath := filepath.Join(cfg.DataDir, "broker.conf")
 	listen := net.JoinHostPort(cfg.Host, strconv.Itoa(max(cfg.NATSPort, 0)))
-	if err := broker.WriteServerFile(confPath, st.BrokerFile(secrets, listen)); err != nil {
+	// In operator mode the broker keeps the account JWTs it is pushed (the
+	// revocations) in the data dir.
+	brokerFile := st.WithOperator(st.BrokerFile(secrets, listen), filepath.Join(cfg.DataDir, "broker", "jwt"))
+	if err := broker.WriteServerFile(confPath, brokerFile); err != nil {
 		return stack.Config{}, err
 	}
 	httpCfg := orchestrator.HTTPConfig{Listen: net.JoinHostPort(cfg.Host, strconv.Itoa(cfg.HTTPPort))}
@@ -79,8 +85,10 @@ func localStack(cfg localConfig) (stack.Config, error) {
 			APITokenFile: filepath.Join(secrets, site.APIToken),
 			APITokens:    []orchestrator.APITokenConfig{{TokenFile: filepath.Join(secrets, site.ViewerToken), Role: orchestrator.RoleViewer}},
 			HTTP:         httpCfg,
+			Enroll:       upEnrollConfig(st, secrets),
 		},
-		Log: cfg.Log,
+		JoinHost: site.AdvertisedHost(cfg.Host),
+		Log:      cfg.Log,
 	}
 	for _, ac := range acs {
 		ac.NATS = st.NATSConfig(broker.Identity{Role: broker.RoleAgent, Name: ac.ID}, nil, secrets)
@@ -90,6 +98,18 @@ func localStack(cfg localConfig) (stack.Config, error) {
 		sc.Agents = append(sc.Agents, stack.Agent{Config: ac})
 	}
 	return sc, nil
+}
+
+// upEnrollConfig is the orchestrator's enroll section in operator mode: the
+// files it signs and revokes identities with, and the site CA a joining host
+// is given; none on a site of NKey users.
+func upEnrollConfig(st *site.Secrets, secrets string) orchestrator.EnrollConfig {
+	a := st.Authority()
+	if a == nil {
+		return orchestrator.EnrollConfig{}
+	}
+	return orchestrator.EnrollConfig{AccountSigningKeyFile: a.AccountSigningKeyFile, OperatorSigningKeyFile: a.OperatorSigningKeyFile,
+		AccountPublicKey: a.AccountPublicKey, SystemCredsFile: a.SystemCredsFile, CAFile: filepath.Join(secrets, site.CA)}
 }
 
 // exampleAgentConfig reads the shipped example config of an agent type.

@@ -32,10 +32,15 @@ With --host beyond loopback (an address of this host, or 0.0.0.0 for every one)
 the API and the dashboard serve HTTPS with a certificate of the site CA
 (secrets/ca.pem); clients on other hosts trust it with --api-ca-file, and client
 commands given the data dir trust it by themselves.
+With --operator, a new data dir is made in NATS operator mode (as chiffon init
+--operator makes a site): each daemon connects with a .creds, and other hosts join
+with a one-time code of chiffon enroll (chiffon agent join, over HTTPS: give --host).
+A data dir keeps the mode it was made in: leaving --operator out then changes
+nothing, and --operator on a data dir of NKey users is refused.
 Ctrl-C stops everything cleanly: agents drain, stores close.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return runUp(cmd, cfg)
+			return runUp(cmd, cfg, cmd.Flags().Changed("operator"))
 		},
 	}
 	f := cmd.Flags()
@@ -43,14 +48,20 @@ Ctrl-C stops everything cleanly: agents drain, stores close.`,
 	f.StringVar(&cfg.Host, "host", "127.0.0.1", "address the broker and the API listen on; beyond loopback the API serves HTTPS")
 	f.IntVar(&cfg.NATSPort, "nats-port", 4222, "NATS client port (0 picks a free one)")
 	f.IntVar(&cfg.HTTPPort, "http-port", 8080, "HTTP API port (0 picks a free one)")
+	f.BoolVar(&cfg.Operator, "operator", false, "make a new data dir in NATS operator mode, where hosts join with chiffon enroll codes; an existing data dir keeps its mode")
 	return cmd
 }
 
 // runUp starts the stack, writes the API's URL into the data dir for the client
 // commands, prints how to reach it, and runs it until the command's context ends or a
-// daemon fails.
-func runUp(cmd *cobra.Command, cfg localConfig) error {
+// daemon fails. operatorGiven says --operator was given, against which an
+// existing data dir's mode is checked (upMode).
+func runUp(cmd *cobra.Command, cfg localConfig, operatorGiven bool) error {
 	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
+		return err
+	}
+	var err error
+	if cfg.Operator, err = upMode(cfg.DataDir, cfg.Operator, operatorGiven); err != nil {
 		return err
 	}
 	upgraded, err := site.UpgradeDataDir(cfg.DataDir)
@@ -83,12 +94,14 @@ func runUp(cmd *cobra.Command, cfg localConfig) error {
 	if err != nil {
 		return errors.Join(err, s.Stop())
 	}
-	if err := os.WriteFile(filepath.Join(cfg.DataDir, apiURLFile), []byte(apiURL+"\n"), 0o644); err != nil {
-		return errors.Join(err, s.Stop())
+	for file, u := range map[string]string{apiURLFile: apiURL, apiRemoteURLFile: remoteURL} {
+		if err := os.WriteFile(filepath.Join(cfg.DataDir, file), []byte(u+"\n"), 0o644); err != nil {
+			return errors.Join(err, s.Stop())
+		}
 	}
 	out := cmd.OutOrStdout()
 	upBanner{natsURL: s.NATSURL(), apiURL: apiURL, remoteURL: remoteURL, tls: sc.Orchestrator.HTTP.TLS.Enabled(),
-		agents: sc.Agents, host: cfg.Host, dataDir: cfg.DataDir, logPath: logPath}.print(out)
+		agents: sc.Agents, host: cfg.Host, dataDir: cfg.DataDir, logPath: logPath, operator: cfg.Operator}.print(out)
 	stopOnSecondSignal := watchSignals(s)
 	defer stopOnSecondSignal()
 	select {
@@ -150,8 +163,10 @@ type upBanner struct {
 	// remoteURL is the API's URL for other hosts; "" means apiURL.
 	remoteURL string
 	// tls says the API serves HTTPS with a certificate of the site CA.
-	tls    bool
-	agents []stack.Agent
+	tls bool
+	// operator says the site runs in NATS operator mode: hosts join it.
+	operator bool
+	agents   []stack.Agent
 	// host is the address the broker and the API listen on.
 	host             string
 	dataDir, logPath string
@@ -189,5 +204,6 @@ func (b upBanner) print(w io.Writer) {
 	if site.IsLoopback(b.host) {
 		fmt.Fprintf(w, "  (the API listens on %s only: for other hosts, start up with --host and this host's address)\n", b.host)
 	}
+	b.printAddHost(w, dataDir)
 	fmt.Fprintln(w, "Press Ctrl-C to stop.")
 }

@@ -6,6 +6,7 @@
 package enrollcli
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -28,6 +29,10 @@ type Config struct {
 	PrintJSON func(w io.Writer, v any) error
 	// Usage makes a usage error (exit code 2) of msg.
 	Usage func(msg string) error
+	// JoinURL, when set, is the orchestrator's URL for other hosts as the
+	// flags of cmd find it, for the join line `chiffon enroll` prints; ""
+	// (or no func) means the URL the client reached it at.
+	JoinURL func(cmd *cobra.Command) string
 }
 
 // EnrollCommand is `chiffon enroll`.
@@ -67,7 +72,11 @@ passes; it is shown only now. chiffon agent revoke ID voids an unused code.`,
 		if jsonOut() {
 			return cfg.PrintJSON(cmd.OutOrStdout(), code)
 		}
-		return printCode(cmd.OutOrStdout(), c, code)
+		joinURL := c.BaseURL
+		if cfg.JoinURL != nil {
+			joinURL = cmp.Or(cfg.JoinURL(cmd), joinURL)
+		}
+		return printCode(cmd.OutOrStdout(), joinURL, code)
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&req.AgentID, "id", "", "the new agent's id (required)")
@@ -79,11 +88,12 @@ passes; it is shown only now. chiffon agent revoke ID voids an unused code.`,
 	return cmd
 }
 
-// printCode shows the code and the command that uses it.
-func printCode(w io.Writer, c *client.Client, code *api.EnrollCode) error {
+// printCode shows the code and the command that uses it, with the
+// orchestrator at joinURL.
+func printCode(w io.Writer, joinURL string, code *api.EnrollCode) error {
 	_, err := fmt.Fprintf(w, "join code for agent %s (%s), valid until %s, usable once:\n  %s\n\non the new host:\n  chiffon agent join --orchestrator %s --ca-fingerprint %s %s\n",
 		code.Enrollment.AgentID, code.Enrollment.Type, code.Enrollment.ExpiresAt.Local().Format(time.DateTime), code.Code,
-		c.BaseURL, code.CAFingerprint, code.Code)
+		joinURL, code.CAFingerprint, code.Code)
 	return err
 }
 

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -43,6 +44,11 @@ type Config struct {
 	Orchestrator orchestrator.Config
 	// Agents are the agents to run; at least one.
 	Agents []Agent
+	// JoinHost is the host other machines reach the embedded broker at. When
+	// the orchestrator enrolls hosts (Orchestrator.Enroll) and names no URL
+	// for them, those that join are given the broker's URL with this host and
+	// the port it listens on; "" gives them the broker's URL as it is.
+	JoinHost string
 	// Log receives every daemon's logs, the orchestrator's with daemon=orchestrator and
 	// each agent's with agent=<id>; nil discards them.
 	Log *slog.Logger
@@ -127,6 +133,9 @@ func Start(ctx context.Context, cfg Config) (_ *Stack, err error) {
 	if err != nil {
 		return nil, err
 	}
+	if oc.Enroll, err = s.joinURLs(oc.Enroll, cfg.JoinHost); err != nil {
+		return nil, err
+	}
 	olog := log.With("daemon", "orchestrator")
 	if s.orch, err = orchestrator.Open(oc, orchestrator.Options{Logger: olog, Pages: ui.Pages(oc.HTTP.TLS.Enabled(), olog)}); err != nil {
 		return nil, err
@@ -206,6 +215,21 @@ func (s *Stack) orchestratorConfig(c orchestrator.Config, dataDir string, agents
 		}
 	}
 	return c, nil
+}
+
+// joinURLs is e with the broker URLs given to hosts that join: the embedded
+// broker's, at host.
+func (s *Stack) joinURLs(e orchestrator.EnrollConfig, host string) (orchestrator.EnrollConfig, error) {
+	if !e.Enabled() || len(e.NATSURLs) > 0 || s.srv == nil || host == "" {
+		return e, nil
+	}
+	u, err := url.Parse(s.natsURL)
+	if err != nil {
+		return e, err
+	}
+	u.Host = net.JoinHostPort(host, u.Port())
+	e.NATSURLs = []string{u.String()}
+	return e, nil
 }
 
 // goRun runs a daemon until the stack stops, and reports its error on errs unless it
