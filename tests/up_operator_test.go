@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"go.yaml.in/yaml/v3"
 )
 
 // TestUpOperatorRunsTasksAndAHostJoins runs `chiffon up --operator --host
@@ -48,6 +50,7 @@ func TestUpOperatorRunsTasksAndAHostJoins(t *testing.T) {
 	if got := chiffon(t, nil, "", append(append(join[1:len(join)-1:len(join)-1], "--dir", host), join[len(join)-1])...); got.code != 0 {
 		t.Fatalf("chiffon %s: exit %d: %s%s", strings.Join(join[1:], " "), got.code, got.stdout, got.stderr)
 	}
+	assertReachableNATS(t, filepath.Join(host, "agent.yaml"))
 	startJoinedAgent(t, filepath.Join(host, "agent.yaml"))
 	waitAgentOnline(t, cli, "lan-1")
 	got = cli("submit", "--to", "code", "--work-type", "echo", "--param", "message=joined", "--hint", "agent_id=lan-1", "--wait")
@@ -120,6 +123,34 @@ func assertOperatorDataDir(t *testing.T, data string) {
 	conf, err := os.ReadFile(filepath.Join(data, "broker.conf"))
 	if err != nil || !strings.Contains(string(conf), "resolver {") || !strings.Contains(string(conf), filepath.Join("chiffon-data", "broker", "jwt")) {
 		t.Errorf("broker.conf is not in operator mode with its resolver in the data dir (%v):\n%s", err, conf)
+	}
+}
+
+// assertReachableNATS checks that the agent config at path names the broker
+// at an address another host reaches: not the wildcard up listens on, nor
+// loopback.
+func assertReachableNATS(t *testing.T, path string) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var conf struct {
+		NATS struct {
+			URLs []string `yaml:"urls"`
+		} `yaml:"nats"`
+	}
+	if err := yaml.Unmarshal(b, &conf); err != nil || len(conf.NATS.URLs) == 0 {
+		t.Fatalf("%s: no nats.urls (%v)", path, err)
+	}
+	for _, raw := range conf.NATS.URLs {
+		u, err := url.Parse(raw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ip := net.ParseIP(u.Hostname()); ip != nil && (ip.IsLoopback() || ip.IsUnspecified()) {
+			t.Errorf("the joined host was given the broker at %s, which no other host reaches", raw)
+		}
 	}
 }
 
