@@ -1,6 +1,7 @@
 package tests
 
 import (
+	"bufio"
 	"encoding/json"
 	"net"
 	"net/url"
@@ -75,7 +76,7 @@ func TestUpNeverConvertsADataDir(t *testing.T) {
 	stop, _ := startUp(t, dir)
 	stop()
 	data := filepath.Join(dir, "chiffon-data")
-	got := chiffonIn(t, dir, nil, "", "up", "--operator", "--nats-port", "0", "--http-port", "0")
+	got := refusedUp(t, dir, "--operator")
 	if got.code == 0 || !strings.Contains(got.stderr, "was made with NKey users, not in NATS operator mode") {
 		t.Fatalf("up --operator on an NKey data dir: exit %d: %s%s", got.code, got.stdout, got.stderr)
 	}
@@ -98,10 +99,43 @@ func TestUpNeverConvertsADataDir(t *testing.T) {
 	}
 	stop()
 	assertOperatorDataDir(t, filepath.Join(op, "chiffon-data"))
-	got = chiffonIn(t, op, nil, "", "up", "--operator=false", "--nats-port", "0", "--http-port", "0")
+	got = refusedUp(t, op, "--operator=false")
 	if got.code == 0 || !strings.Contains(got.stderr, "was made in NATS operator mode") {
 		t.Fatalf("up --operator=false on an operator data dir: exit %d: %s%s", got.code, got.stdout, got.stderr)
 	}
+}
+
+// refusedUp runs `chiffon up` on free ports in dir with flags, expecting it
+// to refuse to start, and returns how it exited. One that comes up is
+// interrupted at once, and the test fails.
+func refusedUp(t *testing.T, dir string, flags ...string) result {
+	t.Helper()
+	cmd := exec.Command(chiffonBin, append([]string{"up", "--nats-port", "0", "--http-port", "0"}, flags...)...)
+	cmd.Dir = dir
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var printed []string
+	sc := bufio.NewScanner(stdout)
+	for sc.Scan() {
+		printed = append(printed, sc.Text())
+		if strings.HasPrefix(sc.Text(), "Press Ctrl-C") {
+			_ = cmd.Process.Signal(os.Interrupt)
+			_ = cmd.Wait()
+			t.Fatalf("chiffon up %s started instead of refusing:\n%s", strings.Join(flags, " "), strings.Join(printed, "\n"))
+		}
+	}
+	code := 0
+	if ee, ok := cmd.Wait().(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	}
+	return result{code: code, stdout: strings.Join(printed, "\n"), stderr: stderr.String()}
 }
 
 // assertOperatorDataDir checks that data was made in operator mode: format 3,
