@@ -73,6 +73,32 @@ func TestEnrollPrintsTheJoinLineWithTheFingerprint(t *testing.T) {
 	}
 }
 
+// TestEnrollNamesTheJoinURLOfItsConfig: the join line names the URL
+// Config.JoinURL gives (the API's for other hosts), and the client's when it
+// gives "".
+func TestEnrollNamesTheJoinURLOfItsConfig(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusCreated)
+		_ = json.NewEncoder(w).Encode(api.EnrollCode{Code: "ABCDEFGHIJKLMNOPQRSTUVWXYZ", CAFingerprint: "SHA256:AA:BB",
+			Enrollment: api.Enrollment{AgentID: "pi-1", Type: "infra", ExpiresAt: time.Now().Add(time.Hour)}})
+	}))
+	defer srv.Close()
+	for given, want := range map[string]string{"https://192.0.2.7:8080": "https://192.0.2.7:8080", "": srv.URL} {
+		cfg := testConfig(srv)
+		cfg.JoinURL = func(*cobra.Command) string { return given }
+		cmd := EnrollCommand(cfg)
+		var out bytes.Buffer
+		cmd.SetOut(&out)
+		cmd.SetArgs([]string{"--id", "pi-1", "--type", "infra"})
+		if err := cmd.Execute(); err != nil {
+			t.Fatal(err)
+		}
+		if line := "chiffon agent join --orchestrator " + want + " --ca-fingerprint"; !strings.Contains(out.String(), line) {
+			t.Errorf("JoinURL %q: output lacks %q:\n%s", given, line, out.String())
+		}
+	}
+}
+
 // TestJoinRefusesABadFingerprintBeforeAnything: a fingerprint that is not a
 // SHA-256 is a usage error, and a plain http:// orchestrator is refused, both
 // before any request.
