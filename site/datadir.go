@@ -86,3 +86,30 @@ func readDataDirFormat(dir string) (int, error) {
 func writeDataDirFormat(dir string, n int) error {
 	return os.WriteFile(filepath.Join(dir, dataDirFormatFile), []byte(strconv.Itoa(n)+"\n"), 0o644)
 }
+
+// SettleDataDirMode settles the NATS mode chiffon up runs dataDir's site in: a new data dir
+// takes --operator (operator) and records it; an existing one keeps the mode
+// it was made in, --operator left out or not. A data dir is never converted:
+// --operator given against a dir of NKey users, or --operator=false against
+// an operator-mode one, is refused, saying which mode the dir is in.
+func SettleDataDirMode(dataDir string, operator, given bool) (bool, error) {
+	mode, err := ReadDataDirMode(dataDir)
+	if err != nil {
+		return false, err
+	}
+	if !mode.Made {
+		if operator {
+			return true, MarkDataDirOperator(dataDir)
+		}
+		return false, nil
+	}
+	switch {
+	case given && operator && !mode.Operator:
+		return false, fmt.Errorf("data dir %s was made with NKey users, not in NATS operator mode, and up never converts a data dir: "+
+			"run up without --operator here, or with --operator and a new --data-dir", dataDir)
+	case given && !operator && mode.Operator:
+		return false, fmt.Errorf("data dir %s was made in NATS operator mode (up --operator), and up never converts a data dir: "+
+			"run up without --operator=false here, or give a new --data-dir", dataDir)
+	}
+	return mode.Operator, nil
+}

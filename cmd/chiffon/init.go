@@ -3,9 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
-	"strings"
 
-	"github.com/chiffon-dev/chiffon/envelope"
 	"github.com/chiffon-dev/chiffon/site"
 	"github.com/spf13/cobra"
 )
@@ -127,71 +125,11 @@ func (f initFlags) options(changed func(string) bool) (site.Options, error) {
 	if o.Websocket, err = websocketOptions(f.ws, changed); err != nil {
 		return o, err
 	}
-	if o.Agents, err = parseInitAgents(f.agents); err != nil {
+	if o.Agents, err = site.ParseAgents(f.agents); err != nil {
 		return o, fmt.Errorf("--agents: %w", err)
 	}
-	if o.Clients, err = parseInitClients(f.clients, o.Agents); err != nil {
+	if o.Clients, err = site.ParseClients(f.clients, o.Agents); err != nil {
 		return o, fmt.Errorf("--client: %w", err)
 	}
 	return o, nil
-}
-
-// parseInitAgents reads --agents values: a type, whose agent's id is
-// <type>-1, or type=id.
-func parseInitAgents(specs []string) ([]site.Agent, error) {
-	var out []site.Agent
-	seen := map[string]bool{}
-	for _, s := range specs {
-		typ, id, ok := strings.Cut(strings.TrimSpace(s), "=")
-		if !ok {
-			id = typ + "-1"
-		}
-		if t := envelope.AgentType(typ); !t.Valid() || t == envelope.Orchestrator {
-			return nil, fmt.Errorf("%q is not an agent type (infra, desktop, code, research)", typ)
-		}
-		if msg := envelope.CheckAgentID(id); msg != "" {
-			return nil, fmt.Errorf("agent id %q %s", id, msg)
-		}
-		if seen[id] {
-			return nil, fmt.Errorf("agent id %q given twice", id)
-		}
-		seen[id] = true
-		out = append(out, site.Agent{Type: typ, ID: id})
-	}
-	if len(out) == 0 {
-		return nil, errors.New("name at least one agent")
-	}
-	return out, nil
-}
-
-// parseInitClients reads --client values: NAME, or NAME=id,id.
-func parseInitClients(specs []string, agents []site.Agent) ([]site.Client, error) {
-	known := map[string]bool{}
-	for _, a := range agents {
-		known[a.ID] = true
-	}
-	var out []site.Client
-	seen := map[string]bool{}
-	for _, s := range specs {
-		name, ids, limited := strings.Cut(strings.TrimSpace(s), "=")
-		if msg := envelope.CheckAgentID(name); msg != "" {
-			return nil, fmt.Errorf("client name %q %s", name, msg)
-		}
-		if seen[name] {
-			return nil, fmt.Errorf("client %q given twice", name)
-		}
-		seen[name] = true
-		c := site.Client{Name: name, Agents: site.AgentIDs(agents)}
-		if limited {
-			c.Agents = nil
-			for _, id := range strings.Split(ids, ",") {
-				if id = strings.TrimSpace(id); !known[id] {
-					return nil, fmt.Errorf("client %q: %q is not an agent of --agents", name, id)
-				}
-				c.Agents = append(c.Agents, id)
-			}
-		}
-		out = append(out, c)
-	}
-	return out, nil
 }

@@ -61,7 +61,7 @@ func runUp(cmd *cobra.Command, cfg localConfig, operatorGiven bool) error {
 		return err
 	}
 	var err error
-	if cfg.Operator, err = upMode(cfg.DataDir, cfg.Operator, operatorGiven); err != nil {
+	if cfg.Operator, err = site.SettleDataDirMode(cfg.DataDir, cfg.Operator, operatorGiven); err != nil {
 		return err
 	}
 	upgraded, err := site.UpgradeDataDir(cfg.DataDir)

@@ -4,36 +4,7 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
-
-	"github.com/chiffon-dev/chiffon/site"
 )
-
-// upMode settles the NATS mode up runs dataDir's site in: a new data dir
-// takes --operator (operator) and records it; an existing one keeps the mode
-// it was made in, --operator left out or not. A data dir is never converted:
-// --operator given against a dir of NKey users, or --operator=false against
-// an operator-mode one, is refused, saying which mode the dir is in.
-func upMode(dataDir string, operator, given bool) (bool, error) {
-	mode, err := site.ReadDataDirMode(dataDir)
-	if err != nil {
-		return false, err
-	}
-	if !mode.Made {
-		if operator {
-			return true, site.MarkDataDirOperator(dataDir)
-		}
-		return false, nil
-	}
-	switch {
-	case given && operator && !mode.Operator:
-		return false, fmt.Errorf("data dir %s was made with NKey users, not in NATS operator mode, and up never converts a data dir: "+
-			"run up without --operator here, or with --operator and a new --data-dir", dataDir)
-	case given && !operator && mode.Operator:
-		return false, fmt.Errorf("data dir %s was made in NATS operator mode (up --operator), and up never converts a data dir: "+
-			"run up without --operator=false here, or give a new --data-dir", dataDir)
-	}
-	return mode.Operator, nil
-}
 
 // printAddHost is the banner's lines, in operator mode, on how to add a host:
 // chiffon enroll here, then the join line it prints on the new host. The

@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/chiffon-dev/chiffon/site"
 )
 
 // TestUpModeNeverConvertsADataDir: a new data dir takes --operator and records
@@ -37,7 +39,7 @@ func TestUpModeNeverConvertsADataDir(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			got, err := upMode(dir, tc.operator, tc.given)
+			got, err := site.SettleDataDirMode(dir, tc.operator, tc.given)
 			if tc.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) || !strings.Contains(err.Error(), "never converts") {
 					t.Fatalf("err %v, want one saying %q", err, tc.wantErr)
