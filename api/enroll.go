@@ -115,6 +115,9 @@ var (
 	ErrJoinOtherAgent = errors.New("this join code is for another agent id")
 	// ErrEnrolled: the id is in the config, or enrolled or joined already.
 	ErrEnrolled = errors.New("agent id already in use")
+	// ErrNoKey: an agent of the config names no public_key, so its NATS key
+	// cannot be revoked.
+	ErrNoKey = errors.New("no NATS key to revoke")
 	// ErrRevoked: the enrollment was revoked already.
 	ErrRevoked = errors.New("already revoked")
 	// ErrNoEnrollment: the orchestrator cannot enroll (its config has no enroll

@@ -50,24 +50,22 @@ func (o *Orchestrator) newEnroller() error {
 			}
 			return nil
 		},
-		Configured: func(id string) bool {
-			return slices.ContainsFunc(o.sec.agents, func(a policy.AgentConfig) bool { return a.ID == id })
+		Configured: func(id string) *policy.AgentConfig {
+			if i := slices.IndexFunc(o.sec.agents, func(a policy.AgentConfig) bool { return a.ID == id }); i >= 0 {
+				return &o.sec.agents[i]
+			}
+			return nil
 		},
 		NATSURLs: urls, Prefix: o.cfg.NATS.Prefix, CAPEM: ca})
 	return nil
 }
 
-// coreAgents are the agents a new core starts with: the config's and the
-// hosts that joined.
+// coreAgents are the agents a new core starts with (enroll.CoreAgents).
 func (o *Orchestrator) coreAgents() ([]policy.AgentConfig, error) {
 	if o.enroller == nil {
 		return o.sec.agents, nil
 	}
-	joined, err := o.enroller.Joined()
-	if err != nil {
-		return nil, fmt.Errorf("read the joined hosts: %w", err)
-	}
-	return append(slices.Clip(o.sec.agents), joined...), nil
+	return o.enroller.CoreAgents(o.sec.agents)
 }
 
 // restoreJoined brings a core that just started up to the joins and

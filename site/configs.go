@@ -17,9 +17,14 @@ import (
 func (l *Layout) writeAgentConfigs(st *Secrets) ([]map[string]string, error) {
 	var allowed []map[string]string
 	for _, a := range l.Agents {
-		allowed = append(allowed, map[string]string{"id": a.ID, "type": a.Type,
-			"token_file": l.onHost(AgentToken(a.ID)), "orchestrator_token_file": l.onHost(AgentOrchestratorToken(a.ID))})
 		id := broker.Identity{Role: broker.RoleAgent, Name: a.ID}
+		entry := map[string]string{"id": a.ID, "type": a.Type,
+			"token_file": l.onHost(AgentToken(a.ID)), "orchestrator_token_file": l.onHost(AgentOrchestratorToken(a.ID))}
+		if st.operator != nil {
+			// chiffon agent revoke revokes this key at the broker.
+			entry["public_key"] = st.nkeys[credsName(id)]
+		}
+		allowed = append(allowed, entry)
 		doc, err := exampleDoc(examples.AgentConfig(a.Type))
 		if err != nil {
 			return nil, err

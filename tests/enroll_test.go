@@ -27,11 +27,11 @@ import (
 )
 
 // newEnrollCluster is an operator-mode cluster (chiffon init --operator) with
-// agent code-1, whose orchestrator has the enroll section init wrote and
-// serves its API over HTTPS with a certificate of the site CA.
-func newEnrollCluster(t *testing.T) *cluster {
+// agents code-1 .. code-n, whose orchestrator has the enroll section init
+// wrote and serves its API over HTTPS with a certificate of the site CA.
+func newEnrollCluster(t *testing.T, n int) *cluster {
 	t.Helper()
-	c := newSiteCluster(t, 1, true)
+	c := newSiteCluster(t, n, true)
 	cert, key, err := broker.EnsureNamedServerCert(c.secretsDir(), "api", []string{"127.0.0.1"})
 	if err != nil {
 		t.Fatal(err)
@@ -121,7 +121,7 @@ func (c *cluster) enrollment(ctx context.Context, id string) api.Enrollment {
 // fails its task in flight, refuses its key afterwards and leaves the other
 // agent running; the store keeps who enrolled and revoked it.
 func TestAHostJoinsWithACodeRunsATaskAndIsRevoked(t *testing.T) {
-	c := newEnrollCluster(t)
+	c := newEnrollCluster(t, 1)
 	c.startBroker()
 	c.startOrchestrator()
 	c.startAgent("code-1")
@@ -161,7 +161,7 @@ func TestAHostJoinsWithACodeRunsATaskAndIsRevoked(t *testing.T) {
 	c.waitAgentOnline("joined-1", since)
 	c.countOn(ctx, "joined-1", 6)
 
-	c.revokeWhileRunning(ctx, dir, "joined-1")
+	c.revokeWhileRunning(ctx, filepath.Join(dir, "secrets", "agent-joined-1.creds"), "joined-1")
 	c.countOn(ctx, "code-1", 8)
 	e := c.enrollment(ctx, "joined-1")
 	if e.State != api.EnrollRevoked || e.CreatedBy == "" || e.RevokedBy == "" || e.RevokedAt == nil || e.JoinedAt == nil {
@@ -240,11 +240,10 @@ func (c *cluster) countOn(ctx context.Context, id string, n int) {
 }
 
 // revokeWhileRunning revokes agent id while a task of it runs, and checks
-// what follows: its connections closed within 5 s, its key refused, the task
-// failed, the agent gone from the list.
-func (c *cluster) revokeWhileRunning(ctx context.Context, dir, id string) {
+// what follows: its connections (of creds) closed within 5 s, its key
+// refused, the task failed, the agent gone from the list.
+func (c *cluster) revokeWhileRunning(ctx context.Context, creds, id string) {
 	c.t.Helper()
-	creds := filepath.Join(dir, "secrets", "agent-"+id+".creds")
 	closed := make(chan time.Time, 1)
 	watcher, err := broker.Connect(broker.ConnConfig{URLs: []string{c.natsURL()}, CredsFile: creds,
 		TLS: broker.ClientTLS{CAFile: c.secret("ca.pem")},
@@ -291,6 +290,23 @@ func (c *cluster) revokeWhileRunning(ctx context.Context, dir, id string) {
 	}
 }
 
+// publicKey is agent id's public_key entry in the orchestrator's config, as
+// chiffon init --operator writes it: ", public_key: U..." in operator mode.
+func (c *cluster) publicKey(id string) string {
+	if !c.operator {
+		return ""
+	}
+	kp, err := nkeys.ParseDecoratedNKey([]byte(c.readFile(c.secret("agent-" + id + ".creds"))))
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	pub, err := kp.PublicKey()
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	return ", public_key: " + pub
+}
+
 // readFile reads path, failing the test if it cannot.
 func (c *cluster) readFile(path string) string {
 	c.t.Helper()
@@ -301,6 +317,31 @@ func (c *cluster) readFile(path string) string {
 	return string(b)
 }
 
+// TestAnAgentOfTheConfigIsRevokedByItsKey: `chiffon agent revoke` of an
+// agent of the config (not enrolled) revokes the key its entry names: its
+// connection closes within 5 s, its task in flight fails, its key is refused,
+// the other agent runs on, and it stays out after the orchestrator is killed
+// and started again.
+func TestAnAgentOfTheConfigIsRevokedByItsKey(t *testing.T) {
+	c := newEnrollCluster(t, 2)
+	c.startBroker()
+	c.startOrchestrator()
+	c.startAgent("code-1")
+	c.startAgent("code-2")
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	c.revokeWhileRunning(ctx, c.secret("agent-code-2.creds"), "code-2")
+	c.countOn(ctx, "code-1", 4)
+	restartOrchestrator(c)
+	c.countOn(ctx, "code-1", 5)
+	if _, listed := c.agentInfo("code-2"); listed {
+		t.Error("the revoked agent of the config is back after a restart")
+	}
+	if e := c.enrollment(ctx, "code-2"); e.State != api.EnrollRevoked || e.RevokedBy == "" {
+		t.Errorf("the store's record of code-2: %+v", e)
+	}
+}
+
 // TestTheJoinExchangeCarriesOnlyWhatTheHostMustHold: the join's request holds
 // the host's public key and the code, never a seed; its answer holds the
 // host's own identity (a user JWT for that key, with an agent's rights over its
@@ -308,7 +349,7 @@ func (c *cluster) readFile(path string) string {
 // byte of any secret of the site; neither the code nor the new tokens are
 // logged, and the API's record of the enrollment shows no token.
 func TestTheJoinExchangeCarriesOnlyWhatTheHostMustHold(t *testing.T) {
-	c := newEnrollCluster(t)
+	c := newEnrollCluster(t, 1)
 	c.startBroker()
 	c.startOrchestrator()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)

@@ -268,8 +268,8 @@ func (c *cluster) orchDataDir() string { return filepath.Join(c.dir, "data", "or
 func (c *cluster) writeOrchConfig() {
 	var agents strings.Builder
 	for _, id := range c.agentIDs {
-		fmt.Fprintf(&agents, "  - {id: %s, type: %s, token_file: %s, orchestrator_token_file: %s}\n",
-			id, c.agentType, c.secret("agent-"+id+".token"), c.secret("agent-"+id+".orchestrator.token"))
+		fmt.Fprintf(&agents, "  - {id: %s, type: %s, token_file: %s, orchestrator_token_file: %s%s}\n",
+			id, c.agentType, c.secret("agent-"+id+".token"), c.secret("agent-"+id+".orchestrator.token"), c.publicKey(id))
 	}
 	cfg := fmt.Sprintf(`id: %s
 %s

@@ -9,10 +9,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nkeys"
+
 	"github.com/chiffon-dev/chiffon/agent"
 	"github.com/chiffon-dev/chiffon/broker"
 	"github.com/chiffon-dev/chiffon/broker/natsjwt"
 	"github.com/chiffon-dev/chiffon/orchestrator"
+	"github.com/chiffon-dev/chiffon/orchestrator/policy"
 	"github.com/nats-io/jwt/v2"
 	"github.com/nats-io/nats.go"
 	"go.yaml.in/yaml/v3"
@@ -64,6 +67,18 @@ func TestInitOperatorWritesASiteARealBrokerLoads(t *testing.T) {
 	infraCfg, err := agent.LoadConfig(infraYAML)
 	if err != nil {
 		t.Fatal(err)
+	}
+	creds, err := os.ReadFile(infraCfg.NATS.CredsFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kp, err := nkeys.ParseDecoratedNKey(creds)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pub, _ := kp.PublicKey()
+	if i := slices.IndexFunc(orchCfg.Agents, func(a policy.AgentConfig) bool { return a.ID == "infra-1" }); i < 0 || orchCfg.Agents[i].PublicKey != pub {
+		t.Errorf("the orchestrator's entry of infra-1 does not name its key %s (chiffon agent revoke needs it)", pub)
 	}
 	urls := []string{srv.ClientURL()}
 	subj := broker.Subjects{}

@@ -71,9 +71,9 @@ type Params struct {
 	Authority Authority
 	// Agents returns the running core, or nil when none runs (a standby).
 	Agents func() Agents
-	// Configured reports whether an agent id is in the orchestrator's config:
-	// such an id cannot be enrolled.
-	Configured func(id string) bool
+	// Configured is agent id's entry in the orchestrator's config, or nil: such
+	// an id cannot be enrolled, and revoking it revokes the entry's public_key.
+	Configured func(id string) *policy.AgentConfig
 	// NATSURLs, Prefix and CAPEM are what a joined host is told of the site.
 	NATSURLs []string
 	Prefix   string
@@ -137,7 +137,7 @@ func (e *Enroller) Enroll(req api.EnrollRequest, caller string) (*api.EnrollCode
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if e.p.Configured != nil && e.p.Configured(req.AgentID) {
+	if e.configured(req.AgentID) != nil {
 		return nil, fmt.Errorf("%w: agent %s is in the orchestrator's config", api.ErrEnrolled, req.AgentID)
 	}
 	if old, err := e.get(req.AgentID); err == nil {
@@ -180,20 +180,34 @@ func (e *Enroller) Get(id string) (*api.Enrollment, error) {
 	return &v, nil
 }
 
-// Joined are the agents that joined and are not revoked, with their tokens:
-// a new core starts with them (and Restore renews a running one).
-func (e *Enroller) Joined() ([]policy.AgentConfig, error) {
+// CoreAgents are the agents a new core starts with: those of config not
+// revoked, and the hosts that joined, with their tokens (Restore then renews a
+// running core).
+func (e *Enroller) CoreAgents(config []policy.AgentConfig) ([]policy.AgentConfig, error) {
 	recs, err := e.all()
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("read the enrollments: %w", err)
 	}
-	var out []policy.AgentConfig
+	revoked := map[string]bool{}
+	var joined []policy.AgentConfig
 	for _, r := range recs {
-		if r.State == api.EnrollJoined {
-			out = append(out, agentConfig(r))
+		switch r.State {
+		case api.EnrollRevoked:
+			revoked[r.AgentID] = true
+		case api.EnrollJoined:
+			joined = append(joined, agentConfig(r))
 		}
 	}
-	return out, nil
+	out := slices.DeleteFunc(slices.Clone(config), func(a policy.AgentConfig) bool { return revoked[a.ID] })
+	return append(out, joined...), nil
+}
+
+// configured is agent id's config entry, or nil.
+func (e *Enroller) configured(id string) *policy.AgentConfig {
+	if e.p.Configured == nil {
+		return nil
+	}
+	return e.p.Configured(id)
 }
 
 // Restore brings the running core up to the store: joined agents admitted,

@@ -57,19 +57,22 @@ func (f *fakeAgents) Forget(id, why string) {
 }
 
 type fixture struct {
-	e     *Enroller
-	auth  *fakeAuthority
-	core  *fakeAgents
-	store *memstore.Store
-	now   time.Time
+	// config are the agents of the orchestrator's config.
+	config map[string]*policy.AgentConfig
+	e      *Enroller
+	auth   *fakeAuthority
+	core   *fakeAgents
+	store  *memstore.Store
+	now    time.Time
 }
 
 func newFixture(t *testing.T) *fixture {
 	t.Helper()
 	f := &fixture{auth: &fakeAuthority{}, core: &fakeAgents{admitted: map[string]policy.AgentConfig{}, forgotten: map[string]string{}},
-		store: memstore.New(0), now: time.Date(2026, 11, 27, 12, 0, 0, 0, time.UTC)}
+		store: memstore.New(0), now: time.Date(2026, 11, 27, 12, 0, 0, 0, time.UTC),
+		config: map[string]*policy.AgentConfig{"nas": {ID: "nas", Type: "infra", PublicKey: "UNAS"}}}
 	f.e = New(Params{Store: f.store, Authority: f.auth, Agents: func() Agents { return f.core },
-		Configured: func(id string) bool { return id == "nas" }, NATSURLs: []string{"tls://nas.lan:4222"},
+		Configured: func(id string) *policy.AgentConfig { return f.config[id] }, NATSURLs: []string{"tls://nas.lan:4222"},
 		CAPEM: []byte("-----BEGIN CERTIFICATE-----\nCA\n-----END CERTIFICATE-----\n"), Now: func() time.Time { return f.now }})
 	return f
 }
@@ -280,8 +283,8 @@ func TestRevokeRevokesTheKeyForgetsTheAgentAndKeepsWhoDidIt(t *testing.T) {
 	if raw, _ := f.store.Record(Kind, "vps1"); strings.Contains(string(raw), "token") {
 		t.Errorf("the revoked record keeps tokens: %s", raw)
 	}
-	if joined, _ := f.e.Joined(); len(joined) != 0 {
-		t.Errorf("Joined after revoke = %+v", joined)
+	if agents, _ := f.e.CoreAgents(nil); len(agents) != 0 {
+		t.Errorf("a new core's agents after revoke = %+v", agents)
 	}
 	if _, err := f.e.Revoke(context.Background(), "vps1", "bob"); !errors.Is(err, api.ErrRevoked) {
 		t.Errorf("second revoke: err = %v, want %v", err, api.ErrRevoked)
@@ -322,5 +325,77 @@ func TestRestoreBringsANewCoreUpToTheStore(t *testing.T) {
 	}
 	if _, ok := f.core.forgotten["a2"]; !ok {
 		t.Errorf("forgotten %v, want a2", f.core.forgotten)
+	}
+}
+
+// TestRevokeAnAgentOfTheConfigByItsKey: an agent of the config is revoked by
+// the public_key of its entry and stays revoked (Revoked, for a new core); one
+// without a key is refused, and nothing is revoked.
+func TestRevokeAnAgentOfTheConfigByItsKey(t *testing.T) {
+	f := newFixture(t)
+	f.config["nas"].PublicKey = userKey(t)
+	f.config["pi"] = &policy.AgentConfig{ID: "pi", Type: "infra"}
+	if _, err := f.e.Revoke(context.Background(), "pi", "bob"); !errors.Is(err, api.ErrNoKey) {
+		t.Errorf("revoke of a config agent without a key: err = %v, want %v", err, api.ErrNoKey)
+	}
+	en, err := f.e.Revoke(context.Background(), "nas", "bob")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if en.State != api.EnrollRevoked || en.RevokedBy != "bob" || en.CreatedBy != "(config)" {
+		t.Errorf("the config agent's record: %+v", en)
+	}
+	if len(f.auth.revoked) != 1 || f.auth.revoked[0] != f.config["nas"].PublicKey {
+		t.Errorf("revoked at the broker: %v, want nas's key", f.auth.revoked)
+	}
+	if _, ok := f.core.forgotten["nas"]; !ok {
+		t.Error("the core did not forget nas")
+	}
+	config := []policy.AgentConfig{*f.config["nas"], *f.config["pi"]}
+	if agents, _ := f.e.CoreAgents(config); len(agents) != 1 || agents[0].ID != "pi" {
+		t.Errorf("a new core's agents = %+v, want pi alone: nas is revoked", agents)
+	}
+	if _, err := f.e.Revoke(context.Background(), "nas", "bob"); !errors.Is(err, api.ErrRevoked) {
+		t.Errorf("second revoke: %v", err)
+	}
+}
+
+// TestCoreAgentsAreTheConfigsNotRevokedAndTheJoined: a new core gets the
+// agents of the config but those revoked, and the joined hosts with their
+// tokens, but not a pending or revoked enrollment.
+func TestCoreAgentsAreTheConfigsNotRevokedAndTheJoined(t *testing.T) {
+	f := newFixture(t)
+	g, err := f.e.Join(api.JoinRequest{Code: f.enroll(t, "j1"), PublicKey: userKey(t)}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.enroll(t, "pending")
+	if _, err := f.e.Join(api.JoinRequest{Code: f.enroll(t, "j2"), PublicKey: userKey(t)}, ""); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.e.Revoke(context.Background(), "j2", "bob"); err != nil {
+		t.Fatal(err)
+	}
+	f.config["nas"].PublicKey = userKey(t)
+	if _, err := f.e.Revoke(context.Background(), "nas", "bob"); err != nil {
+		t.Fatal(err)
+	}
+	config := []policy.AgentConfig{{ID: "nas", Type: "infra"}, {ID: "pi", Type: "infra"}}
+	agents, err := f.e.CoreAgents(config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for _, a := range agents {
+		ids = append(ids, a.ID)
+		if a.ID == "j1" && (a.Token != g.Token || a.OrchestratorToken != g.OrchestratorToken || a.Type != "infra") {
+			t.Errorf("j1 starts with %+v, not its grant's tokens", a)
+		}
+	}
+	if strings.Join(ids, ",") != "pi,j1" {
+		t.Errorf("a new core's agents = %v, want [pi j1]", ids)
+	}
+	if len(config) != 2 || config[0].ID != "nas" {
+		t.Errorf("CoreAgents changed the config it was given: %+v", config)
 	}
 }

@@ -134,6 +134,8 @@ func writeEnrollErr(w http.ResponseWriter, err error) {
 		status, code = http.StatusConflict, "agent_exists"
 	case errors.Is(err, api.ErrRevoked):
 		status, code = http.StatusConflict, "revoked"
+	case errors.Is(err, api.ErrNoKey):
+		status, code = http.StatusConflict, "no_key"
 	default:
 		writeRequestErr(w, err)
 		return

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/chiffon-dev/chiffon/envelope"
+	"github.com/nats-io/nkeys"
 )
 
 // Policy is the task lifecycle's part of the orchestrator's config.
@@ -86,6 +87,9 @@ func (c Policy) Validate() error {
 		}
 		if a.OrchestratorTokenFile == "" && a.OrchestratorToken == "" {
 			return bad(fmt.Sprintf("agents[%d].orchestrator_token_file", i), "is required: the orchestrator's token for this agent")
+		}
+		if a.PublicKey != "" && !nkeys.IsValidPublicUserKey(a.PublicKey) {
+			return bad(fmt.Sprintf("agents[%d].public_key", i), "want a NATS user public key (56 characters starting with U)")
 		}
 	}
 	durations := []struct {

@@ -40,6 +40,10 @@ type AgentConfig struct {
 	// ApprovalRequired are work types that wait for an operator's yes before
 	// they are sent to this agent.
 	ApprovalRequired []string `yaml:"approval_required"`
+	// PublicKey is the agent's NATS user public key on a site in operator
+	// mode (chiffon init --operator writes it): chiffon agent revoke revokes
+	// it at the broker.
+	PublicKey string `yaml:"public_key"`
 }
 
 // Allowed is what of offered an agent configured with a may be sent, and what
