@@ -306,6 +306,10 @@ func issue(certPath, keyPath string, tmpl *x509.Certificate, validity time.Durat
 	return replaceFile(certPath, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o644)
 }
 
+// WriteSecretFile writes data to path with mode 0600, as replaceFile does: a
+// reader sees the old content or the new, and nobody else ever reads it.
+func WriteSecretFile(path string, data []byte) error { return replaceFile(path, data, 0o600) }
+
 // replaceFile writes data to path through a temporary file renamed over it, so
 // readers see the old content or the new, and a secret is never readable by others.
 // Missing directories are created with mode 0700.

@@ -132,7 +132,7 @@ func EnsureCreds(path string, issue func(userPub string) (string, error)) (strin
 		return "", fmt.Errorf("creds %s: cannot format", path)
 	}
 	defer wipe(text)
-	if err := writeSecret(path, text); err != nil {
+	if err := broker.WriteSecretFile(path, text); err != nil {
 		return "", fmt.Errorf("creds: %w", err)
 	}
 	return pub, nil

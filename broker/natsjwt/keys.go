@@ -15,8 +15,8 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"path/filepath"
 
+	"github.com/chiffon-dev/chiffon/broker"
 	"github.com/nats-io/nkeys"
 )
 
@@ -51,7 +51,7 @@ func ensureSeed(path string, prefix nkeys.PrefixByte) (key, error) {
 	}
 	line := append(append(make([]byte, 0, len(seed)+1), seed...), '\n')
 	defer wipe(line)
-	if err := writeSecret(path, line); err != nil {
+	if err := broker.WriteSecretFile(path, line); err != nil {
 		return key{}, fmt.Errorf("nkey seed: %w", err)
 	}
 	return pairKey(kp, path, prefix)
@@ -106,34 +106,6 @@ func kindName(prefix nkeys.PrefixByte) string {
 		return "user"
 	}
 	return "unknown"
-}
-
-// writeSecret writes data to path with mode 0600, replacing it at once, in a
-// directory of mode 0700 that it makes if missing.
-func writeSecret(path string, data []byte) error {
-	dir := filepath.Dir(path)
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return err
-	}
-	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".*")
-	if err != nil {
-		return err
-	}
-	tmp := f.Name()
-	_, err = f.Write(data)
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Chmod(tmp, 0o600)
-	}
-	if err == nil {
-		err = os.Rename(tmp, path)
-	}
-	if err != nil {
-		os.Remove(tmp)
-	}
-	return err
 }
 
 // wipe overwrites a buffer that held a secret.

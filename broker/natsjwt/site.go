@@ -203,7 +203,7 @@ func ensureJWT(path string, sign func(old string) (string, error)) (string, erro
 	if token == old {
 		return token, nil
 	}
-	if err := writeSecret(path, []byte(token)); err != nil {
+	if err := broker.WriteSecretFile(path, []byte(token)); err != nil {
 		return "", fmt.Errorf("jwt: %w", err)
 	}
 	return token, nil
