@@ -87,11 +87,12 @@ func writeDataDirFormat(dir string, n int) error {
 	return os.WriteFile(filepath.Join(dir, dataDirFormatFile), []byte(strconv.Itoa(n)+"\n"), 0o644)
 }
 
-// SettleDataDirMode settles the NATS mode chiffon up runs dataDir's site in: a new data dir
-// takes --operator (operator) and records it; an existing one keeps the mode
-// it was made in, --operator left out or not. A data dir is never converted:
-// --operator given against a dir of NKey users, or --operator=false against
-// an operator-mode one, is refused, saying which mode the dir is in.
+// SettleDataDirMode settles the NATS mode chiffon up runs dataDir's site in:
+// a new data dir takes --operator (operator) and records it; an existing one
+// keeps the mode it was made in, --operator left out or not. A data dir is
+// never converted: --operator given (given) against a dir of NKey users, or
+// --operator=false against an operator-mode one, is refused, saying which
+// mode the dir is in.
 func SettleDataDirMode(dataDir string, operator, given bool) (bool, error) {
 	mode, err := ReadDataDirMode(dataDir)
 	if err != nil {
