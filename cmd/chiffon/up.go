@@ -55,7 +55,7 @@ Ctrl-C stops everything cleanly: agents drain, stores close.`,
 // runUp starts the stack, writes the API's URL into the data dir for the client
 // commands, prints how to reach it, and runs it until the command's context ends or a
 // daemon fails. operatorGiven says --operator was given, against which an
-// existing data dir's mode is checked (upMode).
+// existing data dir's mode is checked (site.SettleDataDirMode).
 func runUp(cmd *cobra.Command, cfg localConfig, operatorGiven bool) error {
 	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
 		return err
