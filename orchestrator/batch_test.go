@@ -142,8 +142,10 @@ func TestBatchRunsOnEveryMatchingAgent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := targetStates(b); len(got) != 1 || got["code-1"] != api.TargetWaiting {
-		t.Fatalf("targets of site=attic: %v, want code-1 only", got)
+	// The batch's answer shows its targets as they are once its runner started:
+	// code-1's task may be sent already.
+	if got := targetStates(b); len(got) != 1 || (got["code-1"] != api.TargetWaiting && got["code-1"] != string(task.StateDispatched)) {
+		t.Fatalf("targets of site=attic: %v, want code-1 only, waiting or dispatched", got)
 	}
 	w := a1.next()
 	a1.result(w, envelope.ResultSuccess, 0, "", nil)
