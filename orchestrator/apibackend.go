@@ -18,14 +18,18 @@ type apiBackend struct{ *Orchestrator }
 // newAPI builds the HTTP API over o, and mounts pages beside it when given.
 func (o *Orchestrator) newAPI(pages func(http.Handler, func(string) (string, bool), string) (http.Handler, error)) error {
 	b := apiBackend{o}
-	o.api = httpapi.New(httpapi.Params{
-		Backend: b, Fleet: b, Store: o.st, Enrollments: b, Tokens: o.sec.apiTokens,
+	p := httpapi.Params{
+		Backend: b, Fleet: b, Store: o.st, Tokens: o.sec.apiTokens,
 		Limits: o.cfg.HTTP.Limits, Metrics: o.metrics.Handler(),
 		InGroup: o.cfg.HA.Enabled, Serving: o.serving, Done: o.done,
 		Log: o.log, AuthLog: o.authLog,
 		Forward: httpapi.Forward{Conn: o.nc, Requester: o.req, Subjects: o.subj, OrchID: o.id,
 			Signer: httpapi.NewSigner(o.sec.apiTokens[0].Secret)},
-	})
+	}
+	if o.enroller != nil { // without one, the API answers 409 no_enrollment
+		p.Enrollments = b
+	}
+	o.api = httpapi.New(p)
 	if pages == nil {
 		return nil
 	}

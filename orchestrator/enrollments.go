@@ -127,42 +127,29 @@ func (b brokerAuthority) Revoke(ctx context.Context, userPub string) error {
 	return b.auth.Revoke(ctx, nc, userPub)
 }
 
+// The API's enrollment calls; the API has them only when o.enroller is set.
+
 // Enroll makes a one-time join code for a new agent host.
 func (b apiBackend) Enroll(_ context.Context, req api.EnrollRequest, caller string) (*api.EnrollCode, error) {
-	if b.enroller == nil {
-		return nil, api.ErrNoEnrollment
-	}
 	return b.enroller.Enroll(req, caller)
 }
 
 // Enrollments lists the enrollments.
 func (b apiBackend) Enrollments() ([]api.Enrollment, error) {
-	if b.enroller == nil {
-		return nil, api.ErrNoEnrollment
-	}
 	return b.enroller.List()
 }
 
 // Enrollment returns agent id's enrollment.
 func (b apiBackend) Enrollment(id string) (*api.Enrollment, error) {
-	if b.enroller == nil {
-		return nil, api.ErrNoEnrollment
-	}
 	return b.enroller.Get(id)
 }
 
 // Join joins a host with its code.
 func (b apiBackend) Join(req api.JoinRequest, from string) (*api.JoinGrant, error) {
-	if b.enroller == nil {
-		return nil, api.ErrNoEnrollment
-	}
 	return b.enroller.Join(req, from)
 }
 
 // Revoke revokes agent id on behalf of caller.
 func (b apiBackend) Revoke(ctx context.Context, id, caller string) (*api.Enrollment, error) {
-	if b.enroller == nil {
-		return nil, api.ErrNoEnrollment
-	}
 	return b.enroller.Revoke(ctx, id, caller)
 }
