@@ -253,6 +253,9 @@ func (e *Enroller) now() time.Time { return e.p.Now().UTC() }
 // get reads agent id's record.
 func (e *Enroller) get(id string) (*record, error) {
 	data, err := e.p.Store.Record(Kind, id)
+	if errors.Is(err, task.ErrNotFound) {
+		return nil, notEnrolled(id)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -262,6 +265,17 @@ func (e *Enroller) get(id string) (*record, error) {
 	}
 	return &r, nil
 }
+
+// notEnrolled is the error of an agent id with no enrollment:
+// task.ErrNotFound, to errors.Is, with a message about agents, not tasks.
+type notEnrolled string
+
+func (id notEnrolled) Error() string {
+	return fmt.Sprintf("agent %s is not enrolled (nor, to revoke it, in the orchestrator's config)", string(id))
+}
+
+// Is makes notEnrolled a task.ErrNotFound.
+func (notEnrolled) Is(target error) bool { return target == task.ErrNotFound }
 
 // all reads every record, sorted by agent id.
 func (e *Enroller) all() ([]*record, error) {

@@ -53,13 +53,13 @@ func (e *Enroller) Revoke(ctx context.Context, id, caller string) (*api.Enrollme
 }
 
 // configRecord is the record of agent id of the config, made to revoke it:
-// joined, with the key its entry names. task.ErrNotFound when id is not in the
+// joined, with the key its entry names. notEnrolled (task.ErrNotFound) when id is not in the
 // config.
 func (e *Enroller) configRecord(id string) (*record, error) {
 	conf := e.configured(id)
 	switch {
 	case conf == nil:
-		return nil, task.ErrNotFound
+		return nil, notEnrolled(id)
 	case conf.PublicKey == "":
 		return nil, fmt.Errorf("%w: agent %s is in the orchestrator's config without public_key, so its NATS key is unknown here: "+
 			"add it (chiffon init --operator --force writes it) or remove the agent from the config and its .creds from its host",
