@@ -1,6 +1,8 @@
 package orchestrator
 
 import (
+	"crypto/x509"
+	"encoding/pem"
 	"fmt"
 	"os"
 )
@@ -53,15 +55,23 @@ func (c EnrollConfig) validate(caFile string) error {
 	return nil
 }
 
-// caPEM reads the CA a joined host is given.
-func (c EnrollConfig) caPEM(natsCA string) ([]byte, error) {
+// ca reads the CA a joined host is given: its PEM, and the DER of its
+// certificate, which must be one.
+func (c EnrollConfig) ca(natsCA string) (pemBytes, der []byte, err error) {
 	path, key := c.CAFile, "enroll.ca_file"
 	if path == "" {
 		path, key = natsCA, "nats.tls.ca_file"
 	}
-	b, err := os.ReadFile(path)
+	pemBytes, err = os.ReadFile(path)
 	if err != nil {
-		return nil, fmt.Errorf("config: %s: %w", key, err)
+		return nil, nil, fmt.Errorf("config: %s: %w", key, err)
 	}
-	return b, nil
+	block, _ := pem.Decode(pemBytes)
+	if block == nil || block.Type != "CERTIFICATE" {
+		return nil, nil, fmt.Errorf("config: %s: no PEM certificate", key)
+	}
+	if _, err := x509.ParseCertificate(block.Bytes); err != nil {
+		return nil, nil, fmt.Errorf("config: %s: %w", key, err)
+	}
+	return pemBytes, block.Bytes, nil
 }

@@ -3,9 +3,6 @@ package orchestrator
 import (
 	"context"
 	"crypto/tls"
-	"crypto/x509"
-	"encoding/pem"
-	"errors"
 	"fmt"
 	"slices"
 
@@ -28,10 +25,11 @@ func (o *Orchestrator) newEnroller() error {
 	if !ec.Enabled() {
 		return nil
 	}
-	ca, err := ec.caPEM(o.cfg.NATS.TLS.CAFile)
+	ca, der, err := ec.ca(o.cfg.NATS.TLS.CAFile)
 	if err != nil {
 		return err
 	}
+	o.enrollCA = der
 	auth, err := natsjwt.LoadAuthority(natsjwt.AuthorityFiles{AccountSigningKeyFile: ec.AccountSigningKeyFile,
 		OperatorSigningKeyFile: ec.OperatorSigningKeyFile, AccountPublicKey: ec.AccountPublicKey,
 		SystemCredsFile: ec.SystemCredsFile})
@@ -82,26 +80,15 @@ func (o *Orchestrator) restoreJoined() {
 // withCA adds the site CA to the API's certificate chain when the
 // orchestrator enrolls: a joining host checks it against the fingerprint it
 // was given before it sends its code.
-func (o *Orchestrator) withCA(c *tls.Config) (*tls.Config, error) {
-	if c == nil || o.enroller == nil {
-		return c, nil
-	}
-	ca, err := o.cfg.Enroll.caPEM(o.cfg.NATS.TLS.CAFile)
-	if err != nil {
-		return nil, err
-	}
-	block, _ := pem.Decode(ca)
-	if block == nil || block.Type != "CERTIFICATE" {
-		return nil, errors.New("config: enroll.ca_file: no PEM certificate")
-	}
-	if _, err := x509.ParseCertificate(block.Bytes); err != nil {
-		return nil, fmt.Errorf("config: enroll.ca_file: %w", err)
+func (o *Orchestrator) withCA(c *tls.Config) *tls.Config {
+	if c == nil || o.enrollCA == nil {
+		return c
 	}
 	c = c.Clone()
 	cert := c.Certificates[0]
-	cert.Certificate = append(slices.Clip(cert.Certificate), block.Bytes)
+	cert.Certificate = append(slices.Clip(cert.Certificate), o.enrollCA)
 	c.Certificates = []tls.Certificate{cert}
-	return c, nil
+	return c
 }
 
 // brokerAuthority is enroll.Authority over natsjwt: identities for o's

@@ -99,8 +99,10 @@ type Orchestrator struct {
 	// fleet runs the batches and the schedules while the core runs.
 	fleet *fleet.Fleet
 	// enroller enrolls, joins and revokes agent hosts (enrollments.go); nil
-	// without an enroll section.
+	// without an enroll section. enrollCA is the site CA's certificate
+	// (DER) then, which the API adds to its chain.
 	enroller *enroll.Enroller
+	enrollCA []byte
 
 	closeOnce sync.Once
 	wg        sync.WaitGroup
@@ -256,9 +258,7 @@ func (o *Orchestrator) Run(ctx context.Context) error {
 // Config.HTTP.Limits bound its connections and how long each request may take.
 func (o *Orchestrator) Serve(ctx context.Context, ln net.Listener) error {
 	tlsConf, err := o.cfg.HTTP.serverTLS()
-	if err == nil {
-		tlsConf, err = o.withCA(tlsConf)
-	}
+	tlsConf = o.withCA(tlsConf)
 	if err == nil {
 		err = o.cfg.HTTP.checkPlainBeyondLoopback(ln.Addr().String())
 	}

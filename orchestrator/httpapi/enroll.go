@@ -50,33 +50,21 @@ func (a *API) routeEnrollments(route func(string, http.HandlerFunc)) {
 			return
 		}
 		list, err := a.enroll.Enrollments()
-		if err != nil {
-			writeEnrollErr(w, err)
-			return
-		}
-		writeJSON(w, http.StatusOK, list)
+		answerEnroll(w, list, err)
 	})
 	route("GET /api/v1/enrollments/{id}", func(w http.ResponseWriter, r *http.Request) {
 		if !a.enrolls(w) {
 			return
 		}
 		en, err := a.enroll.Enrollment(r.PathValue("id"))
-		if err != nil {
-			writeEnrollErr(w, err)
-			return
-		}
-		writeJSON(w, http.StatusOK, en)
+		answerEnroll(w, en, err)
 	})
 	route("POST /api/v1/agents/{id}/revoke", operatorOnly(a.leaderOnly(func(w http.ResponseWriter, r *http.Request) {
 		if !a.enrolls(w) {
 			return
 		}
 		en, err := a.enroll.Revoke(r.Context(), r.PathValue("id"), CallerOf(r.Context()))
-		if err != nil {
-			writeEnrollErr(w, err)
-			return
-		}
-		writeJSON(w, http.StatusOK, en)
+		answerEnroll(w, en, err)
 	})))
 }
 
@@ -102,6 +90,15 @@ func (a *API) apiJoin(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Cache-Control", "no-store")
 	writeJSON(w, http.StatusOK, grant)
+}
+
+// answerEnroll answers v with 200, or err as an enrollment's error.
+func answerEnroll(w http.ResponseWriter, v any, err error) {
+	if err != nil {
+		writeEnrollErr(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, v)
 }
 
 // enrolls answers 409 when the orchestrator cannot enroll.
