@@ -1,7 +1,6 @@
 package tests
 
 import (
-	"bufio"
 	"encoding/json"
 	"net"
 	"net/url"
@@ -110,25 +109,25 @@ func TestUpNeverConvertsADataDir(t *testing.T) {
 // interrupted at once, and the test fails.
 func refusedUp(t *testing.T, dir string, flags ...string) result {
 	t.Helper()
-	cmd := exec.Command(chiffonBin, append([]string{"up", "--nats-port", "0", "--http-port", "0"}, flags...)...)
-	cmd.Dir = dir
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
+	cmd, lines, stderr := upProcess(t, dir, flags...)
 	var printed []string
-	sc := bufio.NewScanner(stdout)
-	for sc.Scan() {
-		printed = append(printed, sc.Text())
-		if strings.HasPrefix(sc.Text(), "Press Ctrl-C") {
-			_ = cmd.Process.Signal(os.Interrupt)
-			_ = cmd.Wait()
-			t.Fatalf("chiffon up %s started instead of refusing:\n%s", strings.Join(flags, " "), strings.Join(printed, "\n"))
+	deadline := time.After(30 * time.Second)
+	for ended := false; !ended; {
+		select {
+		case l, ok := <-lines:
+			if !ok {
+				ended = true
+				continue
+			}
+			printed = append(printed, l)
+			if strings.HasPrefix(l, "Press Ctrl-C") {
+				_ = cmd.Process.Signal(os.Interrupt)
+				_ = cmd.Wait()
+				t.Fatalf("chiffon up %s started instead of refusing:\n%s", strings.Join(flags, " "), strings.Join(printed, "\n"))
+			}
+		case <-deadline:
+			_ = cmd.Process.Kill()
+			t.Fatalf("chiffon up %s neither refused nor started within 30s:\n%s", strings.Join(flags, " "), strings.Join(printed, "\n"))
 		}
 	}
 	code := 0

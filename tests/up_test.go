@@ -17,30 +17,38 @@ import (
 	"github.com/nats-io/nats.go"
 )
 
-// startUp runs `chiffon up` on free ports in dir, with more flags, and returns once
-// it says it is up, with the lines it printed until then. The process is interrupted
-// and waited for when the test ends.
-func startUp(t *testing.T, dir string, flags ...string) (stop func() result, printed []string) {
+// upProcess is a `chiffon up` started on free ports in dir with flags: its
+// stdout's lines come on lines, closed when it ends.
+func upProcess(t *testing.T, dir string, flags ...string) (cmd *exec.Cmd, lines <-chan string, stderr *strings.Builder) {
 	t.Helper()
-	cmd := exec.Command(chiffonBin, append([]string{"up", "--nats-port", "0", "--http-port", "0"}, flags...)...)
+	cmd = exec.Command(chiffonBin, append([]string{"up", "--nats-port", "0", "--http-port", "0"}, flags...)...)
 	cmd.Dir = dir
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
 	}
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
+	stderr = &strings.Builder{}
+	cmd.Stderr = stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	lines := make(chan string, 64)
+	ch := make(chan string, 64)
 	go func() {
-		defer close(lines)
+		defer close(ch)
 		sc := bufio.NewScanner(stdout)
 		for sc.Scan() {
-			lines <- sc.Text()
+			ch <- sc.Text()
 		}
 	}()
+	return cmd, ch, stderr
+}
+
+// startUp runs `chiffon up` on free ports in dir, with more flags, and returns once
+// it says it is up, with the lines it printed until then. The process is interrupted
+// and waited for when the test ends.
+func startUp(t *testing.T, dir string, flags ...string) (stop func() result, printed []string) {
+	t.Helper()
+	cmd, lines, stderr := upProcess(t, dir, flags...)
 	deadline := time.After(30 * time.Second)
 	for up := false; !up; {
 		select {
