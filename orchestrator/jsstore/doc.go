@@ -29,15 +29,23 @@
 // publishes on its subject and replaces what was there. Reading a task is a
 // direct get of the last message of its subject.
 //
-// A write is whole because its messages travel as one JetStream atomic batch
-// (AllowAtomicPublish): the server stages them and stores all of them or none,
-// and a reader never sees half of one. Save queues writes for a single writer
-// goroutine, which publishes every queued write, in Save order, as one batch (or
-// several in order, never splitting a write, when they pass the server's 1000
-// messages or jsstore's byte bound), waits for the server's answer to the
-// commit, and then runs the writes' done functions in order with it. A write
-// saved with MoreComing waits, unpublished, for the next Save without it, Flush
-// or Close.
+// Save queues writes for a single writer goroutine, which commits every queued
+// write in Save order and then runs the writes' done functions in order with
+// their outcomes. A write saved with MoreComing waits, unpublished, for the next
+// Save without it, Flush or Close. How the writer commits depends on the
+// stream's replicas:
+//
+//   - On replicas a write is whole: the queued writes travel as one JetStream
+//     atomic batch (AllowAtomicPublish; several in order, never splitting a
+//     write, past the server's 1000 messages or jsstore's byte bound), which
+//     the server stages and stores all or none, so a reader never sees half of
+//     one, and every write of a batch gets the batch's outcome.
+//   - On one replica the server stages an atomic batch in a store on disk of
+//     its own, about 2 ms a commit, so the writer publishes instead in two
+//     rounds of plain publishes, gathering each round's acknowledgements: the
+//     events and output first, the records after (see ordered.go). A reader
+//     that sees a record sees the events and output saved with it; a write
+//     whose message the server refuses fails alone, without its record.
 //
 // ReplaceOutput cannot delete the pieces it replaces in the same batch (a purge
 // is no message), so it overwrites each one not among its new chunks with an
@@ -70,10 +78,10 @@
 //
 // That alone does not stop a leader that stalled (SIGSTOP, a long pause, a
 // partition) from writing when it comes back and before it reads its clock. So
-// every batch the writer commits is fenced: its first message expects the
-// leadership record's last sequence to be the term's (the header
-// Nats-Expected-Last-Subject-Sequence-Subject names P.leader), and the server
-// refuses the whole batch once another term began. The writer learns it was
+// every batch the writer commits is fenced: its first message (on one replica,
+// every message) expects the leadership record's last sequence to be the term's
+// (the header Nats-Expected-Last-Subject-Sequence-Subject names P.leader), and
+// the server refuses it once another term began. The writer learns it was
 // deposed from the refusal, calls OnLose before the writes' done functions, and
 // fails them and every later write with ErrNotLeader. The renewals go through
 // the writer too, so a batch is never fenced by a sequence its own renewal has
@@ -83,7 +91,9 @@
 // A write that fails because the server is out of reach is committed again,
 // with backoff, until it lands: the batch rewrites the same subjects with the
 // same messages, so a commit that landed unanswered changes nothing when made
-// again. In an election the retries stop when the lease lapses.
+// again. On one replica the write is published again with every write after it
+// in its commit, so that a later write of the same task is stored last again.
+// In an election the retries stop when the lease lapses.
 //
 // # Reads
 //

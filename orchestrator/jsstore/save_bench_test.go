@@ -2,6 +2,7 @@ package jsstore_test
 
 import (
 	"fmt"
+	"sync/atomic"
 	"testing"
 
 	"github.com/chiffon-dev/chiffon/broker"
@@ -48,4 +49,45 @@ func benchSave(b *testing.B, url string, replicas int) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// BenchmarkSaveParallel is writes of a record and an event from 64 goroutines at
+// once, each waited for: the commits group as the orchestrator's do under load.
+func BenchmarkSaveParallel(b *testing.B) {
+	b.Run("one-server", func(b *testing.B) {
+		srv := testnats.Start(b, broker.ServerConfig{JetStream: true, StoreDir: testnats.StoreDir(b)})
+		benchSaveParallel(b, srv.ClientURL(), 1)
+	})
+	b.Run("three-replicas", func(b *testing.B) {
+		c := testnats.StartCluster(b, broker.LocalClusterConfig{})
+		benchSaveParallel(b, c.ClientURL(0), 3)
+	})
+}
+
+func benchSaveParallel(b *testing.B, url string, replicas int) {
+	nc, err := nats.Connect(url)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer nc.Close()
+	s, err := jsstore.Open(nc, jsstore.Options{Stream: "BENCH", Prefix: "bench.store", Replicas: replicas})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	var next atomic.Int64
+	b.SetParallelism(32) // 64 writers on 2 cores
+	b.RunParallel(func(pb *testing.PB) {
+		errc := make(chan error, 1)
+		for pb.Next() {
+			n := next.Add(1)
+			tk := &task.Task{ID: fmt.Sprintf("task-%d", n%1000), State: task.StateRunning, ToAgent: envelope.Code, WorkType: "echo"}
+			ev := &task.Event{Seq: n, Type: task.EventState, State: task.StateRunning, Message: fmt.Sprint(n)}
+			s.Save(&task.Write{ID: tk.ID, Task: tk, Events: []*task.Event{ev}}, func(err error) { errc <- err })
+			if err := <-errc; err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
 }

@@ -53,6 +53,7 @@ type Options struct {
 // implements task.Store.
 type Store struct {
 	nc        *nats.Conn
+	js        jetstream.JetStream
 	stream    jetstream.Stream
 	name      string // the stream's
 	prefix    string
@@ -62,6 +63,9 @@ type Store struct {
 	// direct get, which a follower a little behind may answer: with replicas, a
 	// task read right after its last commit must not show an older state.
 	leaderReads bool
+	// ordered commits without atomic batches (commitOrdered): on one replica
+	// they cost a store on disk each.
+	ordered bool
 	// maxData is the largest message body the server takes, less room for the
 	// batch headers.
 	maxData int
@@ -108,7 +112,7 @@ func Open(nc *nats.Conn, opts Options) (*Store, error) {
 	if opts.Retention < 0 {
 		return nil, fmt.Errorf("jsstore: negative retention %s", opts.Retention)
 	}
-	js, err := jetstream.New(nc)
+	js, err := jetstream.New(nc, jetstream.WithPublishAsyncTimeout(opTimeout))
 	if err != nil {
 		return nil, fmt.Errorf("jsstore: %w", err)
 	}
@@ -128,7 +132,7 @@ func Open(nc *nats.Conn, opts Options) (*Store, error) {
 		return nil, fmt.Errorf("jsstore: stream %s: the server does not allow atomic batches and direct gets (nats-server 2.12 or later needed)", opts.Stream)
 	}
 	s := &Store{
-		nc: nc, stream: stream, name: opts.Stream, prefix: opts.Prefix,
+		nc: nc, js: js, stream: stream, ordered: opts.Replicas == 1, name: opts.Stream, prefix: opts.Prefix,
 		retention: opts.Retention, log: opts.Logger, leaderReads: opts.Replicas > 1,
 		maxData:    int(nc.MaxPayload()) - batchHeaderRoom,
 		wake:       make(chan struct{}, 1),

@@ -188,29 +188,20 @@ func (s *Store) writer() {
 	}
 }
 
-// commit publishes the writes of batch, in order, as few atomic batches as the
-// limits allow, never splitting a write, and runs each write's done in order with
-// the outcome of its batch. In an election (el not nil) every batch is fenced by
-// the term, and a store that does not lead fails the writes with ErrNotLeader.
+// commit publishes the writes of batch, in order, in groups as large as the
+// limits allow, never splitting a write, and runs each write's done in order
+// with its outcome: on replicas a group is one atomic batch, whose outcome is
+// every write's; on one replica a group is committed in order (commitOrdered).
+// In an election (el not nil) every message is fenced by the term, and a store
+// that does not lead fails the writes with ErrNotLeader.
 func (s *Store) commit(batch []*pending, el *election) {
 	var (
 		group      []*pending
 		msgs, size int
 	)
 	flush := func() {
-		if len(group) == 0 {
-			return
-		}
-		all := make([]message, 0, msgs)
-		for _, p := range group {
-			all = append(all, p.msgs...)
-		}
-		var err error
-		if len(all) > 0 {
-			err = s.publishRetrying(all, el)
-		}
-		for _, p := range group {
-			p.done(err)
+		if len(group) > 0 {
+			s.commitGroup(group, msgs, el)
 		}
 		group, msgs, size = nil, 0, 0
 	}
@@ -228,6 +219,26 @@ func (s *Store) commit(batch []*pending, el *election) {
 		size += p.size
 	}
 	flush()
+}
+
+// commitGroup commits the writes of group, of msgs messages in all, and runs
+// their done functions in order.
+func (s *Store) commitGroup(group []*pending, msgs int, el *election) {
+	if s.ordered {
+		s.commitOrdered(group, el)
+		return
+	}
+	all := make([]message, 0, msgs)
+	for _, p := range group {
+		all = append(all, p.msgs...)
+	}
+	var err error
+	if len(all) > 0 {
+		err = s.publishRetrying(all, el)
+	}
+	for _, p := range group {
+		p.done(err)
+	}
 }
 
 // Retries of a commit the server could not take (out of reach, no stream
@@ -249,50 +260,84 @@ var noRespondersFor = 30 * time.Second // a variable for the tests of a stream g
 // el is not nil, and tries again while the failure is one that passes (the
 // server restarting, a stream leader being elected): the batch overwrites the
 // same subjects with the same messages, so a commit that landed unanswered and
-// is made again changes nothing. It gives up on any other error, once the store
-// has been closed for opTimeout, or when the store stops leading.
+// is made again changes nothing. It gives up as retries.again says.
 func (s *Store) publishRetrying(msgs []message, el *election) error {
-	wait := retryFirst
-	var firstSoft time.Time
-	for attempt := 1; ; attempt++ {
-		var fence uint64
-		if el != nil {
-			if el.term == "" {
-				return ErrNotLeader
-			}
-			fence = el.seq
+	r := s.retries(el)
+	for {
+		fence, err := r.fence()
+		if err != nil {
+			return err
 		}
-		err := s.publish(msgs, el, fence)
-		switch {
-		case err == nil:
+		if err = s.publish(msgs, el, fence); err == nil {
 			return nil
-		case el != nil && wrongSequence(err):
-			if !s.stillOurs(el) {
-				s.lose(el, ErrDeposed)
-				return fmt.Errorf("%w (%w)", ErrNotLeader, ErrDeposed)
-			}
-		case !transient(err):
-			return err
-		case errors.Is(err, nats.ErrNoResponders):
-			if firstSoft.IsZero() {
-				firstSoft = time.Now()
-			} else if time.Since(firstSoft) > noRespondersFor {
-				return fmt.Errorf("%w: %w", task.ErrUnavailable, err)
-			}
-		case incomplete(err):
-			if firstSoft.IsZero() {
-				firstSoft = time.Now()
-			} else if time.Since(firstSoft) > incompleteFor {
-				return err
-			}
 		}
-		if !s.pause("commit", attempt, &wait, err) {
+		if err = r.again(err); err != nil {
 			return err
-		}
-		if el != nil {
-			s.campaign(el) // renew the lease, or find it lapsed
 		}
 	}
+}
+
+// retries is the state of one commit's tries: see again.
+type retries struct {
+	s         *Store
+	el        *election
+	attempt   int
+	wait      time.Duration
+	firstSoft time.Time // the first answer that may as well last (see noRespondersFor)
+}
+
+func (s *Store) retries(el *election) *retries {
+	return &retries{s: s, el: el, attempt: 1, wait: retryFirst}
+}
+
+// fence is the leadership record's sequence that the next try's writes expect,
+// or ErrNotLeader once the store's term has ended; 0 outside an election.
+func (r *retries) fence() (uint64, error) {
+	if r.el == nil {
+		return 0, nil
+	}
+	if r.el.term == "" {
+		return 0, ErrNotLeader
+	}
+	return r.el.seq, nil
+}
+
+// again decides, after a try failed with err, whether to try again: it returns
+// nil after the pause before the next try, or the error to give up with. It gives
+// up on an error that does not pass, once the store has been closed for
+// opTimeout, when the store stops leading (a refusal for a later term), and on an
+// answer that may as well last once it has lasted its while.
+func (r *retries) again(err error) error {
+	s, el := r.s, r.el
+	switch {
+	case el != nil && wrongSequence(err):
+		if !s.stillOurs(el) {
+			s.lose(el, ErrDeposed)
+			return fmt.Errorf("%w (%w)", ErrNotLeader, ErrDeposed)
+		}
+	case !transient(err):
+		return err
+	case errors.Is(err, nats.ErrNoResponders) || errors.Is(err, jetstream.ErrNoStreamResponse):
+		if r.firstSoft.IsZero() {
+			r.firstSoft = time.Now()
+		} else if time.Since(r.firstSoft) > noRespondersFor {
+			return fmt.Errorf("%w: %w", task.ErrUnavailable, err)
+		}
+	case incomplete(err):
+		if r.firstSoft.IsZero() {
+			r.firstSoft = time.Now()
+		} else if time.Since(r.firstSoft) > incompleteFor {
+			return err
+		}
+	}
+	if !s.pause("commit", r.attempt, &r.wait, err) {
+		return err
+	}
+	r.attempt++
+	if el != nil {
+		s.campaign(el) // renew the lease, or find it lapsed
+	}
+	return nil
 }
 
 // transient reports whether err is a failure that passes: the server out of
@@ -307,7 +352,8 @@ func transient(err error) bool {
 		return false
 	}
 	return errors.Is(err, nats.ErrTimeout) || errors.Is(err, context.DeadlineExceeded) ||
-		errors.Is(err, nats.ErrNoResponders) || errors.Is(err, nats.ErrConnectionReconnecting) ||
+		errors.Is(err, nats.ErrNoResponders) || errors.Is(err, jetstream.ErrNoStreamResponse) ||
+		errors.Is(err, jetstream.ErrAsyncPublishTimeout) || errors.Is(err, nats.ErrConnectionReconnecting) ||
 		errors.Is(err, nats.ErrDisconnected) || errors.Is(err, nats.ErrReconnectBufExceeded)
 }
 

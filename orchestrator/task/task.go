@@ -288,5 +288,9 @@ func (t *Task) Clone() *Task {
 		e := *t.Error
 		c.Error = &e
 	}
+	if t.Approval != nil {
+		a := *t.Approval
+		c.Approval = &a
+	}
 	return &c
 }
