@@ -122,7 +122,7 @@ func (s *Store) publishRound(ws [][]message, results []error, el *election, fenc
 			continue
 		}
 		for _, m := range msgs {
-			ack, err := s.js.PublishMsgAsync(s.plainMsg(m, el, fence), jetstream.WithRetryAttempts(0), jetstream.WithExpectStream(s.name))
+			ack, err := s.js.PublishMsgAsync(s.plainMsg(m, el, fence), jetstream.WithRetryAttempts(0))
 			if err != nil {
 				results[i] = err
 				break
