@@ -242,3 +242,44 @@ func TestHeldWriteCommitsWithTheNext(t *testing.T) {
 		}
 	})
 }
+
+// On one replica a write that fails with an error that passes is published
+// again with every write after it in its commit, so that a later write of the
+// same task is stored last again; when the retries give up, it and the writes
+// after it fail, as the writes of an atomic batch do together, and the writes
+// before it stand.
+func TestOneReplicaRetriesAWriteWithTheWritesAfterIt(t *testing.T) {
+	jsstore.SetNoRespondersFor(t, 500*time.Millisecond)
+	srv, _ := startServer(t, "")
+	s := open(t, connect(t, srv), freshOptions(0))
+	errs := [3]chan error{make(chan error, 1), make(chan error, 1), make(chan error, 1)}
+	before := fullWrite("task-1", "one")
+	before.MoreComing = true
+	s.Save(before, func(err error) { errs[0] <- err })
+	s.SaveOutside(true, func(err error) { errs[1] <- err })
+	s.Save(fullWrite("task-2", "two"), func(err error) { errs[2] <- err })
+	var got [3]error
+	for i, c := range errs {
+		select {
+		case got[i] = <-c:
+		case <-time.After(wait):
+			t.Fatalf("write %d never answered", i+1)
+		}
+	}
+	if got[0] != nil || !errors.Is(got[1], task.ErrUnavailable) || !errors.Is(got[2], task.ErrUnavailable) {
+		t.Fatalf("outcomes %v; want nil, then unavailable for the failing write and the one after it", got)
+	}
+	if _, err := s.Task("task-2"); !errors.Is(err, task.ErrNotFound) {
+		t.Errorf("record of the failed write after the failing one: %v, want none", err)
+	}
+	first, after := s.Stored("t.task-1"), s.Stored(fmt.Sprintf("e.task-2.%020d", 3))
+	if first.Err != nil || after.Err != nil {
+		t.Fatal(first.Err, after.Err)
+	}
+	// The first try stored the events of both writes, then the first one's
+	// record: events of the write after the failing one stored after that
+	// record were published again.
+	if after.Seq <= first.Seq {
+		t.Fatalf("the write after the failing one stored at %d, the record before it at %d: published once only", after.Seq, first.Seq)
+	}
+}

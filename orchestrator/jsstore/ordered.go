@@ -35,6 +35,8 @@ import (
 // an error that passes (the server out of reach) is published again with
 // every write after it, so that a later write of the same task is stored last
 // again; the messages are the same, so a write stored twice changes nothing.
+// When the retries give up, that write and every write after it fail with the
+// error, as the writes of an atomic batch fail together; those before it stand.
 func (s *Store) commitOrdered(group []*pending, el *election) {
 	results := make([]error, len(group))
 	r := s.retries(el)

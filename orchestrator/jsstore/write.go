@@ -286,6 +286,7 @@ type retries struct {
 	firstSoft time.Time // the first answer that may as well last (see noRespondersFor)
 }
 
+// retries starts the tries of one commit, in el's term when el is not nil.
 func (s *Store) retries(el *election) *retries {
 	return &retries{s: s, el: el, attempt: 1, wait: retryFirst}
 }
