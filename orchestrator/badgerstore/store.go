@@ -21,7 +21,6 @@ import (
 	"time"
 
 	"github.com/chiffon-dev/chiffon/envelope"
-	"github.com/chiffon-dev/chiffon/internal/jsonw"
 	"github.com/chiffon-dev/chiffon/internal/kvstore"
 	"github.com/chiffon-dev/chiffon/orchestrator/task"
 	"github.com/chiffon-dev/chiffon/output"
@@ -512,30 +511,18 @@ func (s *Store) EventVersions(id string) ([]uint64, error) {
 func (s *Store) taskEntries(id string, record *task.Task, evs []*task.Event, ttl time.Duration) ([]*badger.Entry, error) {
 	entries := make([]*badger.Entry, 0, len(evs)+1)
 	if record != nil {
-		tb, err := marshalStored(record)
+		tb, err := task.MarshalStored(record)
 		if err != nil {
 			return nil, err
 		}
 		entries = append(entries, setTTL(badger.NewEntry(taskKey(id), tb), ttl))
 	}
 	for _, ev := range evs {
-		eb, err := marshalStored(task.StoredForm(ev))
+		eb, err := task.MarshalStored(task.StoredForm(ev))
 		if err != nil {
 			return nil, err
 		}
 		entries = append(entries, setTTL(badger.NewEntry(numKey("e/", id, ev.Seq), eb), cmp.Or(ttl, s.liveTTL())))
 	}
 	return entries, nil
-}
-
-// marshalStored is json.Marshal without HTML escaping: output text such as "<200>" is
-// stored as written rather than as \u003c escapes (readers decode both alike). Task
-// records and events, nearly every write, are written by hand (see storedjson.go);
-// anything else, or a record the hand-written path gives up on, goes through
-// encoding/json.
-func marshalStored(v any) ([]byte, error) {
-	if b, ok := encodeStored(v); ok {
-		return b, nil
-	}
-	return jsonw.AppendValue(nil, v)
 }

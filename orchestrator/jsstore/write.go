@@ -1,7 +1,6 @@
 package jsstore
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -102,7 +101,7 @@ func (s *Store) encode(w *task.Write) ([]message, error) {
 	}
 	var msgs []message
 	if w.Task != nil {
-		b, err := marshal(w.Task)
+		b, err := task.MarshalStored(w.Task)
 		if err != nil {
 			return nil, fmt.Errorf("jsstore: encode task %s: %w", w.ID, err)
 		}
@@ -119,7 +118,7 @@ func (s *Store) encode(w *task.Write) ([]message, error) {
 		if ev == nil {
 			continue
 		}
-		b, err := marshal(task.StoredForm(ev))
+		b, err := task.MarshalStored(task.StoredForm(ev))
 		if err != nil {
 			return nil, fmt.Errorf("jsstore: encode event %d of task %s: %w", ev.Seq, w.ID, err)
 		}
@@ -137,18 +136,6 @@ func (s *Store) encode(w *task.Write) ([]message, error) {
 		}
 	}
 	return msgs, nil
-}
-
-// marshal is json.Marshal without HTML escaping: output such as "<3>" is stored
-// as written.
-func marshal(v any) ([]byte, error) {
-	var b bytes.Buffer
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return nil, err
-	}
-	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
 }
 
 // writer commits the queued writes, and runs the election once the store has

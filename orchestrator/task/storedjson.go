@@ -1,12 +1,23 @@
-package badgerstore
+package task
 
 import (
 	"time"
 
 	"github.com/chiffon-dev/chiffon/envelope"
 	"github.com/chiffon-dev/chiffon/internal/jsonw"
-	"github.com/chiffon-dev/chiffon/orchestrator/task"
 )
+
+// MarshalStored is json.Marshal without HTML escaping: output text such as "<200>" is
+// stored as written rather than as \u003c escapes (readers decode both alike). Task
+// records and events, nearly every write, are written by hand (see storedjson.go);
+// anything else, or a record the hand-written path gives up on, goes through
+// encoding/json.
+func MarshalStored(v any) ([]byte, error) {
+	if b, ok := encodeStored(v); ok {
+		return b, nil
+	}
+	return jsonw.AppendValue(nil, v)
+}
 
 // Task records and events are written by hand: encoding/json spent most of its time
 // on reflection and on time.Time, whose MarshalJSON output it validates again. The
@@ -14,7 +25,7 @@ import (
 // leaves only free-form values to it. storedjson_test.go fills every field of these
 // types by reflection and compares, so a field added to them and missed here fails.
 
-// encodeStored returns v, a *task.Task, *task.Event or task.StoredEvent, as marshalStored must
+// encodeStored returns v, a *Task, *Event or StoredEvent, as MarshalStored must
 // store it; false when v is something else or needs encoding/json (a year outside
 // 0-9999, a free-form value encoding/json refuses), which then writes it or reports
 // its own error. The buffer is sized once from an estimate, so a record without
@@ -22,19 +33,19 @@ import (
 func encodeStored(v any) ([]byte, bool) {
 	var w recordWriter
 	switch v := v.(type) {
-	case *task.Task:
+	case *Task:
 		if v == nil {
 			return nil, false
 		}
 		w.Buf = make([]byte, 0, taskSize(v))
 		w.task(v)
-	case *task.Event:
+	case *Event:
 		if v == nil {
 			return nil, false
 		}
 		w.Buf = make([]byte, 0, eventSize(v))
 		w.event(v, 0)
-	case task.StoredEvent:
+	case StoredEvent:
 		if v.Event == nil {
 			return nil, false
 		}
@@ -49,8 +60,8 @@ func encodeStored(v any) ([]byte, bool) {
 // recordWriter appends a stored record.
 type recordWriter struct{ jsonw.Writer }
 
-// task writes t's record, its members in the order of task.Task's fields.
-func (w *recordWriter) task(t *task.Task) {
+// task writes t's record, its members in the order of Task's fields.
+func (w *recordWriter) task(t *Task) {
 	w.Raw("{")
 	w.taskRequest(t)
 	w.taskProgress(t)
@@ -60,7 +71,7 @@ func (w *recordWriter) task(t *task.Task) {
 
 // taskRequest writes what was asked, of whom, and where it comes from: the
 // members from "id" to "fire_time".
-func (w *recordWriter) taskRequest(t *task.Task) {
+func (w *recordWriter) taskRequest(t *Task) {
 	w.Raw(`"id":`)
 	w.String(t.ID)
 	w.Raw(`,"state":`)
@@ -103,7 +114,7 @@ func (w *recordWriter) taskRequest(t *task.Task) {
 
 // taskProgress writes how the task went: the members from "attempts" to
 // "cancel_requested", each after a comma.
-func (w *recordWriter) taskProgress(t *task.Task) {
+func (w *recordWriter) taskProgress(t *Task) {
 	w.Raw(`,"attempts":`)
 	w.Int(int64(t.Attempts))
 	if len(t.Retries) > 0 {
@@ -145,7 +156,7 @@ func (w *recordWriter) taskProgress(t *task.Task) {
 }
 
 // taskTimes writes the task's times, from "created_at" on, each after a comma.
-func (w *recordWriter) taskTimes(t *task.Task) {
+func (w *recordWriter) taskTimes(t *Task) {
 	w.Raw(`,"created_at":`)
 	w.Time(t.CreatedAt)
 	w.Raw(`,"updated_at":`)
@@ -165,7 +176,7 @@ func (w *recordWriter) taskTimes(t *task.Task) {
 }
 
 // hints writes the members that are set, each omitted when zero.
-func (w *recordWriter) hints(h *task.Hints) {
+func (w *recordWriter) hints(h *Hints) {
 	sep := "{"
 	if h.MaxDurationSeconds != 0 {
 		w.Raw(sep)
@@ -197,7 +208,7 @@ func (w *recordWriter) hints(h *task.Hints) {
 	w.Raw("}")
 }
 
-func (w *recordWriter) retry(r *task.Retry) {
+func (w *recordWriter) retry(r *Retry) {
 	w.Raw(`{"attempt":`)
 	w.Int(int64(r.Attempt))
 	w.Raw(`,"code":`)
@@ -217,7 +228,7 @@ func (w *recordWriter) retry(r *task.Retry) {
 
 // steps writes null for a nil slice, as encoding/json does for a member without
 // omitempty, and [] for an empty one.
-func (w *recordWriter) steps(steps []task.StepInfo) {
+func (w *recordWriter) steps(steps []StepInfo) {
 	if steps == nil {
 		w.Raw("null")
 		return
@@ -241,7 +252,7 @@ func (w *recordWriter) steps(steps []task.StepInfo) {
 	w.Raw("]")
 }
 
-func (w *recordWriter) result(r *task.Result) {
+func (w *recordWriter) result(r *Result) {
 	w.Raw(`{"status":`)
 	w.String(r.Status)
 	w.Raw(`,"exit_code":`)
@@ -268,7 +279,7 @@ func (w *recordWriter) result(r *task.Result) {
 	w.Raw("}")
 }
 
-func (w *recordWriter) gpus(uses []task.GPUUse) {
+func (w *recordWriter) gpus(uses []GPUUse) {
 	w.Raw("[")
 	for i := range uses {
 		u := &uses[i]
@@ -302,7 +313,7 @@ func (w *recordWriter) resources(r *envelope.ResourcesUsed) {
 	w.Raw("}")
 }
 
-func (w *recordWriter) approval(a *task.Approval) {
+func (w *recordWriter) approval(a *Approval) {
 	w.Raw(`{"state":`)
 	w.String(a.State)
 	w.Raw(`,"why":`)
@@ -326,7 +337,7 @@ func (w *recordWriter) approval(a *task.Approval) {
 	w.Raw("}")
 }
 
-func (w *recordWriter) taskError(e *task.TaskError) {
+func (w *recordWriter) taskError(e *TaskError) {
 	w.Raw(`{"code":`)
 	w.Int(int64(e.Code))
 	w.Raw(`,"message":`)
@@ -338,8 +349,8 @@ func (w *recordWriter) taskError(e *task.TaskError) {
 	w.Raw("}")
 }
 
-// event writes ev and, when outputLen is not 0, the output_len of its task.StoredEvent.
-func (w *recordWriter) event(ev *task.Event, outputLen int64) {
+// event writes ev and, when outputLen is not 0, the output_len of its StoredEvent.
+func (w *recordWriter) event(ev *Event, outputLen int64) {
 	w.Raw(`{"seq":`)
 	w.Int(ev.Seq)
 	w.Raw(`,"type":`)
@@ -417,14 +428,14 @@ const (
 
 	eventFixed = len(`{"seq":,"type":"","at":,"state":"","message":""}`) + jsonw.IntSize + jsonw.TimeSize
 	// offsetFixed is what the output_offset of a status event and the output_len of
-	// its task.StoredEvent take together.
+	// its StoredEvent take together.
 	offsetFixed = len(`,"output_offset":,"output_len":`) + 2*jsonw.IntSize
 	statusFixed = len(`,"status":{"task_id":"","status":"","progress_percent":,"step":{"number":,"name":"",`+
 		`"output":"","output_chunk":""}}`) + 2*jsonw.IntSize
 	workResultFixed = len(`,"result":{"task_id":"","status":"","exit_code":,"output":""}`) + jsonw.IntSize + resourcesFixed
 )
 
-func taskSize(t *task.Task) int {
+func taskSize(t *Task) int {
 	n := taskFixed
 	if len(t.Parameters) > 0 {
 		n += len(`,"parameters":`) + jsonw.ValueSize(t.Parameters)
@@ -476,7 +487,7 @@ func rawSize(raw []byte) int {
 	return len(`,"structured_output":`) + len(raw)
 }
 
-func errorSize(e *task.TaskError) int {
+func errorSize(e *TaskError) int {
 	n := errorFixed + jsonw.TextSize(len(e.Message))
 	if len(e.Context) > 0 {
 		n += jsonw.ValueSize(e.Context)
@@ -484,7 +495,7 @@ func errorSize(e *task.TaskError) int {
 	return n
 }
 
-func eventSize(ev *task.Event) int {
+func eventSize(ev *Event) int {
 	n := eventFixed
 	text := len(ev.Type) + len(ev.State) + len(ev.Message) + len(ev.By)
 	if ev.By != "" {

@@ -1,4 +1,4 @@
-package badgerstore
+package task
 
 import (
 	"bytes"
@@ -12,23 +12,22 @@ import (
 
 	"github.com/chiffon-dev/chiffon/envelope"
 	"github.com/chiffon-dev/chiffon/internal/jsonw/jsonwtest"
-	"github.com/chiffon-dev/chiffon/orchestrator/task"
 )
 
-// assertStoredLikeReference checks marshalStored against what it wrote before records
+// assertStoredLikeReference checks MarshalStored against what it wrote before records
 // were written by hand: encoding/json with HTML escaping off. The bytes, or the error,
-// must be the same; the hand-written path must write every record (a non-nil *task.Task,
-// *task.Event or task.StoredEvent) except those encoding/json fails on; and both outputs must
+// must be the same; the hand-written path must write every record (a non-nil *Task,
+// *Event or StoredEvent) except those encoding/json fails on; and both outputs must
 // decode alike. It reports whether the hand-written path wrote v.
 func assertStoredLikeReference(t *testing.T, v any) bool {
 	t.Helper()
 	want, wantErr := jsonwtest.Reference(v)
-	got, err := marshalStored(v)
+	got, err := MarshalStored(v)
 	if (err == nil) != (wantErr == nil) || (err != nil && err.Error() != wantErr.Error()) {
-		t.Fatalf("marshalStored error %v, encoding/json error %v\nvalue %s", err, wantErr, dumpValue(v))
+		t.Fatalf("MarshalStored error %v, encoding/json error %v\nvalue %s", err, wantErr, dumpValue(v))
 	}
 	if !bytes.Equal(got, want) {
-		t.Fatalf("marshalStored differs from encoding/json\ngot  %s\nwant %s", got, want)
+		t.Fatalf("MarshalStored differs from encoding/json\ngot  %s\nwant %s", got, want)
 	}
 	_, hand := encodeStored(v)
 	if hand != (isRecord(v) && wantErr == nil) {
@@ -45,11 +44,11 @@ func assertStoredLikeReference(t *testing.T, v any) bool {
 
 func isRecord(v any) bool {
 	switch v := v.(type) {
-	case *task.Task:
+	case *Task:
 		return v != nil
-	case *task.Event:
+	case *Event:
 		return v != nil
-	case task.StoredEvent:
+	case StoredEvent:
 		return v.Event != nil
 	}
 	return false
@@ -61,8 +60,8 @@ func assertDecodesAlike(t *testing.T, v any, got, want []byte) {
 	t.Helper()
 	fresh := func() any {
 		switch v.(type) {
-		case task.StoredEvent:
-			return &task.StoredEvent{Event: &task.Event{}}
+		case StoredEvent:
+			return &StoredEvent{Event: &Event{}}
 		}
 		return reflect.New(reflect.TypeOf(v).Elem()).Interface()
 	}
@@ -94,15 +93,15 @@ func TestMarshalStoredMatchesEncodingJSON(t *testing.T) {
 		name string
 		gen  func() any
 	}{
-		{"task", func() any { v := new(task.Task); g.Fill(v); return v }},
-		{"event", func() any { v := new(task.Event); g.Fill(v); return v }},
+		{"task", func() any { v := new(Task); g.Fill(v); return v }},
+		{"event", func() any { v := new(Event); g.Fill(v); return v }},
 		{"stored event", func() any {
-			var v task.StoredEvent
+			var v StoredEvent
 			g.Fill(&v)
 			return v
 		}},
 		{"stored form of a status event", func() any {
-			v := new(task.Event)
+			v := new(Event)
 			g.Fill(v)
 			if v.Status == nil {
 				v.Status = &envelope.WorkStatus{}
@@ -111,7 +110,7 @@ func TestMarshalStoredMatchesEncodingJSON(t *testing.T) {
 			if v.OutputOffset == nil {
 				v.OutputOffset = new(int64)
 			}
-			return task.StoredForm(v)
+			return StoredForm(v)
 		}},
 	}
 	const n = 3000
@@ -130,33 +129,33 @@ func TestMarshalStoredMatchesEncodingJSON(t *testing.T) {
 
 func TestMarshalStoredFallsBackToEncodingJSON(t *testing.T) {
 	// Each value needs encoding/json somewhere: it either writes what the hand-written
-	// path does not, or reports an error, which marshalStored must report in the same
+	// path does not, or reports an error, which MarshalStored must report in the same
 	// words.
 	at := time.Date(2025, 6, 1, 12, 0, 0, 0, time.UTC)
-	record := func(change func(*task.Task)) *task.Task {
-		t := &task.Task{ID: "t", State: task.StateRunning, CreatedAt: at, UpdatedAt: at}
+	record := func(change func(*Task)) *Task {
+		t := &Task{ID: "t", State: StateRunning, CreatedAt: at, UpdatedAt: at}
 		change(t)
 		return t
 	}
-	var nilTask *task.Task
-	var nilEvent *task.Event
+	var nilTask *Task
+	var nilEvent *Event
 	cases := map[string]any{
-		"year 10000": record(func(t *task.Task) { t.CreatedAt = time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC) }),
-		"year -1 in its own zone": record(func(t *task.Task) {
+		"year 10000": record(func(t *Task) { t.CreatedAt = time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC) }),
+		"year -1 in its own zone": record(func(t *Task) {
 			t.UpdatedAt = time.Date(0, 1, 1, 1, 0, 0, 0, time.UTC).In(time.FixedZone("", -2*3600))
 		}),
-		"zone offset of 24 hours":  record(func(t *task.Task) { t.Steps = []task.StepInfo{{UpdatedAt: at.In(time.FixedZone("", 24*3600))}} }),
-		"NaN parameter":            record(func(t *task.Task) { t.Parameters = map[string]any{"x": math.NaN()} }),
-		"invalid number parameter": record(func(t *task.Task) { t.Parameters = map[string]any{"n": json.Number("1e")} }),
-		"unsupported context":      &task.Event{Type: task.EventError, At: at, Error: &task.TaskError{Context: map[string]any{"c": make(chan int)}}},
-		"cyclic parameters":        record(func(t *task.Task) { m := map[string]any{}; m["self"] = m; t.Parameters = m }),
-		"invalid structured output": record(func(t *task.Task) {
-			t.Result = &task.Result{Status: envelope.ResultSuccess, StructuredOutput: json.RawMessage(`{"a":`), At: at}
+		"zone offset of 24 hours":  record(func(t *Task) { t.Steps = []StepInfo{{UpdatedAt: at.In(time.FixedZone("", 24*3600))}} }),
+		"NaN parameter":            record(func(t *Task) { t.Parameters = map[string]any{"x": math.NaN()} }),
+		"invalid number parameter": record(func(t *Task) { t.Parameters = map[string]any{"n": json.Number("1e")} }),
+		"unsupported context":      &Event{Type: EventError, At: at, Error: &TaskError{Context: map[string]any{"c": make(chan int)}}},
+		"cyclic parameters":        record(func(t *Task) { m := map[string]any{}; m["self"] = m; t.Parameters = m }),
+		"invalid structured output": record(func(t *Task) {
+			t.Result = &Result{Status: envelope.ResultSuccess, StructuredOutput: json.RawMessage(`{"a":`), At: at}
 		}),
-		"invalid structured output of an event": &task.Event{Type: task.EventResult, At: at, StructuredOutput: json.RawMessage(`[1,`)},
+		"invalid structured output of an event": &Event{Type: EventResult, At: at, StructuredOutput: json.RawMessage(`[1,`)},
 		"nil task":                              nilTask,
 		"nil event":                             nilEvent,
-		"stored event without one":              task.StoredEvent{OutputLen: 3},
+		"stored event without one":              StoredEvent{OutputLen: 3},
 		"a map":                                 map[string]any{"<": "&"},
 	}
 	for name, v := range cases {
@@ -178,7 +177,7 @@ func TestMarshalStoredAllocatesOnlyItsOutput(t *testing.T) {
 		size := fmt.Sprint(len(text))
 		records["task with text of "+size] = record
 		records["event with text of "+size] = event
-		records["stored event with text of "+size] = task.StoredForm(event)
+		records["stored event with text of "+size] = StoredForm(event)
 	}
 	for name, v := range benchRecords() {
 		if name != "task" { // its parameters go through encoding/json
@@ -189,37 +188,37 @@ func TestMarshalStoredAllocatesOnlyItsOutput(t *testing.T) {
 		if _, ok := encodeStored(v); !ok {
 			t.Fatalf("%s: not written by hand", name)
 		}
-		if n := testing.AllocsPerRun(20, func() { _, _ = marshalStored(v) }); n != 1 {
-			t.Errorf("%s: %v allocations per marshalStored, want 1", name, n)
+		if n := testing.AllocsPerRun(20, func() { _, _ = MarshalStored(v) }); n != 1 {
+			t.Errorf("%s: %v allocations per MarshalStored, want 1", name, n)
 		}
 	}
 }
 
 // widestRecords are a task and an event with every member set, numbers at their
 // widest, times with nanoseconds and an offset, and text for every string.
-func widestRecords(text string) (*task.Task, *task.Event) {
+func widestRecords(text string) (*Task, *Event) {
 	at := time.Date(2025, 6, 1, 12, 0, 0, 123456789, time.FixedZone("", -(9*3600+30*60)))
 	off, gpu := int64(math.MinInt64), int64(math.MinInt64)
-	rec := &task.Task{ID: text, State: task.StateError, ToAgent: "infra", WorkType: text, AgentID: text, RequestID: text, TraceID: text,
+	rec := &Task{ID: text, State: StateError, ToAgent: "infra", WorkType: text, AgentID: text, RequestID: text, TraceID: text,
 		BatchID: text, Schedule: text, FireTime: &at,
-		Approval: &task.Approval{State: text, Why: text, RequestedAt: at, ExpiresAt: at, By: text, Note: text, DecidedAt: &at},
-		Hints:    &task.Hints{MaxDurationSeconds: math.MinInt64, MaxMemoryMB: math.MinInt64, AgentID: text, GPUVRAMMB: &gpu},
+		Approval: &Approval{State: text, Why: text, RequestedAt: at, ExpiresAt: at, By: text, Note: text, DecidedAt: &at},
+		Hints:    &Hints{MaxDurationSeconds: math.MinInt64, MaxMemoryMB: math.MinInt64, AgentID: text, GPUVRAMMB: &gpu},
 		Attempts: math.MinInt, ProgressPercent: math.MinInt, OutputBytes: math.MinInt64, OutputComplete: true, CancelRequested: true,
-		Retries: []task.Retry{{Attempt: math.MinInt, Code: math.MinInt, Message: text, AgentID: text, WaitMS: math.MinInt64, At: at},
+		Retries: []Retry{{Attempt: math.MinInt, Code: math.MinInt, Message: text, AgentID: text, WaitMS: math.MinInt64, At: at},
 			{Attempt: math.MinInt, Code: math.MinInt, Message: text, AgentID: text, WaitMS: math.MinInt64, At: at}},
-		Steps: []task.StepInfo{{Number: math.MinInt64, Name: text, Status: text, UpdatedAt: at}, {Number: math.MinInt64, Name: text, Status: text, UpdatedAt: at}},
-		Result: &task.Result{Status: text, ExitCode: math.MinInt64, OutputTruncated: true, OutputTotalBytes: math.MinInt64, At: at,
-			GPUs:          []task.GPUUse{{Index: math.MinInt, UUID: text, Name: text, PeakMB: math.MinInt64}, {Index: math.MinInt, UUID: text, Name: text, PeakMB: math.MinInt64}},
+		Steps: []StepInfo{{Number: math.MinInt64, Name: text, Status: text, UpdatedAt: at}, {Number: math.MinInt64, Name: text, Status: text, UpdatedAt: at}},
+		Result: &Result{Status: text, ExitCode: math.MinInt64, OutputTruncated: true, OutputTotalBytes: math.MinInt64, At: at,
+			GPUs:          []GPUUse{{Index: math.MinInt, UUID: text, Name: text, PeakMB: math.MinInt64}, {Index: math.MinInt, UUID: text, Name: text, PeakMB: math.MinInt64}},
 			ResourcesUsed: &envelope.ResourcesUsed{DurationSeconds: math.MinInt64, GPUVRAMMB: math.MinInt64, CPUTimeMS: math.MinInt64}},
-		Error:     &task.TaskError{Code: math.MinInt, Message: text},
+		Error:     &TaskError{Code: math.MinInt, Message: text},
 		CreatedAt: at, UpdatedAt: at, FirstDispatchAt: &at, LastAttemptAt: &at, FinishedAt: &at,
 	}
-	event := &task.Event{Seq: math.MinInt64, Type: text, At: at, State: task.StateError, OutputOffset: &off, Message: text, By: text,
+	event := &Event{Seq: math.MinInt64, Type: text, At: at, State: StateError, OutputOffset: &off, Message: text, By: text,
 		Status: &envelope.WorkStatus{TaskID: text, Status: text, ProgressPercent: math.MinInt,
 			Step: envelope.Step{Number: math.MinInt64, Name: text, Output: text, OutputChunk: text}},
 		Result: &envelope.WorkResult{TaskID: text, Status: text, ExitCode: math.MinInt64, Output: text,
 			ResourcesUsed: &envelope.ResourcesUsed{DurationSeconds: math.MinInt64, GPUVRAMMB: math.MinInt64, CPUTimeMS: math.MinInt64}},
-		Error: &task.TaskError{Code: math.MinInt, Message: text}}
+		Error: &TaskError{Code: math.MinInt, Message: text}}
 	return rec, event
 }
 
@@ -229,27 +228,27 @@ func benchRecords() map[string]any {
 	now := time.Date(2025, 6, 1, 12, 30, 45, 123456789, time.UTC)
 	later := now.Add(1500 * time.Millisecond)
 	off := int64(0)
-	rec := &task.Task{
-		ID: envelope.NewID(), State: task.StateSucceeded, ToAgent: envelope.Infra, WorkType: "noop",
+	rec := &Task{
+		ID: envelope.NewID(), State: StateSucceeded, ToAgent: envelope.Infra, WorkType: "noop",
 		Parameters: map[string]any{"data": strings.Repeat("x", 64)},
 		AgentID:    "infra-" + envelope.NewID(), RequestID: envelope.NewID(), TraceID: envelope.NewID(),
 		Attempts: 1, ProgressPercent: 100,
-		Steps:       []task.StepInfo{{Number: 1, Name: "run", Status: envelope.StatusStepCompleted, UpdatedAt: later}},
-		Result:      &task.Result{Status: envelope.ResultSuccess, ResourcesUsed: &envelope.ResourcesUsed{DurationSeconds: 1, CPUTimeMS: 12}, OutputTotalBytes: 64, At: later},
+		Steps:       []StepInfo{{Number: 1, Name: "run", Status: envelope.StatusStepCompleted, UpdatedAt: later}},
+		Result:      &Result{Status: envelope.ResultSuccess, ResourcesUsed: &envelope.ResourcesUsed{DurationSeconds: 1, CPUTimeMS: 12}, OutputTotalBytes: 64, At: later},
 		OutputBytes: 64, OutputComplete: true, CreatedAt: now, UpdatedAt: later,
 		FirstDispatchAt: &now, LastAttemptAt: &now, FinishedAt: &later,
 	}
 	bare := *rec
 	bare.Parameters = nil
-	status := &task.Event{Seq: 3, Type: task.EventStatus, At: later, State: task.StateRunning, OutputOffset: &off,
+	status := &Event{Seq: 3, Type: EventStatus, At: later, State: StateRunning, OutputOffset: &off,
 		Status: &envelope.WorkStatus{TaskID: rec.ID, Status: envelope.StatusStepCompleted, ProgressPercent: 100,
 			Step: envelope.Step{Number: 1, Name: "run", Output: strings.Repeat("output line\n", 5)}}}
 	return map[string]any{
 		"task":                    rec,
 		"task_without_parameters": &bare,
-		"event_state":             &task.Event{Seq: 2, Type: task.EventState, At: now, State: task.StateDispatched, Message: "dispatched to infra-1 (attempt 1)"},
-		"event_status":            task.StoredForm(status),
-		"event_result": &task.Event{Seq: 4, Type: task.EventResult, At: later, State: task.StateSucceeded,
+		"event_state":             &Event{Seq: 2, Type: EventState, At: now, State: StateDispatched, Message: "dispatched to infra-1 (attempt 1)"},
+		"event_status":            StoredForm(status),
+		"event_result": &Event{Seq: 4, Type: EventResult, At: later, State: StateSucceeded,
 			Result: &envelope.WorkResult{TaskID: rec.ID, Status: envelope.ResultSuccess, Output: strings.Repeat("output line\n", 5),
 				ResourcesUsed: &envelope.ResourcesUsed{DurationSeconds: 1, CPUTimeMS: 12}}},
 	}
@@ -263,7 +262,7 @@ func BenchmarkMarshalStored(b *testing.B) {
 		b.Run(name, func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
-				if _, err := marshalStored(v); err != nil {
+				if _, err := MarshalStored(v); err != nil {
 					b.Fatal(err)
 				}
 			}
