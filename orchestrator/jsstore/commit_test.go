@@ -110,22 +110,38 @@ func refuseLargeMessages(t *testing.T, js jetstream.JetStream, st jetstream.Stre
 	}
 }
 
+// outcomes is a done function for each of n writes and a function that waits
+// for their outcomes, in order.
+func outcomes(t *testing.T, n int) ([]func(error), func() []error) {
+	chans := make([]chan error, n)
+	dones := make([]func(error), n)
+	for i := range chans {
+		c := make(chan error, 1)
+		chans[i], dones[i] = c, func(err error) { c <- err }
+	}
+	return dones, func() []error {
+		t.Helper()
+		out := make([]error, n)
+		for i, c := range chans {
+			select {
+			case out[i] = <-c:
+			case <-time.After(wait):
+				t.Fatalf("write %d never answered", i+1)
+			}
+		}
+		return out
+	}
+}
+
 // saveBoth saves first, held, and second in one commit, and returns their
 // outcomes.
 func saveBoth(t *testing.T, s *jsstore.Store, first, second *task.Write) (error, error) {
 	t.Helper()
 	first.MoreComing = true
-	errs := [2]chan error{make(chan error, 1), make(chan error, 1)}
-	s.Save(first, func(err error) { errs[0] <- err })
-	s.Save(second, func(err error) { errs[1] <- err })
-	var out [2]error
-	for i, c := range errs {
-		select {
-		case out[i] = <-c:
-		case <-time.After(wait):
-			t.Fatalf("write %d never answered", i+1)
-		}
-	}
+	dones, wait := outcomes(t, 2)
+	s.Save(first, dones[0])
+	s.Save(second, dones[1])
+	out := wait()
 	return out[0], out[1]
 }
 
@@ -252,20 +268,13 @@ func TestOneReplicaRetriesAWriteWithTheWritesAfterIt(t *testing.T) {
 	jsstore.SetNoRespondersFor(t, 500*time.Millisecond)
 	srv, _ := startServer(t, "")
 	s := open(t, connect(t, srv), freshOptions(0))
-	errs := [3]chan error{make(chan error, 1), make(chan error, 1), make(chan error, 1)}
+	dones, waitAll := outcomes(t, 3)
 	before := fullWrite("task-1", "one")
 	before.MoreComing = true
-	s.Save(before, func(err error) { errs[0] <- err })
-	s.SaveOutside(true, func(err error) { errs[1] <- err })
-	s.Save(fullWrite("task-2", "two"), func(err error) { errs[2] <- err })
-	var got [3]error
-	for i, c := range errs {
-		select {
-		case got[i] = <-c:
-		case <-time.After(wait):
-			t.Fatalf("write %d never answered", i+1)
-		}
-	}
+	s.Save(before, dones[0])
+	s.SaveOutside(true, dones[1])
+	s.Save(fullWrite("task-2", "two"), dones[2])
+	got := waitAll()
 	if got[0] != nil || !errors.Is(got[1], task.ErrUnavailable) || !errors.Is(got[2], task.ErrUnavailable) {
 		t.Fatalf("outcomes %v; want nil, then unavailable for the failing write and the one after it", got)
 	}

@@ -105,8 +105,8 @@ func retryable(err error, el *election) bool {
 // isRecordSubject reports whether subject is a task's record or its finish
 // marker: what the second round publishes.
 func (s *Store) isRecordSubject(subject string) bool {
-	rest, ok := strings.CutPrefix(subject, s.prefix+".")
-	return ok && (strings.HasPrefix(rest, "t.") || strings.HasPrefix(rest, "f."))
+	rest, ok := strings.CutPrefix(subject, s.prefix)
+	return ok && (strings.HasPrefix(rest, ".t.") || strings.HasPrefix(rest, ".f."))
 }
 
 // publishRound publishes the messages of every write of ws, all at once, then

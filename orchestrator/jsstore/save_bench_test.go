@@ -16,28 +16,35 @@ import (
 // BenchmarkSave is one write of a record and an event at a time, each waited for:
 // what a task's commit costs on JetStream, on one server and on a stream of 3
 // replicas on a three-node cluster in this process.
-func BenchmarkSave(b *testing.B) {
+func BenchmarkSave(b *testing.B) { eachBenchStore(b, benchSave) }
+
+// eachBenchStore runs bench on a store on one server and on one of 3 replicas
+// on a three-node cluster in this process.
+func eachBenchStore(b *testing.B, bench func(*testing.B, *jsstore.Store)) {
+	run := func(b *testing.B, url string, replicas int) {
+		nc, err := nats.Connect(url)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer nc.Close()
+		s, err := jsstore.Open(nc, jsstore.Options{Stream: "BENCH", Prefix: "bench.store", Replicas: replicas})
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer s.Close()
+		bench(b, s)
+	}
 	b.Run("one-server", func(b *testing.B) {
 		srv := testnats.Start(b, broker.ServerConfig{JetStream: true, StoreDir: testnats.StoreDir(b)})
-		benchSave(b, srv.ClientURL(), 1)
+		run(b, srv.ClientURL(), 1)
 	})
 	b.Run("three-replicas", func(b *testing.B) {
 		c := testnats.StartCluster(b, broker.LocalClusterConfig{})
-		benchSave(b, c.ClientURL(0), 3)
+		run(b, c.ClientURL(0), 3)
 	})
 }
 
-func benchSave(b *testing.B, url string, replicas int) {
-	nc, err := nats.Connect(url)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer nc.Close()
-	s, err := jsstore.Open(nc, jsstore.Options{Stream: "BENCH", Prefix: "bench.store", Replicas: replicas})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer s.Close()
+func benchSave(b *testing.B, s *jsstore.Store) {
 	tk := &task.Task{ID: "task-bench", State: task.StateRunning, ToAgent: envelope.Code, WorkType: "echo"}
 	errc := make(chan error, 1)
 	n := int64(0)
@@ -53,30 +60,11 @@ func benchSave(b *testing.B, url string, replicas int) {
 
 // BenchmarkSaveParallel is writes of a record and an event from 64 goroutines at
 // once, each waited for: the commits group as the orchestrator's do under load.
-func BenchmarkSaveParallel(b *testing.B) {
-	b.Run("one-server", func(b *testing.B) {
-		srv := testnats.Start(b, broker.ServerConfig{JetStream: true, StoreDir: testnats.StoreDir(b)})
-		benchSaveParallel(b, srv.ClientURL(), 1)
-	})
-	b.Run("three-replicas", func(b *testing.B) {
-		c := testnats.StartCluster(b, broker.LocalClusterConfig{})
-		benchSaveParallel(b, c.ClientURL(0), 3)
-	})
-}
+func BenchmarkSaveParallel(b *testing.B) { eachBenchStore(b, benchSaveParallel) }
 
-func benchSaveParallel(b *testing.B, url string, replicas int) {
-	nc, err := nats.Connect(url)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer nc.Close()
-	s, err := jsstore.Open(nc, jsstore.Options{Stream: "BENCH", Prefix: "bench.store", Replicas: replicas})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer s.Close()
+func benchSaveParallel(b *testing.B, s *jsstore.Store) {
 	var next atomic.Int64
-	b.SetParallelism(32) // 64 writers on 2 cores
+	b.SetParallelism(32) // 32 writers a CPU: 64 on 2 cores
 	b.RunParallel(func(pb *testing.PB) {
 		errc := make(chan error, 1)
 		for pb.Next() {
