@@ -7,11 +7,11 @@ import (
 	"github.com/chiffon-dev/chiffon/internal/jsonw"
 )
 
-// MarshalStored is json.Marshal without HTML escaping: output text such as "<200>" is
-// stored as written rather than as \u003c escapes (readers decode both alike). Task
-// records and events, nearly every write, are written by hand (see storedjson.go);
-// anything else, or a record the hand-written path gives up on, goes through
-// encoding/json.
+// MarshalStored is json.Marshal without HTML escaping, what both task stores write:
+// output text such as "<200>" is stored as written rather than as \u003c escapes
+// (readers decode both alike). Task records and events, nearly every write, are
+// written by hand (below); anything else, or a record the hand-written path gives
+// up on, goes through encoding/json.
 func MarshalStored(v any) ([]byte, error) {
 	if b, ok := encodeStored(v); ok {
 		return b, nil
