@@ -116,6 +116,11 @@
 //     applied the latest commit yet, so a read right after a done may miss that
 //     write for a moment. With one replica (the default) reads see every
 //     committed write.
+//   - On one replica a write that fails after its first round (a message
+//     refused, or a leader deposed between the rounds) may leave its events
+//     stored without its record. A reader takes them as it takes the status
+//     events that are saved without a record: the next write of the task's
+//     events with the same sequence numbers replaces them.
 //   - The store speaks the JetStream API under its default prefix ($JS.API): no
 //     domain or custom API prefix.
 package jsstore
