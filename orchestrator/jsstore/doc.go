@@ -118,9 +118,9 @@
 //     committed write.
 //   - On one replica a write that fails after its first round (a message
 //     refused, or a leader deposed between the rounds) may leave its events
-//     stored without its record. A reader takes them as it takes the status
-//     events that are saved without a record: the next write of the task's
-//     events with the same sequence numbers replaces them.
+//     stored without its record. They read as the status events do, which are
+//     saved without a record: in the task's history, and a core that recovers
+//     the task numbers its next events after them.
 //   - The store speaks the JetStream API under its default prefix ($JS.API): no
 //     domain or custom API prefix.
 package jsstore
