@@ -44,14 +44,5 @@ func (s *Store) DeleteStream() error {
 // SaveOutside queues, held or not, a write of one message on a subject no
 // stream takes: the server answers it with no responders.
 func (s *Store) SaveOutside(hold bool, done func(error)) {
-	p := &pending{msgs: []message{{subject: "jsstore-test.nowhere", data: []byte("x")}}, size: 1, done: done}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if hold {
-		s.held = append(s.held, p)
-		return
-	}
-	s.queue = append(append(s.queue, s.held...), p)
-	s.held = nil
-	s.signal()
+	s.enqueue(newPending([]message{{subject: "jsstore-test.nowhere", data: []byte("x")}}, nil, done), hold)
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -71,7 +70,7 @@ func (s *Store) publishRounds(ws []*pending, results []error, el *election, fenc
 	lasts := make([][]message, len(ws))
 	for i, p := range ws {
 		for _, m := range p.msgs {
-			if s.isRecordSubject(m.subject) {
+			if m.last {
 				lasts[i] = append(lasts[i], m)
 			} else {
 				firsts[i] = append(firsts[i], m)
@@ -102,13 +101,6 @@ func retryable(err error, el *election) bool {
 	return transient(err) || (el != nil && wrongSequence(err))
 }
 
-// isRecordSubject reports whether subject is a task's record or its finish
-// marker: what the second round publishes.
-func (s *Store) isRecordSubject(subject string) bool {
-	rest, ok := strings.CutPrefix(subject, s.prefix)
-	return ok && (strings.HasPrefix(rest, ".t.") || strings.HasPrefix(rest, ".f."))
-}
-
 // publishRound publishes the messages of every write of ws, all at once, then
 // gathers the server's acknowledgements: results[i] is set to the first error
 // of ws[i]'s messages, or left nil when they were all stored. A write with an
@@ -124,7 +116,7 @@ func (s *Store) publishRound(ws [][]message, results []error, el *election, fenc
 			continue
 		}
 		for _, m := range msgs {
-			ack, err := s.js.PublishMsgAsync(s.plainMsg(m, el, fence), jetstream.WithRetryAttempts(0))
+			ack, err := s.js.PublishMsgAsync(s.plainMsg(m, el, fence), noRetries)
 			if err != nil {
 				results[i] = err
 				break
@@ -132,11 +124,7 @@ func (s *Store) publishRound(ws [][]message, results []error, el *election, fenc
 			all = append(all, sent{i, ack})
 		}
 	}
-	wait := opTimeout
-	if el != nil {
-		wait = el.attempt()
-	}
-	timeout := time.NewTimer(wait)
+	timeout := time.NewTimer(ackWait(el))
 	defer timeout.Stop()
 	late := false
 	for _, a := range all {
@@ -169,6 +157,10 @@ func ackOf(ack jetstream.PubAckFuture, timeout <-chan time.Time, late *bool) err
 		return errors.Join(errAckLate, context.DeadlineExceeded)
 	}
 }
+
+// noRetries keeps the client from publishing a message again by itself (on
+// no responders), which could store it after the messages sent after it.
+var noRetries = jetstream.WithRetryAttempts(0)
 
 // errAckLate says that the server did not acknowledge a message in time.
 var errAckLate = errors.New("jsstore: no acknowledgement from the stream in time")

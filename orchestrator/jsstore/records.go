@@ -31,7 +31,7 @@ func (s *Store) PutRecord(kind, id string, data []byte) error {
 	if len(data) > s.maxData {
 		return fmt.Errorf("jsstore: record %s/%s is %d bytes, more than the server's max payload allows (%d)", kind, id, len(data), s.maxData)
 	}
-	return s.commitAlone([]message{{s.recordSubject(kind, id), data}})
+	return s.commitAlone([]message{{s.recordSubject(kind, id), data, false}})
 }
 
 // Record returns the record id of kind, read as Task reads a task's record (from

@@ -41,10 +41,13 @@ const (
 // in the stream.
 const HeaderWriter = "Chiffon-Writer"
 
-// message is one message of a batch.
+// message is one message of a batch. last marks a task's record or finish
+// marker, which a commit on one replica publishes after the other messages
+// (ordered.go).
 type message struct {
 	subject string
 	data    []byte
+	last    bool
 }
 
 // pending is a write Save queued: its messages, or the error that keeps it out.
@@ -55,30 +58,43 @@ type pending struct {
 	done func(error)
 }
 
-// Save encodes w now and queues it behind the earlier writes; done runs on the
-// writer goroutine once w is committed, or with the error that kept it out. A
-// write with MoreComing is held until the next Save without it, Flush or Close.
-func (s *Store) Save(w *task.Write, done func(error)) {
-	p := &pending{done: done}
-	p.msgs, p.err = s.encode(w)
-	for _, m := range p.msgs {
+// newPending is a write of msgs, or of the error err, to be answered by done.
+func newPending(msgs []message, err error, done func(error)) *pending {
+	p := &pending{msgs: msgs, err: err, done: done}
+	for _, m := range msgs {
 		p.size += len(m.data)
 	}
+	return p
+}
+
+// enqueue queues p for the writer, held for the next write when hold is set,
+// and reports false, queuing nothing, once the store is closed.
+func (s *Store) enqueue(p *pending, hold bool) bool {
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
-		go done(ErrClosed) // not on the caller's goroutine: it may hold what done takes
-		return
+		return false
 	}
-	if w.MoreComing {
+	if hold {
 		s.held = append(s.held, p)
 		s.mu.Unlock()
-		return
+		return true
 	}
 	s.queue = append(append(s.queue, s.held...), p)
 	s.held = nil
 	s.mu.Unlock()
 	s.signal()
+	return true
+}
+
+// Save encodes w now and queues it behind the earlier writes; done runs on the
+// writer goroutine once w is committed, or with the error that kept it out. A
+// write with MoreComing is held until the next Save without it, Flush or Close.
+func (s *Store) Save(w *task.Write, done func(error)) {
+	msgs, err := s.encode(w)
+	if !s.enqueue(newPending(msgs, err, done), w.MoreComing) {
+		go done(ErrClosed) // not on the caller's goroutine: it may hold what done takes
+	}
 }
 
 // Flush queues the held writes for the writer; it does not wait for the commit.
@@ -105,13 +121,13 @@ func (s *Store) encode(w *task.Write) ([]message, error) {
 		if err != nil {
 			return nil, fmt.Errorf("jsstore: encode task %s: %w", w.ID, err)
 		}
-		msgs = append(msgs, message{s.taskSubject(w.ID), b})
+		msgs = append(msgs, message{s.taskSubject(w.ID), b, true})
 		if w.Task.State.Final() {
 			at := time.Now()
 			if w.Task.FinishedAt != nil {
 				at = *w.Task.FinishedAt
 			}
-			msgs = append(msgs, message{s.markerSubject(w.ID), []byte(at.Format(time.RFC3339Nano))})
+			msgs = append(msgs, message{s.markerSubject(w.ID), []byte(at.Format(time.RFC3339Nano)), true})
 		}
 	}
 	for _, ev := range w.Events {
@@ -122,10 +138,10 @@ func (s *Store) encode(w *task.Write) ([]message, error) {
 		if err != nil {
 			return nil, fmt.Errorf("jsstore: encode event %d of task %s: %w", ev.Seq, w.ID, err)
 		}
-		msgs = append(msgs, message{s.eventSubject(w.ID, ev.Seq), b})
+		msgs = append(msgs, message{s.eventSubject(w.ID, ev.Seq), b, false})
 	}
 	if w.Output.Data != "" {
-		msgs = append(msgs, message{s.pieceSubject(w.ID, w.Output.Offset), []byte(w.Output.Data)})
+		msgs = append(msgs, message{s.pieceSubject(w.ID, w.Output.Offset), []byte(w.Output.Data), false})
 	}
 	if len(msgs) > maxBatchMsgs {
 		return nil, fmt.Errorf("jsstore: write of task %s: %d messages, more than one atomic batch takes (%d)", w.ID, len(msgs), maxBatchMsgs)
@@ -226,6 +242,15 @@ func (s *Store) commitGroup(group []*pending, msgs int, el *election) {
 	for _, p := range group {
 		p.done(err)
 	}
+}
+
+// ackWait is how long a commit waits for the server's answer: in an election
+// briefly, so that the writer gets back to renewing the lease.
+func ackWait(el *election) time.Duration {
+	if el != nil {
+		return el.attempt()
+	}
+	return opTimeout
 }
 
 // Retries of a commit the server could not take (out of reach, no stream
@@ -395,11 +420,7 @@ func (s *Store) publish(msgs []message, el *election, fence uint64) error {
 			continue
 		}
 		nm.Header[hdrBatchCommit] = []string{"1"}
-		wait := opTimeout
-		if el != nil {
-			wait = el.attempt()
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), wait)
+		ctx, cancel := context.WithTimeout(context.Background(), ackWait(el))
 		defer cancel()
 		resp, err := s.nc.RequestMsgWithContext(ctx, nm)
 		if err != nil {
@@ -460,11 +481,11 @@ func (s *Store) ReplaceOutput(id, data string) error {
 	for _, c := range output.Split(data, envelope.MaxChunkSize) {
 		subj := s.pieceSubject(id, c.Range.Start)
 		keep[subj] = true
-		msgs = append(msgs, message{subj, []byte(c.Data)})
+		msgs = append(msgs, message{subj, []byte(c.Data), false})
 	}
 	for _, subj := range old {
 		if !keep[subj] {
-			msgs = append(msgs, message{subj, nil})
+			msgs = append(msgs, message{subj, nil, false})
 		}
 	}
 	for m := range slices.Chunk(msgs, maxBatchMsgs) {
@@ -478,19 +499,9 @@ func (s *Store) ReplaceOutput(id, data string) error {
 // commitAlone queues msgs as one write for the writer and waits for its commit.
 func (s *Store) commitAlone(msgs []message) error {
 	done := make(chan error, 1)
-	p := &pending{msgs: msgs, done: func(err error) { done <- err }}
-	for _, m := range msgs {
-		p.size += len(m.data)
-	}
-	s.mu.Lock()
-	if s.closed {
-		s.mu.Unlock()
+	if !s.enqueue(newPending(msgs, nil, func(err error) { done <- err }), false) {
 		return ErrClosed
 	}
-	s.queue = append(append(s.queue, s.held...), p)
-	s.held = nil
-	s.mu.Unlock()
-	s.signal()
 	return <-done
 }
 
