@@ -13,7 +13,12 @@ import (
 // batch of many writes pays that once.
 //
 // Writes commit in the order Write was called, each one whole in one transaction.
-// While a batch commits, the next one gathers; a lone write goes at once.
+// A lone write goes at once. The goroutine that builds transactions does not wait
+// for Badger to write them: it hands up to maxCommitting to Badger's write
+// channel (which writes them in that order) and gathers the next batch, while a
+// second goroutine waits for each in turn and runs its writes' done functions.
+// Waiting for each commit instead made every write of the process go through
+// one goroutine's wait on Badger (measured: 3% more CPU per parallel dispatch).
 type Batcher struct {
 	db *DB
 
@@ -23,7 +28,23 @@ type Batcher struct {
 	closed  bool
 	wake    chan struct{}
 	stopped chan struct{}
+
+	// committing takes each transaction handed to Badger, in order, to the
+	// goroutine that waits for it and runs its writes' done functions.
+	committing chan commitGroup
 }
+
+// commitGroup is consecutive writes that commit or fail together: err is known
+// at once, or comes on result when Badger has written them.
+type commitGroup struct {
+	ws     []pendingWrite
+	err    error
+	result chan error
+}
+
+// maxCommitting bounds the transactions handed to Badger and not yet written,
+// besides the one whose write is being waited for.
+const maxCommitting = 4
 
 type pendingWrite struct {
 	entries []*badger.Entry
@@ -40,15 +61,18 @@ const maxBatchWrites = 256
 
 // NewBatcher starts a Batcher on db. Close it before db.
 func NewBatcher(db *DB) *Batcher {
-	b := &Batcher{db: db, wake: make(chan struct{}, 1), stopped: make(chan struct{})}
+	b := &Batcher{db: db, wake: make(chan struct{}, 1), stopped: make(chan struct{}),
+		committing: make(chan commitGroup, maxCommitting)}
 	go b.loop()
+	go b.complete()
 	return b
 }
 
 // Write queues entries to be committed together, and returns at once. done runs once
 // they are committed, or with the error that kept them out. It runs on the
-// committing goroutine, in order with the other writes' done functions, and must not
-// block: a done that needs a lock starts a goroutine to take it.
+// goroutine that waits for commits, in order with the other writes' done
+// functions, and must not block: a done that needs a lock starts a goroutine to
+// take it.
 func (b *Batcher) Write(entries []*badger.Entry, done func(error)) {
 	if b.add(pendingWrite{entries: entries, done: done}, false) {
 		b.Kick()
@@ -75,7 +99,7 @@ func (b *Batcher) Hold(entries []*badger.Entry, done func(error)) {
 
 // Flush is Kick when a held write may wait in the queue, and nothing otherwise: a
 // caller that held writes for a burst ends it with Flush, without waking the
-// committing goroutine for nothing when no write was held.
+// goroutine that builds transactions for nothing when no write was held.
 func (b *Batcher) Flush() {
 	b.mu.Lock()
 	held := b.held
@@ -141,7 +165,7 @@ func (b *Batcher) Close() {
 }
 
 func (b *Batcher) loop() {
-	defer close(b.stopped)
+	defer close(b.committing)
 	for {
 		<-b.wake // only a Write, Kick or Close starts a commit: held writes wait
 		b.mu.Lock()
@@ -159,26 +183,35 @@ func (b *Batcher) loop() {
 	}
 }
 
-// commit writes ws in as few transactions as Badger's size bounds allow, then hands
-// each write's outcome to its done function.
-func (b *Batcher) commit(ws []pendingWrite) {
-	results := make([]error, len(ws))
-	for start := 0; start < len(ws); {
-		end, err := b.commitFrom(ws, start, results)
-		for i := start; i < end && err != nil; i++ {
-			results[i] = err
+// complete waits for each group's commit, in the order they were handed to
+// Badger, and runs its writes' done functions.
+func (b *Batcher) complete() {
+	defer close(b.stopped)
+	for g := range b.committing {
+		err := g.err
+		if g.result != nil {
+			err = <-g.result
 		}
-		start = end
-	}
-	for i, w := range ws {
-		w.done(results[i])
+		for _, w := range g.ws {
+			w.done(err)
+		}
 	}
 }
 
-// commitFrom commits ws[start:end] in one transaction, for the largest end that
-// fits, and returns end. A write refused in a transaction of its own (too large for
-// one, or with a bad entry) fails alone, its error recorded in results.
-func (b *Batcher) commitFrom(ws []pendingWrite, start int, results []error) (int, error) {
+// commit hands ws to Badger in as few transactions as its size bounds allow,
+// without waiting for them to be written.
+func (b *Batcher) commit(ws []pendingWrite) {
+	for start := 0; start < len(ws); {
+		g := b.commitFrom(ws, start)
+		b.committing <- g
+		start += len(g.ws)
+	}
+}
+
+// commitFrom hands ws[start:end] to Badger in one transaction, for the largest end
+// that fits. A write refused in a transaction of its own (too large for one, or
+// with a bad entry) fails alone.
+func (b *Batcher) commitFrom(ws []pendingWrite, start int) commitGroup {
 	txn := b.db.newTxn()
 	defer func() { txn.Discard() }()
 	end := start
@@ -188,8 +221,7 @@ func (b *Batcher) commitFrom(ws []pendingWrite, start int, results []error) (int
 			continue
 		}
 		if end == start {
-			results[end] = err
-			return end + 1, nil
+			return commitGroup{ws: ws[start : end+1], err: err}
 		}
 		// ws[end] is partly in txn: the writes before it commit without it, and it
 		// starts the next transaction.
@@ -197,12 +229,16 @@ func (b *Batcher) commitFrom(ws []pendingWrite, start int, results []error) (int
 		txn = b.db.newTxn()
 		for _, w := range ws[start:end] {
 			if err := w.apply(txn); err != nil {
-				return end, err
+				return commitGroup{ws: ws[start:end], err: err}
 			}
 		}
 		break
 	}
-	return end, b.db.commit(txn)
+	result := make(chan error, 1)
+	if err := b.db.commitAsync(txn, func(err error) { result <- err }); err != nil {
+		return commitGroup{ws: ws[start:end], err: err}
+	}
+	return commitGroup{ws: ws[start:end], result: result}
 }
 
 // apply sets w's entries in txn, then deletes its keys.

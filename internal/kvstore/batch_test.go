@@ -102,6 +102,47 @@ func TestBatcherCommitsInOrder(t *testing.T) {
 	}
 }
 
+// Writes made one after another, many transactions of them handed to Badger
+// before the first is written, each run their done in the order they were made,
+// and only once they are stored.
+func TestBatcherRunsDonesInOrderOnceStored(t *testing.T) {
+	db := openTestDB(t)
+	b := NewBatcher(db)
+	const n = 3000
+	value := strings.Repeat("v", 4<<10) // a memtable of 1 MiB fills every ~250 writes
+	var order []int
+	var unstored []string
+	finished := make(chan struct{})
+	for i := range n {
+		key := fmt.Sprintf("k%d", i)
+		b.Write([]*badger.Entry{entry(key, value)}, func(err error) {
+			if err != nil {
+				t.Errorf("%s: %v", key, err)
+			}
+			if _, ok := get(t, db, key); !ok {
+				unstored = append(unstored, key)
+			}
+			order = append(order, i) // dones run on one goroutine
+			if i == n-1 {
+				close(finished)
+			}
+		})
+	}
+	<-finished
+	b.Close()
+	if len(unstored) > 0 {
+		t.Errorf("%d writes done before they were stored, first %s", len(unstored), unstored[0])
+	}
+	for i, got := range order {
+		if got != i {
+			t.Fatalf("done %d ran for write %d: dones out of order", i, got)
+		}
+	}
+	if len(order) != n {
+		t.Errorf("%d dones ran, want %d", len(order), n)
+	}
+}
+
 // A write that no transaction can hold, or with a bad entry, fails alone: the writes
 // around it in the same batch commit.
 func TestBatcherFailsABadWriteAlone(t *testing.T) {
@@ -120,12 +161,15 @@ func TestBatcherFailsABadWriteAlone(t *testing.T) {
 		{entries: []*badger.Entry{entry("d", "4")}},
 	}
 	results := make([]error, len(ws))
-	for start := 0; start < len(ws); {
-		end, err := b.commitFrom(ws, start, results)
-		if err != nil {
-			t.Fatalf("commit of writes %d..%d: %v", start, end, err)
-		}
-		start = end
+	var wg sync.WaitGroup
+	for i := range ws {
+		wg.Add(1)
+		ws[i].done = func(err error) { results[i] = err; wg.Done() }
+	}
+	b.commit(ws) // one batch, as the loop would take it
+	wg.Wait()
+	if results[0] != nil || results[2] != nil || results[4] != nil {
+		t.Errorf("the good writes failed: %v", results)
 	}
 	if !errors.Is(results[1], badger.ErrTxnTooBig) {
 		t.Errorf("huge write: %v, want ErrTxnTooBig", results[1])

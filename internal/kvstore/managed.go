@@ -54,6 +54,13 @@ func (d *DB) newTxn() *badger.Txn { return d.DB.NewTransactionAt(math.MaxUint64,
 // commit commits txn at a new timestamp and waits for it.
 func (d *DB) commit(txn *badger.Txn) error { return txn.CommitAt(d.nextTs(), nil) }
 
+// commitAsync hands txn to Badger at a new timestamp; done runs, on a goroutine
+// of Badger's, once it is written or has failed. Transactions handed over one
+// after another are written in that order.
+func (d *DB) commitAsync(txn *badger.Txn, done func(error)) error {
+	return txn.CommitAt(d.nextTs(), done)
+}
+
 // NewWriteBatch returns a write batch, for writes too large for one transaction,
 // that commits at a timestamp of its own.
 func (d *DB) NewWriteBatch() *badger.WriteBatch { return d.DB.NewWriteBatchAt(d.nextTs()) }
