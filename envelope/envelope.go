@@ -130,3 +130,8 @@ func (e *Envelope) Reply(p Payload) *Envelope {
 // (parallel dispatch 14% faster than with random v4 ids). Receivers accept a UUID
 // of any version.
 func NewID() string { return uuid.Must(uuid.NewV7()).String() }
+
+// The random bits of ids are read from crypto/rand 16 ids at a time: a task takes
+// about six ids, and a getrandom call each was 4% of a parallel dispatch's CPU.
+// The pool is set before any id is made, as the uuid package requires.
+func init() { uuid.EnableRandPool() }

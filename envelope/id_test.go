@@ -27,3 +27,44 @@ func TestParseID(t *testing.T) {
 		}
 	}
 }
+
+// NewID's ids are UUIDv7s, distinct across goroutines (their random bits come from
+// a shared pool) and, from one goroutine, each greater than the one before.
+func TestNewIDsAreDistinctOrderedV7s(t *testing.T) {
+	const goroutines, each = 8, 2000
+	ids := make([][]string, goroutines)
+	done := make(chan struct{})
+	for g := range goroutines {
+		go func() {
+			defer func() { done <- struct{}{} }()
+			for range each {
+				ids[g] = append(ids[g], envelope.NewID())
+			}
+		}()
+	}
+	for range goroutines {
+		<-done
+	}
+	seen := map[string]bool{}
+	for g, list := range ids {
+		for i, id := range list {
+			if _, ok := envelope.ParseID(id); !ok || id[14] != '7' {
+				t.Fatalf("%q is not a canonical UUIDv7", id)
+			}
+			if seen[id] {
+				t.Fatalf("%s made twice", id)
+			}
+			seen[id] = true
+			if i > 0 && id <= list[i-1] {
+				t.Fatalf("goroutine %d: %s after %s", g, id, list[i-1])
+			}
+		}
+	}
+}
+
+func BenchmarkNewID(b *testing.B) {
+	b.ReportAllocs()
+	for b.Loop() {
+		_ = envelope.NewID()
+	}
+}
