@@ -42,7 +42,7 @@ func TestBenchPrintsEveryFigure(t *testing.T) {
 		t.Fatalf("output is not one JSON object of numbers: %v\n%s", err, out.String())
 	}
 	for _, key := range []string{"raw_tasks_per_s", "chiffon_tasks_per_s", "throughput_ratio", "raw_p50_us",
-		"chiffon_p50_us", "chiffon_p99_us", "latency_ratio", "api_tasks_per_s", "chunk_mib_per_s",
+		"chiffon_p50_us", "chiffon_p99_us", "latency_ratio", "chiffon_cpu_us_per_task", "raw_cpu_us_per_req", "api_tasks_per_s", "chunk_mib_per_s",
 		"peak_rss_mib", "idle_agent_rss_mib", "idle_orchestrator_rss_mib"} {
 		v, ok := res[key]
 		if !ok {

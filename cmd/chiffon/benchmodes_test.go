@@ -37,7 +37,7 @@ func TestBenchScaleRunsEachPointInAProcessOfItsOwn(t *testing.T) {
 			t.Errorf("point %d: %+v, want GOMAXPROCS %d without error", i, p, i+1)
 		}
 		for name, v := range map[string]float64{"chiffon_tasks_per_s": p.ChiffonTasksPerS, "raw_tasks_per_s": p.RawTasksPerS,
-			"throughput_ratio": p.ThroughputRatio, "chiffon_p50_us": p.ChiffonP50US} {
+			"throughput_ratio": p.ThroughputRatio, "chiffon_p50_us": p.ChiffonP50US, "chiffon_cpu_us_per_task": p.ChiffonCPUUSPerTask} {
 			if v <= 0 || v > 1e9 {
 				t.Errorf("procs %d: %s = %v, want a positive figure", p.Procs, name, v)
 			}

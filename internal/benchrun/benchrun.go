@@ -94,6 +94,12 @@ type Result struct {
 	ChiffonTasksPerS float64 `json:"chiffon_tasks_per_s"`
 	ChiffonP50US     float64 `json:"chiffon_p50_us"`
 	ChiffonP99US     float64 `json:"chiffon_p99_us"`
+	// ChiffonCPUUSPerTask is this process's CPU time (user and system, every
+	// part: broker, orchestrator, agent) per task of the throughput run, in
+	// microseconds; RawCPUUSPerReq is the same for raw's requests. Where
+	// throughput is bound by the CPU, tasks/s × this figure is the cores busy.
+	ChiffonCPUUSPerTask float64 `json:"chiffon_cpu_us_per_task"`
+	RawCPUUSPerReq      float64 `json:"raw_cpu_us_per_req"`
 
 	// ThroughputRatio is chiffon / raw tasks per second at the same concurrency;
 	// LatencyRatio is chiffon p50 / raw p50, one at a time.
@@ -137,8 +143,8 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if err != nil {
 		return nil, fmt.Errorf("raw: %w", err)
 	}
-	res.RawTasksPerS, res.RawP50US, res.RawP99US = raw.perSecond, raw.p50, raw.p99
-	progress("raw:     %8.0f req/s  p50 %7.1f µs  p99 %7.1f µs", raw.perSecond, raw.p50, raw.p99)
+	res.RawTasksPerS, res.RawP50US, res.RawP99US, res.RawCPUUSPerReq = raw.perSecond, raw.p50, raw.p99, raw.cpuPerOp
+	progress("raw:     %8.0f req/s  p50 %7.1f µs  p99 %7.1f µs  CPU %5.1f µs/req", raw.perSecond, raw.p50, raw.p99, raw.cpuPerOp)
 
 	run := randHex(4)
 	st, err := startStack(ctx, url, filepath.Join(dir, "stack"), run, cfg)
@@ -151,8 +157,8 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if err != nil {
 		return nil, fmt.Errorf("chiffon: %w", err)
 	}
-	res.ChiffonTasksPerS, res.ChiffonP50US, res.ChiffonP99US = ch.perSecond, ch.p50, ch.p99
-	progress("chiffon: %8.0f task/s p50 %7.1f µs  p99 %7.1f µs", ch.perSecond, ch.p50, ch.p99)
+	res.ChiffonTasksPerS, res.ChiffonP50US, res.ChiffonP99US, res.ChiffonCPUUSPerTask = ch.perSecond, ch.p50, ch.p99, ch.cpuPerOp
+	progress("chiffon: %8.0f task/s p50 %7.1f µs  p99 %7.1f µs  CPU %5.1f µs/task", ch.perSecond, ch.p50, ch.p99, ch.cpuPerOp)
 	res.ThroughputRatio = ratio(res.ChiffonTasksPerS, res.RawTasksPerS)
 	res.LatencyRatio = ratio(res.ChiffonP50US, res.RawP50US)
 	if cfg.ThroughputOnly {
@@ -213,6 +219,7 @@ func runRest(ctx context.Context, st *stack.Stack, url, dir, run string, cfg Con
 type stats struct {
 	perSecond float64
 	p50, p99  float64 // µs
+	cpuPerOp  float64 // µs of this process's CPU per operation of the rate run
 }
 
 // latencyAndRate measures latency over seqN runs of one, one at a time, and the rate
@@ -226,7 +233,7 @@ func latencyAndRate(ctx context.Context, seqN, parN, k int, one func(i int) erro
 	if err != nil {
 		return stats{}, err
 	}
-	return stats{perSecond: par.perSecond, p50: seq.p50, p99: seq.p99}, nil
+	return stats{perSecond: par.perSecond, p50: seq.p50, p99: seq.p99, cpuPerOp: par.cpuPerOp}, nil
 }
 
 // measure runs one(i) for i in [0, n) with k at once and returns the rate; when
@@ -239,6 +246,10 @@ func measure(ctx context.Context, n, k int, one func(i int) error) (stats, error
 	}
 	close(next)
 	errc := make(chan error, k)
+	cpu0, err := selfCPU()
+	if err != nil {
+		return stats{}, err
+	}
 	start := time.Now()
 	for range k {
 		go func() {
@@ -267,11 +278,16 @@ func measure(ctx context.Context, n, k int, one func(i int) error) (stats, error
 		return stats{}, first
 	}
 	elapsed := time.Since(start)
+	cpu, err := selfCPU()
+	if err != nil {
+		return stats{}, err
+	}
 	slices.Sort(lat)
 	return stats{
 		perSecond: float64(n) / elapsed.Seconds(),
 		p50:       micros(lat[n*50/100]),
 		p99:       micros(lat[min(n-1, n*99/100)]),
+		cpuPerOp:  micros(cpu-cpu0) / float64(n),
 	}, nil
 }
 

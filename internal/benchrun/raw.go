@@ -98,5 +98,5 @@ func runRaw(ctx context.Context, url string, cfg Config) (stats, error) {
 	if par.perSecond == 0 {
 		return stats{}, errors.New("no requests measured")
 	}
-	return stats{perSecond: par.perSecond, p50: seq.p50, p99: seq.p99}, nil
+	return stats{perSecond: par.perSecond, p50: seq.p50, p99: seq.p99, cpuPerOp: par.cpuPerOp}, nil
 }

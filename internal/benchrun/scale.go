@@ -30,9 +30,15 @@ type ScalePoint struct {
 	ChiffonP50US    float64 `json:"chiffon_p50_us,omitempty"`
 	ChiffonP99US    float64 `json:"chiffon_p99_us,omitempty"`
 	RawP50US        float64 `json:"raw_p50_us,omitempty"`
+	// ChiffonCPUUSPerTask is the point's CPU time per task (Result's).
+	ChiffonCPUUSPerTask float64 `json:"chiffon_cpu_us_per_task,omitempty"`
 	// Error says why the point has no figures; "" when it has them.
 	Error string `json:"error,omitempty"`
 }
+
+// CoresBusy is how many cores the point's chiffon run kept busy on average: its
+// tasks per second times its CPU time per task.
+func (p ScalePoint) CoresBusy() float64 { return p.ChiffonTasksPerS * p.ChiffonCPUUSPerTask / 1e6 }
 
 // ScaleResult is the scale curve: one point per GOMAXPROCS, in increasing order.
 type ScaleResult struct {
@@ -79,8 +85,8 @@ func RunScale(ctx context.Context, cfg Config, maxProcs int) (*ScaleResult, erro
 		if pt.Error != "" {
 			fmt.Fprintf(cfg.Progress, "procs %2d: %s\n", procs, pt.Error)
 		} else {
-			fmt.Fprintf(cfg.Progress, "procs %2d: chiffon %8.0f task/s, raw %8.0f req/s, ratio %.2f, chiffon p50 %.1f µs\n",
-				procs, pt.ChiffonTasksPerS, pt.RawTasksPerS, pt.ThroughputRatio, pt.ChiffonP50US)
+			fmt.Fprintf(cfg.Progress, "procs %2d: chiffon %8.0f task/s, raw %8.0f req/s, ratio %.2f, chiffon p50 %.1f µs, %.2f cores busy\n",
+				procs, pt.ChiffonTasksPerS, pt.RawTasksPerS, pt.ThroughputRatio, pt.ChiffonP50US, pt.CoresBusy())
 		}
 		res.Scale = append(res.Scale, pt)
 	}
@@ -109,6 +115,7 @@ func runPoint(ctx context.Context, cfg Config, procs int) ScalePoint {
 	}
 	pt.ChiffonTasksPerS, pt.RawTasksPerS, pt.ThroughputRatio = r.ChiffonTasksPerS, r.RawTasksPerS, r.ThroughputRatio
 	pt.ChiffonP50US, pt.ChiffonP99US, pt.RawP50US = r.ChiffonP50US, r.ChiffonP99US, r.RawP50US
+	pt.ChiffonCPUUSPerTask = r.ChiffonCPUUSPerTask
 	return pt
 }
 

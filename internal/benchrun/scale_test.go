@@ -41,7 +41,7 @@ case " $* " in *" --tasks 50 --inflight 4 "*) ;; *) echo "settings: $*" >&2; exi
 case "$GOMAXPROCS" in
 1) echo "first line" >&2; echo "the broker would not start" >&2; exit 3;;
 4) echo '{"gomaxprocs": 3}';;
-*) echo "{\"gomaxprocs\": $GOMAXPROCS, \"chiffon_tasks_per_s\": 100, \"raw_tasks_per_s\": 400, \"throughput_ratio\": 0.25, \"chiffon_p50_us\": 50}";;
+*) echo "{\"gomaxprocs\": $GOMAXPROCS, \"chiffon_tasks_per_s\": 100, \"raw_tasks_per_s\": 400, \"throughput_ratio\": 0.25, \"chiffon_p50_us\": 50, \"chiffon_cpu_us_per_task\": 120}";;
 esac
 `
 
@@ -61,7 +61,8 @@ func TestRunScaleKeepsGoingPastAFailedPoint(t *testing.T) {
 		!strings.Contains(p.Error, "the broker would not start") || p.ChiffonTasksPerS != 0 {
 		t.Errorf("the failed point: %+v", p)
 	}
-	want := ScalePoint{Procs: 2, ChiffonTasksPerS: 100, RawTasksPerS: 400, ThroughputRatio: 0.25, ChiffonP50US: 50}
+	want := ScalePoint{Procs: 2, ChiffonTasksPerS: 100, RawTasksPerS: 400, ThroughputRatio: 0.25, ChiffonP50US: 50,
+		ChiffonCPUUSPerTask: 120}
 	if p := res.Scale[1]; p != want {
 		t.Errorf("the point after it: %+v, want %+v", p, want)
 	}

@@ -11,13 +11,14 @@ import (
 func (res *ScaleResult) WriteText(w io.Writer) {
 	fmt.Fprintf(w, "%d tasks, %d in flight, %d CPUs; each point a fresh process\n", res.Tasks, res.InFlight, res.NumCPU)
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "PROCS\tCHIFFON TASKS/S\tRAW TASKS/S\tRATIO\tCHIFFON P50 µS\t")
+	fmt.Fprintln(tw, "PROCS\tCHIFFON TASKS/S\tRAW TASKS/S\tRATIO\tCHIFFON P50 µS\tCPU µS/TASK\tCORES BUSY\t")
 	for _, p := range res.Scale {
 		if p.Error != "" {
-			fmt.Fprintf(tw, "%d\t\t\t\t\t  error: %s\n", p.Procs, p.Error)
+			fmt.Fprintf(tw, "%d\t\t\t\t\t\t\t  error: %s\n", p.Procs, p.Error)
 			continue
 		}
-		fmt.Fprintf(tw, "%d\t%.0f\t%.0f\t%.2f\t%.1f\t\n", p.Procs, p.ChiffonTasksPerS, p.RawTasksPerS, p.ThroughputRatio, p.ChiffonP50US)
+		fmt.Fprintf(tw, "%d\t%.0f\t%.0f\t%.2f\t%.1f\t%.1f\t%.2f\t\n", p.Procs, p.ChiffonTasksPerS, p.RawTasksPerS,
+			p.ThroughputRatio, p.ChiffonP50US, p.ChiffonCPUUSPerTask, p.CoresBusy())
 	}
 	_ = tw.Flush()
 }

@@ -11,11 +11,11 @@ import (
 func TestTheTextHasEveryFigure(t *testing.T) {
 	var b bytes.Buffer
 	(&ScaleResult{NumCPU: 4, Tasks: 50, InFlight: 4, Scale: []ScalePoint{
-		{Procs: 1, ChiffonTasksPerS: 5123, RawTasksPerS: 40000, ThroughputRatio: 0.128, ChiffonP50US: 150.25},
+		{Procs: 1, ChiffonTasksPerS: 5000, RawTasksPerS: 40000, ThroughputRatio: 0.125, ChiffonP50US: 150.25, ChiffonCPUUSPerTask: 190.5},
 		{Procs: 2, Error: "exit status 3: the broker would not start"},
 	}}).WriteText(&b)
-	for _, want := range []string{"PROCS", "CHIFFON TASKS/S", "RAW TASKS/S", "RATIO", "CHIFFON P50 µS",
-		"5123", "40000", "0.13", "150.2", "error: exit status 3: the broker would not start"} {
+	for _, want := range []string{"PROCS", "CHIFFON TASKS/S", "RAW TASKS/S", "RATIO", "CHIFFON P50 µS", "CPU µS/TASK", "CORES BUSY",
+		"5000", "40000", "0.12", "150.2", "190.5", "0.95", "error: exit status 3: the broker would not start"} {
 		if !strings.Contains(b.String(), want) {
 			t.Errorf("the curve has no %q:\n%s", want, b.String())
 		}
