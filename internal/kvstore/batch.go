@@ -235,9 +235,7 @@ func (b *Batcher) commitFrom(ws []pendingWrite, start int) commitGroup {
 		break
 	}
 	result := make(chan error, 1)
-	if err := b.db.commitAsync(txn, func(err error) { result <- err }); err != nil {
-		return commitGroup{ws: ws[start:end], err: err}
-	}
+	b.db.commitAsync(txn, func(err error) { result <- err })
 	return commitGroup{ws: ws[start:end], result: result}
 }
 

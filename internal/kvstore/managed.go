@@ -51,14 +51,11 @@ func (d *DB) nextTs() uint64 {
 // newTxn starts a read-write transaction that reads the latest versions.
 func (d *DB) newTxn() *badger.Txn { return d.DB.NewTransactionAt(math.MaxUint64, true) }
 
-// commit commits txn at a new timestamp and waits for it.
-func (d *DB) commit(txn *badger.Txn) error { return txn.CommitAt(d.nextTs(), nil) }
-
-// commitAsync hands txn to Badger at a new timestamp; done runs, on a goroutine
-// of Badger's, once it is written or has failed. Transactions handed over one
-// after another are written in that order.
-func (d *DB) commitAsync(txn *badger.Txn, done func(error)) error {
-	return txn.CommitAt(d.nextTs(), done)
+// commitAsync hands txn to Badger at a new timestamp and returns; done runs, on a
+// goroutine of Badger's, once it is written or has failed. Transactions handed
+// over one after another are written in that order.
+func (d *DB) commitAsync(txn *badger.Txn, done func(error)) {
+	_ = txn.CommitAt(d.nextTs(), done) // with a callback, its error goes there
 }
 
 // NewWriteBatch returns a write batch, for writes too large for one transaction,
